@@ -1,0 +1,37 @@
+//! activerma: one-sided communication for Linux clusters.
+//!
+//! ```no_run
+//! let world = activerma::init()?;
+//! let seg = world.alloc_segment(4096)?;            // collective, same size everywhere
+//! let next = (world.rank() + 1) % world.size();
+//! world.put(seg.remote(next, 0), &[1, 2, 3])?;     // lands in rank `next`'s segment
+//! world.barrier()?;
+//! let counter = seg.remote(0, 64);
+//! let ticket = world.fetch_add(counter, 1)?;       // atomic on rank 0
+//! world.finalize()?;
+//! # Ok::<(), activerma::Error>(())
+//! ```
+//!
+//! Start programs with `activerma run -n N -- PROGRAM`; started alone, a program is a
+//! one-rank job.
+
+mod exposed;
+mod remote_ptr;
+mod segment;
+mod world;
+
+pub use activerma_am::{AmCtx, Handler, HandlerId, ProgressMode, FIRST_USER_HANDLER};
+pub use activerma_core::counters::Counters;
+pub use activerma_core::{settings, Error, Rank, Result};
+pub use activerma_mem::Prot;
+pub use activerma_proto::{AtomicOp, OpHandle, Protocol};
+pub use exposed::Exposed;
+pub use remote_ptr::RemotePtr;
+pub use segment::Segment;
+pub use world::{init, World};
+
+/// Bytes of translation table a rank needs with the current settings (the launcher sizes the
+/// job's shared memory with it).
+pub fn table_bytes(heap_size: usize) -> Result<u64> {
+    Ok(activerma_mem::TableLayout::from_settings(heap_size)?.bytes() as u64)
+}

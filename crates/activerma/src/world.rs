@@ -1,0 +1,286 @@
+//! The job as seen from one rank: init, collectives, remote operations, finalize.
+
+use crate::{Exposed, Prot, RemotePtr, Segment};
+use activerma_am::{Am, Handler, HandlerId, ProgressMode, ProgressThread, FIRST_USER_HANDLER};
+use activerma_core::counters::Counters;
+use activerma_core::{settings, Error, Rank, Result};
+use activerma_mem::symheap::SymHeap;
+use activerma_mem::{AccessKind, TableLayout, TargetTable};
+use activerma_proto::{AtomicOp, OpHandle, Proto, Protocol};
+use activerma_transport::netmodel::NetModel;
+use activerma_transport::smp::SmpConduit;
+use activerma_transport::Conduit;
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+struct Inner {
+    conduit: Arc<dyn Conduit>,
+    am: Arc<Am>,
+    proto: Proto,
+    table: TargetTable,
+    heap: Mutex<SymHeap>,
+    heap_bases: Vec<usize>,
+    net: Arc<NetModel>,
+    counters: Arc<Counters>,
+    mode: ProgressMode,
+    progress_thread: Mutex<Option<ProgressThread>>,
+    finalized: AtomicBool,
+}
+
+/// Handle to the job; cheap to clone, shared by every thread of the rank.
+#[derive(Clone)]
+pub struct World {
+    inner: Arc<Inner>,
+}
+
+/// Joins the job (collective: every rank calls it). A program started without the launcher
+/// becomes a one-rank job.
+pub fn init() -> Result<World> {
+    settings::validate_all()?;
+    let conduit: Arc<dyn Conduit> = match settings::get_enum(settings::CONDUIT)? {
+        "smp" => {
+            let heap_size = activerma_core::page::page_ceil(settings::get_u64(settings::SEGMENT_SIZE)? as usize);
+            match SmpConduit::from_env()? {
+                Some(c) => Arc::new(c),
+                None => Arc::new(SmpConduit::standalone(TableLayout::from_settings(heap_size)?.bytes() as u64)?),
+            }
+        }
+        other => return Err(Error::Unsupported(format!("conduit {other} is not built in this version; use {}=smp", settings::CONDUIT))),
+    };
+    let counters = Arc::new(Counters::default());
+    let net = Arc::new(NetModel::from_settings()?);
+    let am = Arc::new(Am::new(conduit.clone(), net.clone(), counters.clone())?);
+    Proto::register_handlers(&am)?;
+
+    let me = conduit.rank();
+    let heap = conduit.heap_window(me).ok_or_else(|| Error::Unsupported("conduit without a local heap".into()))?;
+    let table_window = conduit.table_window(me).ok_or_else(|| Error::Unsupported("conduit without a table window".into()))?;
+    let max_regions = settings::get_u64(settings::MAX_REGIONS)?.max(2) as usize;
+    let table = TargetTable::init(table_window, heap.remote_base, heap.len, max_regions)?;
+    // Everyone's table and heap base must be in place before anyone looks at them.
+    conduit.barrier(&mut || {
+        am.progress();
+    })?;
+    let proto = Proto::new(conduit.clone(), am.clone(), net.clone(), counters.clone())?;
+    let heap_bases = (0..conduit.size()).map(|r| conduit.heap_window(r).map(|w| w.remote_base).unwrap_or(0)).collect();
+    let mode = ProgressMode::from_settings()?;
+    let world = World {
+        inner: Arc::new(Inner {
+            heap: Mutex::new(SymHeap::new(heap.len)),
+            heap_bases,
+            proto,
+            table,
+            net,
+            counters,
+            mode,
+            progress_thread: Mutex::new(None),
+            finalized: AtomicBool::new(false),
+            am: am.clone(),
+            conduit,
+        }),
+    };
+    *world.inner.progress_thread.lock().unwrap() = ProgressThread::start(am, mode)?;
+    Ok(world)
+}
+
+impl World {
+    #[inline]
+    fn live(&self) -> Result<&Inner> {
+        if self.inner.finalized.load(Ordering::Relaxed) {
+            return Err(Error::Finalized);
+        }
+        Ok(&self.inner)
+    }
+
+    pub fn rank(&self) -> Rank {
+        self.inner.conduit.rank()
+    }
+    pub fn size(&self) -> usize {
+        self.inner.conduit.size()
+    }
+    pub fn conduit_name(&self) -> &'static str {
+        self.inner.conduit.name()
+    }
+    pub fn progress_mode(&self) -> ProgressMode {
+        self.inner.mode
+    }
+    pub fn net_model(&self) -> String {
+        self.inner.net.describe()
+    }
+    pub fn counters(&self) -> &Counters {
+        &self.inner.counters
+    }
+    pub(crate) fn heap_base(&self, rank: Rank) -> usize {
+        self.inner.heap_bases[rank]
+    }
+    pub(crate) fn table(&self) -> &TargetTable {
+        &self.inner.table
+    }
+
+    /// Runs pending active-message handlers (needed in `app` progress mode when this rank is
+    /// a target of atomics on private memory or of user messages and makes no blocking call).
+    pub fn progress(&self) -> usize {
+        self.inner.am.progress()
+    }
+
+    /// All ranks arrive before any leaves; also completes this rank's implicit operations.
+    pub fn barrier(&self) -> Result<()> {
+        let i = self.live()?;
+        i.proto.flush_all()?;
+        i.conduit.barrier(&mut || {
+            i.am.progress();
+        })
+    }
+
+    /// Every rank contributes bytes; everyone gets all contributions, in rank order.
+    pub fn allgather(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>> {
+        let i = self.live()?;
+        i.conduit.allgather(mine, &mut || {
+            i.am.progress();
+        })
+    }
+
+    /// Allocates a segment of `len` bytes on every rank (collective; every rank passes the
+    /// same length).
+    pub fn alloc_segment(&self, len: usize) -> Result<Segment> {
+        let i = self.live()?;
+        let all = self.allgather(&(len as u64).to_le_bytes())?;
+        if let Some((r, l)) = all.iter().enumerate().find(|(_, b)| b.as_slice() != (len as u64).to_le_bytes()) {
+            return Err(Error::CollectiveMismatch(format!(
+                "alloc_segment: rank {} asked for {len} bytes but rank {r} for {}",
+                self.rank(),
+                u64::from_le_bytes(l[..8].try_into().unwrap())
+            )));
+        }
+        let offset = i.heap.lock().unwrap().alloc(len)?;
+        i.table.map_segment(offset, len);
+        let local = i.conduit.heap_window(self.rank()).expect("own heap").local;
+        // SAFETY: offset + len lies inside our heap mapping (the allocator checked).
+        let local = unsafe { local.add(offset) };
+        // Fresh memory reads as zero on every rank, even after a free and a new allocation.
+        // SAFETY: the block is ours and nobody else writes it before the barrier below.
+        unsafe { std::ptr::write_bytes(local, 0, len) };
+        self.barrier()?;
+        Ok(Segment { world: self.clone(), offset, len, local })
+    }
+
+    pub(crate) fn free_segment(&self, offset: usize, len: usize) -> Result<()> {
+        let i = self.live()?;
+        self.barrier()?; // nobody is still accessing it
+        i.table.unmap_segment(offset, len);
+        i.heap.lock().unwrap().free(offset, len);
+        Ok(())
+    }
+
+    /// Exposes a buffer of this rank's own memory (heap, stack, anything) to remote access.
+    pub fn expose<'a>(&self, buf: &'a mut [u8], prot: Prot) -> Result<Exposed<'a>> {
+        // SAFETY: the exclusive borrow keeps the buffer alive and unaliased while exposed.
+        unsafe { self.expose_raw(buf.as_mut_ptr(), buf.len(), prot) }
+    }
+
+    /// Exposes a buffer read-only.
+    pub fn expose_read_only<'a>(&self, buf: &'a [u8]) -> Result<Exposed<'a>> {
+        // SAFETY: read-only exposure: remote ranks never write it.
+        unsafe { self.expose_raw(buf.as_ptr() as *mut u8, buf.len(), Prot::ReadOnly) }
+    }
+
+    /// # Safety
+    /// `[ptr, ptr+len)` must stay valid memory of this process until the exposure is dropped.
+    pub unsafe fn expose_raw<'a>(&self, ptr: *mut u8, len: usize, prot: Prot) -> Result<Exposed<'a>> {
+        let i = self.live()?;
+        let id = i.table.expose(ptr as usize, len, prot)?;
+        Ok(Exposed { world: self.clone(), id: Some(id), addr: ptr as usize, len, _borrow: PhantomData })
+    }
+
+    /// Blocking put: returns when the bytes are in the target's memory.
+    #[inline]
+    pub fn put(&self, dst: RemotePtr, src: &[u8]) -> Result<()> {
+        self.live()?.proto.put(dst.rank, dst.addr, src)
+    }
+    /// Blocking get.
+    #[inline]
+    pub fn get(&self, src: RemotePtr, dst: &mut [u8]) -> Result<()> {
+        self.live()?.proto.get(src.rank, src.addr, dst)
+    }
+    /// Non-blocking put: the source may be reused when this returns; the handle says when the
+    /// data is remotely visible.
+    pub fn put_nb(&self, dst: RemotePtr, src: &[u8]) -> Result<OpHandle> {
+        self.live()?.proto.put_nb(dst.rank, dst.addr, src)
+    }
+    /// Non-blocking get: `dst` holds the data once the handle completes.
+    pub fn get_nb(&self, src: RemotePtr, dst: &mut [u8]) -> Result<OpHandle> {
+        self.live()?.proto.get_nb(src.rank, src.addr, dst)
+    }
+    /// Implicit non-blocking put, completed by `flush(rank)`, `flush_all()` or `barrier()`.
+    pub fn put_nbi(&self, dst: RemotePtr, src: &[u8]) -> Result<()> {
+        self.live()?.proto.put_nbi(dst.rank, dst.addr, src)
+    }
+    pub fn get_nbi(&self, src: RemotePtr, dst: &mut [u8]) -> Result<()> {
+        self.live()?.proto.get_nbi(src.rank, src.addr, dst)
+    }
+    pub fn flush(&self, rank: Rank) -> Result<()> {
+        self.live()?.proto.flush(rank)
+    }
+    pub fn flush_all(&self) -> Result<()> {
+        self.live()?.proto.flush_all()
+    }
+    pub fn fence(&self) -> Result<()> {
+        self.live()?.proto.fence();
+        Ok(())
+    }
+
+    pub fn atomic(&self, at: RemotePtr, op: AtomicOp) -> Result<u64> {
+        self.live()?.proto.atomic(at.rank, at.addr, op)
+    }
+    pub fn fetch_add(&self, at: RemotePtr, v: u64) -> Result<u64> {
+        self.atomic(at, AtomicOp::FetchAdd(v))
+    }
+    pub fn add(&self, at: RemotePtr, v: u64) -> Result<()> {
+        self.atomic(at, AtomicOp::FetchAdd(v)).map(drop)
+    }
+    pub fn swap(&self, at: RemotePtr, v: u64) -> Result<u64> {
+        self.atomic(at, AtomicOp::Swap(v))
+    }
+    pub fn compare_swap(&self, at: RemotePtr, expected: u64, new: u64) -> Result<u64> {
+        self.atomic(at, AtomicOp::CompareSwap { expected, new })
+    }
+    pub fn fetch(&self, at: RemotePtr) -> Result<u64> {
+        self.atomic(at, AtomicOp::Fetch)
+    }
+
+    /// The protocol a put/get/atomic to `at` would use, and why.
+    pub fn explain(&self, at: RemotePtr, len: usize, op: &str) -> Result<(Protocol, &'static str)> {
+        let kind = match op {
+            "put" => AccessKind::Put,
+            "get" => AccessKind::Get,
+            "atomic" => AccessKind::Atomic,
+            _ => return Err(Error::InvalidArgument(format!("explain: op {op} is not put, get or atomic"))),
+        };
+        self.live()?.proto.explain(at.rank, at.addr, len, kind)
+    }
+
+    /// Installs a user active-message handler (id >= FIRST_USER_HANDLER) on this rank.
+    pub fn register_handler(&self, id: HandlerId, h: Handler) -> Result<()> {
+        if id < FIRST_USER_HANDLER {
+            return Err(Error::InvalidArgument(format!("handler ids below {FIRST_USER_HANDLER} are the runtime's")));
+        }
+        self.live()?.am.register(id, h)
+    }
+
+    /// Sends an active message of any length to `dst`'s handler `id`.
+    pub fn send_am(&self, dst: Rank, id: HandlerId, token: u64, payload: &[u8]) -> Result<()> {
+        self.live()?.am.send(dst, id, token, payload)
+    }
+
+    /// Leaves the job (collective): completes outstanding operations, waits for every rank,
+    /// stops the progress thread. Any later operation fails with `Error::Finalized`.
+    pub fn finalize(&self) -> Result<()> {
+        let i = self.live()?;
+        let r = self.barrier();
+        i.finalized.store(true, Ordering::Release);
+        drop(i.progress_thread.lock().unwrap().take());
+        i.conduit.mark_finalized();
+        r
+    }
+}

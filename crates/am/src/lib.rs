@@ -1,0 +1,264 @@
+//! Active messages for the runtime's own protocols (and for users and baselines): a handler
+//! table, payloads of any length with transparent fragmentation, replies, and the progress
+//! engine that runs handlers — from the application's calls, a polling thread, or a thread that
+//! sleeps on a wake-up.
+
+mod completion;
+mod frag;
+mod progress_thread;
+
+pub use completion::{Completion, Completions};
+pub use progress_thread::{ProgressMode, ProgressThread};
+
+use activerma_core::clock::Deadline;
+use activerma_core::counters::{bump, Counters};
+use activerma_core::{settings, Error, Rank, Result};
+use activerma_transport::netmodel::NetModel;
+use activerma_transport::{Conduit, PeerStatus};
+use frag::{FragFlags, Reassembly};
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, RwLock};
+
+pub type HandlerId = u16;
+/// Handler ids below this are the runtime's own; users register from here up.
+pub const FIRST_USER_HANDLER: HandlerId = 64;
+pub const MAX_HANDLERS: usize = 1024;
+
+/// What a handler gets besides the payload: who sent it, the sender's token, and a way to answer.
+pub struct AmCtx<'a> {
+    am: &'a Am,
+    pub src: Rank,
+    pub token: u64,
+}
+
+impl AmCtx<'_> {
+    /// Sends a message back to the origin. Never blocks: if the queue is busy it is deferred and
+    /// sent by the next progress call, so a handler cannot deadlock its own rank.
+    pub fn reply(&self, handler: HandlerId, token: u64, payload: &[u8]) {
+        self.am.send_or_defer(self.src, handler, token, payload);
+    }
+    pub fn am(&self) -> &Am {
+        self.am
+    }
+}
+
+pub type Handler = Arc<dyn Fn(&AmCtx, &[u8]) + Send + Sync>;
+
+struct Deferred {
+    dst: Rank,
+    handler: HandlerId,
+    token: u64,
+    payload: Vec<u8>,
+}
+
+pub struct Am {
+    conduit: Arc<dyn Conduit>,
+    net: Arc<NetModel>,
+    counters: Arc<Counters>,
+    handlers: RwLock<Vec<Option<Handler>>>,
+    /// Serializes the fragments of one message per destination.
+    send_locks: Vec<Mutex<()>>,
+    deferred: Mutex<VecDeque<Deferred>>,
+    reassembly: Mutex<Reassembly>,
+    timeout_s: f64,
+    pub completions: Completions,
+}
+
+impl Am {
+    pub fn new(conduit: Arc<dyn Conduit>, net: Arc<NetModel>, counters: Arc<Counters>) -> Result<Am> {
+        let n = conduit.size();
+        Ok(Am {
+            net,
+            counters,
+            handlers: RwLock::new(vec![None; MAX_HANDLERS]),
+            send_locks: (0..n).map(|_| Mutex::new(())).collect(),
+            deferred: Mutex::new(VecDeque::new()),
+            reassembly: Mutex::new(Reassembly::new(n)),
+            timeout_s: settings::get_f64(settings::TIMEOUT_S)?,
+            completions: Completions::new(4096),
+            conduit,
+        })
+    }
+
+    pub fn conduit(&self) -> &Arc<dyn Conduit> {
+        &self.conduit
+    }
+
+    /// Installs a handler; every rank must install the same ids before messages to them arrive.
+    pub fn register(&self, id: HandlerId, h: Handler) -> Result<()> {
+        let mut t = self.handlers.write().unwrap();
+        let slot = t.get_mut(id as usize).ok_or_else(|| Error::InvalidArgument(format!("handler id {id} is not below {MAX_HANDLERS}")))?;
+        if slot.is_some() {
+            return Err(Error::InvalidArgument(format!("handler id {id} is already registered")));
+        }
+        *slot = Some(h);
+        Ok(())
+    }
+
+    fn check_rank(&self, dst: Rank) -> Result<()> {
+        if dst >= self.conduit.size() {
+            return Err(Error::InvalidRank { rank: dst, size: self.conduit.size() });
+        }
+        Ok(())
+    }
+
+    /// Sends a message of any length; blocks (making progress) while the destination queue is
+    /// full. Delivery from one origin to one target is in order.
+    pub fn send(&self, dst: Rank, handler: HandlerId, token: u64, payload: &[u8]) -> Result<()> {
+        self.check_rank(dst)?;
+        if payload.len() > u32::MAX as usize {
+            return Err(Error::SizeLimit(format!("an active message carries at most 4 GiB; got {} bytes (split it)", payload.len())));
+        }
+        let guard = self.send_locks[dst].lock().unwrap();
+        self.flush_deferred_locked(dst)?;
+        let r = self.send_fragments(dst, handler, token, payload, true);
+        drop(guard);
+        r.map(|_| ())
+    }
+
+    /// Sends now if the queue is free and has room, otherwise queues for the next progress call.
+    fn send_or_defer(&self, dst: Rank, handler: HandlerId, token: u64, payload: &[u8]) {
+        if let Ok(_g) = self.send_locks[dst].try_lock() {
+            let nothing_waiting = !self.deferred.lock().unwrap().iter().any(|d| d.dst == dst);
+            if nothing_waiting && payload.len() <= self.conduit.am_fragment_capacity() {
+                if let Ok(true) = self.send_fragments(dst, handler, token, payload, false) {
+                    return;
+                }
+            }
+        }
+        self.deferred.lock().unwrap().push_back(Deferred { dst, handler, token, payload: payload.to_vec() });
+    }
+
+    /// With the destination's send lock held: pushes every fragment, waiting for room when
+    /// `block`; without it, returns `Ok(false)` if the first fragment does not fit.
+    fn send_fragments(&self, dst: Rank, handler: HandlerId, token: u64, payload: &[u8], block: bool) -> Result<bool> {
+        let cap = self.conduit.am_fragment_capacity();
+        let total = payload.len();
+        let mut off = 0;
+        let mut deadline: Option<Deadline> = None;
+        let mut spins = 0u32;
+        loop {
+            let end = (off + cap).min(total);
+            let flags = FragFlags { first: off == 0, last: end == total };
+            let header = frag::encode(handler, flags, total as u32, token);
+            let at = self.net.completion_time(end - off + 64);
+            if self.conduit.am_try_send(dst, header, &payload[off..end], at)? {
+                bump(&self.counters.am_fragments, 1);
+                if flags.last {
+                    bump(&self.counters.am_sent, 1);
+                    return Ok(true);
+                }
+                off = end;
+                continue;
+            }
+            if !block && off == 0 {
+                return Ok(false);
+            }
+            // Full queue: back-pressure. Drain our own inbox so the peer can drain its one.
+            self.poll_inbox();
+            spins = spins.wrapping_add(1);
+            if spins % 256 == 0 {
+                self.check_peer(dst)?;
+                let d = deadline.get_or_insert_with(|| Deadline::after_secs(self.timeout_s));
+                if d.expired() {
+                    return Err(Error::Timeout { what: format!("room in the active-message queue to rank {dst}"), secs: d.secs() });
+                }
+                std::thread::yield_now();
+            }
+        }
+    }
+
+    fn flush_deferred_locked(&self, dst: Rank) -> Result<()> {
+        loop {
+            let next = {
+                let mut q = self.deferred.lock().unwrap();
+                match q.iter().position(|d| d.dst == dst) {
+                    Some(i) => q.remove(i).unwrap(),
+                    None => return Ok(()),
+                }
+            };
+            self.send_fragments(next.dst, next.handler, next.token, &next.payload, true)?;
+        }
+    }
+
+    fn flush_deferred(&self) {
+        let dsts: Vec<Rank> = self.deferred.lock().unwrap().iter().map(|d| d.dst).collect();
+        for dst in dsts {
+            if let Ok(_g) = self.send_locks[dst].try_lock() {
+                if let Err(e) = self.flush_deferred_locked(dst) {
+                    eprintln!("activerma: rank {}: dropping replies to rank {dst}: {e}", self.conduit.rank());
+                    self.deferred.lock().unwrap().retain(|d| d.dst != dst);
+                }
+            }
+        }
+    }
+
+    /// Runs arrived handlers; returns how many messages were handled.
+    pub fn poll_inbox(&self) -> usize {
+        let mut done = 0;
+        self.conduit.am_poll(64, &mut |src, header, payload| {
+            let (handler, flags, total, token) = frag::decode(header);
+            let mut run = |bytes: &[u8]| {
+                done += 1;
+                bump(&self.counters.am_received, 1);
+                let h = self.handlers.read().unwrap()[handler as usize].clone();
+                match h {
+                    Some(h) => h(&AmCtx { am: self, src, token }, bytes),
+                    None => eprintln!("activerma: rank {}: message for unregistered handler {handler} from rank {src} dropped", self.conduit.rank()),
+                }
+            };
+            if flags.first && flags.last {
+                run(payload); // zero-copy: the handler reads the slot in place
+            } else if let Some(whole) = self.reassembly.lock().unwrap().add(src, flags, total, payload) {
+                run(&whole);
+            }
+        });
+        done
+    }
+
+    /// One step of progress: handlers, then deferred replies.
+    pub fn progress(&self) -> usize {
+        let n = self.poll_inbox();
+        if !self.deferred.lock().unwrap().is_empty() {
+            self.flush_deferred();
+        }
+        n
+    }
+
+    /// Errors if `rank` is gone.
+    pub fn check_peer(&self, rank: Rank) -> Result<()> {
+        match self.conduit.peer_status(rank) {
+            PeerStatus::Gone(how) => Err(Error::PeerGone { rank, how }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Waits for a reply to arrive in `c`, making progress, watching `target` for death.
+    pub fn wait_completion(&self, c: &Completion, target: Rank, what: &str) -> Result<()> {
+        let mut spins = 0u32;
+        let mut deadline: Option<Deadline> = None;
+        while !c.is_done() {
+            self.progress();
+            spins = spins.wrapping_add(1);
+            if spins % 1024 == 0 {
+                if c.is_done() {
+                    break;
+                }
+                self.check_peer(target)?;
+                let d = deadline.get_or_insert_with(|| Deadline::after_secs(self.timeout_s));
+                if d.expired() {
+                    return Err(Error::Timeout { what: format!("{what} from rank {target}"), secs: d.secs() });
+                }
+                if spins % (1 << 16) == 0 {
+                    std::thread::yield_now();
+                }
+            }
+            std::hint::spin_loop();
+        }
+        Ok(())
+    }
+
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+}

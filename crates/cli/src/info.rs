@@ -1,0 +1,48 @@
+//! `activerma info`: the settings table with effective values, and the facts a user needs to
+//! understand performance: conduit, page size, memlock limit, progress mode, network model.
+
+use activerma_core::settings::{self, TABLE};
+use activerma_transport::netmodel::NetModel;
+
+pub fn print() -> i32 {
+    let mut bad = 0;
+    println!("activerma {}", env!("CARGO_PKG_VERSION"));
+    println!();
+    println!("{:<30} {:<16} {:<9} {:<9} description", "setting", "type", "default", "effective");
+    for s in TABLE {
+        let set = std::env::var(s.name).ok().filter(|v| !v.trim().is_empty());
+        let effective = settings::raw(s.name);
+        println!("{:<30} {:<16} {:<9} {:<9} {}", s.name, s.kind.name(), s.default, effective, s.description);
+        if set.is_some() {
+            let check = match s.kind {
+                settings::Kind::Bool => settings::get_bool(s.name).map(drop),
+                settings::Kind::Int | settings::Kind::Size => settings::get_u64(s.name).map(drop),
+                settings::Kind::Float => settings::get_f64(s.name).map(drop),
+                settings::Kind::Enum(_) => settings::get_enum(s.name).map(drop),
+            };
+            if let Err(e) = check {
+                println!("  ^ error: {e}");
+                bad += 1;
+            }
+        }
+    }
+    println!();
+    let memlock = match activerma_core::page::memlock_limit() {
+        None => "unlimited".to_string(),
+        Some(b) => format!("{} KiB", b / 1024),
+    };
+    println!("conduit          {}", settings::raw(settings::CONDUIT));
+    println!("page size        {} B", activerma_core::page::page_size());
+    println!("memlock limit    {memlock}{}", if unsafe { libc::geteuid() } == 0 { " (root: not enforced)" } else { "" });
+    println!("progress mode    {}", settings::raw(settings::PROGRESS));
+    match NetModel::from_settings() {
+        Ok(n) => println!("modelled network {}", n.describe()),
+        Err(e) => println!("modelled network error: {e}"),
+    }
+    println!("protocols        put_direct get_direct atomic_direct (segment) · put_cma get_cma atomic_am (private memory)");
+    if bad > 0 {
+        1
+    } else {
+        0
+    }
+}

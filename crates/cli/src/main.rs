@@ -1,0 +1,30 @@
+//! `activerma`: the launcher (`run`), the settings table (`info`) and the benchmarks (`bench`).
+
+mod info;
+mod launcher;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "activerma", version, about = "one-sided communication runtime: launcher, settings and benchmarks")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Start N ranks of PROGRAM on this host (like mpirun).
+    Run(launcher::RunArgs),
+    /// Print the settings table, conduit, page size, memlock limit, progress mode and network model.
+    Info,
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let code = match cli.cmd {
+        Cmd::Run(args) => launcher::run(args),
+        Cmd::Info => info::print(),
+    };
+    std::process::exit(code);
+}

@@ -1,0 +1,39 @@
+//! Per-process operation counters, printed by `info` and the benchmarks. Relaxed atomics: they
+//! are statistics, never used for synchronisation.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+macro_rules! counters {
+    ($($name:ident: $doc:literal),* $(,)?) => {
+        /// Operation counters of one process.
+        #[derive(Default, Debug)]
+        pub struct Counters { $(#[doc = $doc] pub $name: AtomicU64,)* }
+
+        impl Counters {
+            /// (name, value) pairs in declaration order.
+            pub fn snapshot(&self) -> Vec<(&'static str, u64)> {
+                vec![$((stringify!($name), self.$name.load(Ordering::Relaxed)),)*]
+            }
+        }
+    };
+}
+
+counters! {
+    put_direct: "puts copied straight into a shared segment",
+    put_cma: "puts into private memory by cross-memory attach",
+    get_direct: "gets copied straight from a shared segment",
+    get_cma: "gets from private memory by cross-memory attach",
+    bytes_put: "bytes written by puts",
+    bytes_got: "bytes read by gets",
+    atomic_direct: "atomics executed on shared memory by the origin",
+    atomic_am: "atomics executed by the target on request (private memory)",
+    am_sent: "active messages sent",
+    am_received: "active messages handled",
+    am_fragments: "active-message fragments sent",
+    wakeups_sent: "futex wake-ups sent to sleeping targets",
+}
+
+#[inline]
+pub fn bump(c: &AtomicU64, by: u64) {
+    c.fetch_add(by, Ordering::Relaxed);
+}

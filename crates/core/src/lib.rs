@@ -1,0 +1,15 @@
+//! Bottom layer of activerma: services every other layer uses and that know nothing about
+//! communication — the settings table, error values, counters, clocks, page arithmetic and
+//! futex-based wake-ups on shared memory.
+
+pub mod clock;
+pub mod counters;
+pub mod error;
+pub mod futex;
+pub mod page;
+pub mod settings;
+
+pub use error::{Error, Result};
+
+/// A rank is one process of the job, numbered 0..size.
+pub type Rank = usize;

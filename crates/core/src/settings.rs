@@ -1,0 +1,182 @@
+//! The one table of `ACTIVERMA_*` settings. Every tunable lives here with its type, default and
+//! description; `activerma info` prints the table with effective values, and a bad value is an
+//! error naming the variable and what it accepts.
+
+use crate::{Error, Result};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Bool,
+    Int,
+    /// A byte count; accepts suffixes K, M, G (powers of 1024).
+    Size,
+    Float,
+    Enum(&'static [&'static str]),
+}
+
+impl Kind {
+    pub fn name(&self) -> String {
+        match self {
+            Kind::Bool => "bool".into(),
+            Kind::Int => "int".into(),
+            Kind::Size => "size".into(),
+            Kind::Float => "float".into(),
+            Kind::Enum(v) => v.join("|"),
+        }
+    }
+}
+
+pub struct Setting {
+    pub name: &'static str,
+    pub kind: Kind,
+    pub default: &'static str,
+    pub description: &'static str,
+}
+
+pub const CONDUIT: &str = "ACTIVERMA_CONDUIT";
+pub const PROGRESS: &str = "ACTIVERMA_PROGRESS";
+pub const SEGMENT_SIZE: &str = "ACTIVERMA_SEGMENT_SIZE";
+pub const MAX_PRIVATE_PAGES: &str = "ACTIVERMA_MAX_PRIVATE_PAGES";
+pub const MAX_REGIONS: &str = "ACTIVERMA_MAX_REGIONS";
+pub const AM_SLOTS: &str = "ACTIVERMA_AM_SLOTS";
+pub const AM_SLOT_SIZE: &str = "ACTIVERMA_AM_SLOT_SIZE";
+pub const WAKE_INTERVAL_US: &str = "ACTIVERMA_WAKE_INTERVAL_US";
+pub const NET_LATENCY_NS: &str = "ACTIVERMA_NET_LATENCY_NS";
+pub const NET_BANDWIDTH_MBS: &str = "ACTIVERMA_NET_BANDWIDTH_MBS";
+pub const TIMEOUT_S: &str = "ACTIVERMA_TIMEOUT_S";
+pub const VERBOSE: &str = "ACTIVERMA_VERBOSE";
+
+pub static TABLE: &[Setting] = &[
+    Setting { name: CONDUIT, kind: Kind::Enum(&["smp", "mpi"]), default: "smp",
+        description: "conduit: smp = processes on one host over shared memory and cross-memory attach" },
+    Setting { name: PROGRESS, kind: Kind::Enum(&["app", "thread", "wake"]), default: "app",
+        description: "who runs active-message handlers at a target: the application's progress()/blocking calls, a polling thread, or a thread sleeping on a futex wake-up" },
+    Setting { name: SEGMENT_SIZE, kind: Kind::Size, default: "1G",
+        description: "per-rank symmetric heap from which segments are allocated (virtual; pages cost memory only when touched)" },
+    Setting { name: MAX_PRIVATE_PAGES, kind: Kind::Int, default: "1048576",
+        description: "translation-table entries per rank for exposed private memory (pages)" },
+    Setting { name: MAX_REGIONS, kind: Kind::Int, default: "256",
+        description: "exposed ranges a rank may have at once (segment allocations share one)" },
+    Setting { name: AM_SLOTS, kind: Kind::Int, default: "256",
+        description: "slots in each per-pair active-message queue (a power of two)" },
+    Setting { name: AM_SLOT_SIZE, kind: Kind::Size, default: "256",
+        description: "bytes per active-message slot; longer messages are fragmented transparently" },
+    Setting { name: WAKE_INTERVAL_US, kind: Kind::Int, default: "2000",
+        description: "wake progress mode: longest sleep before the thread polls anyway (us)" },
+    Setting { name: NET_LATENCY_NS, kind: Kind::Int, default: "0",
+        description: "modelled network: latency added to every remote operation (ns); 0 = off" },
+    Setting { name: NET_BANDWIDTH_MBS, kind: Kind::Int, default: "0",
+        description: "modelled network: bandwidth limit per origin (MB/s = 1e6 B/s); 0 = unlimited" },
+    Setting { name: TIMEOUT_S, kind: Kind::Float, default: "0",
+        description: "give up a blocking wait (barrier, reply, full queue) after this many seconds; 0 = never (dead ranks are still detected)" },
+    Setting { name: VERBOSE, kind: Kind::Bool, default: "0",
+        description: "print protocol choices and job events to stderr" },
+];
+
+pub fn lookup(name: &str) -> &'static Setting {
+    TABLE.iter().find(|s| s.name == name).unwrap_or_else(|| panic!("setting {name} is not in the table"))
+}
+
+/// The raw effective value: the environment's, else the default.
+pub fn raw(name: &str) -> String {
+    let s = lookup(name);
+    match std::env::var(name) {
+        Ok(v) if !v.trim().is_empty() => v.trim().to_string(),
+        _ => s.default.to_string(),
+    }
+}
+
+fn bad(name: &str, value: &str, why: impl Into<String>) -> Error {
+    Error::BadSetting { name: name.into(), value: value.into(), why: why.into() }
+}
+
+pub fn parse_size(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let (digits, mult) = match t.chars().last()? {
+        'k' | 'K' => (&t[..t.len() - 1], 1u64 << 10),
+        'm' | 'M' => (&t[..t.len() - 1], 1 << 20),
+        'g' | 'G' => (&t[..t.len() - 1], 1 << 30),
+        't' | 'T' => (&t[..t.len() - 1], 1 << 40),
+        _ => (t, 1),
+    };
+    digits.trim().parse::<u64>().ok()?.checked_mul(mult)
+}
+
+pub fn get_u64(name: &str) -> Result<u64> {
+    let s = lookup(name);
+    let v = raw(name);
+    match s.kind {
+        Kind::Int => v.parse().map_err(|_| bad(name, &v, "expected a whole number")),
+        Kind::Size => parse_size(&v).ok_or_else(|| bad(name, &v, "expected a size such as 4096, 64K, 1G")),
+        _ => panic!("{name} is not numeric"),
+    }
+}
+
+pub fn get_f64(name: &str) -> Result<f64> {
+    let v = raw(name);
+    v.parse::<f64>().ok().filter(|x| x.is_finite() && *x >= 0.0).ok_or_else(|| bad(name, &v, "expected a non-negative number"))
+}
+
+pub fn get_bool(name: &str) -> Result<bool> {
+    let v = raw(name);
+    match v.to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        _ => Err(bad(name, &v, "expected 0/1, true/false, yes/no or on/off")),
+    }
+}
+
+pub fn get_enum(name: &str) -> Result<&'static str> {
+    let s = lookup(name);
+    let v = raw(name);
+    let Kind::Enum(options) = s.kind else { panic!("{name} is not an enum") };
+    options
+        .iter()
+        .find(|o| o.eq_ignore_ascii_case(&v))
+        .copied()
+        .ok_or_else(|| bad(name, &v, format!("expected one of {}", options.join(", "))))
+}
+
+/// Checks every setting present in the environment, so a typo in any value fails early.
+pub fn validate_all() -> Result<()> {
+    for s in TABLE {
+        match s.kind {
+            Kind::Bool => drop(get_bool(s.name)?),
+            Kind::Int | Kind::Size => drop(get_u64(s.name)?),
+            Kind::Float => drop(get_f64(s.name)?),
+            Kind::Enum(_) => drop(get_enum(s.name)?),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("4096"), Some(4096));
+        assert_eq!(parse_size("64K"), Some(65536));
+        assert_eq!(parse_size("1g"), Some(1 << 30));
+        assert_eq!(parse_size("x"), None);
+        assert_eq!(parse_size(""), None);
+    }
+
+    #[test]
+    fn defaults_parse() {
+        for s in TABLE {
+            std::env::remove_var(s.name);
+        }
+        validate_all().unwrap();
+        assert_eq!(get_enum(PROGRESS).unwrap(), "app");
+    }
+
+    #[test]
+    fn bad_values_name_the_variable() {
+        std::env::set_var(NET_LATENCY_NS, "fast");
+        let e = get_u64(NET_LATENCY_NS).unwrap_err().to_string();
+        std::env::remove_var(NET_LATENCY_NS);
+        assert!(e.contains("ACTIVERMA_NET_LATENCY_NS") && e.contains("whole number"), "{e}");
+    }
+}

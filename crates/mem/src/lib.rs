@@ -1,0 +1,11 @@
+//! The memory layer: what a remote rank may touch, and how. Every rank has a translation table
+//! — the software stand-in for its IOMMU page table — in memory origins can read; every remote
+//! access is checked against it. Segments come from a per-rank symmetric heap.
+//! Registration strategies (pin-all, bounce, rendezvous, firehose, PART) will live here too.
+
+pub mod entry;
+pub mod symheap;
+pub mod table;
+
+pub use entry::{Entry, Prot};
+pub use table::{AccessKind, Lookup, OriginTable, TableLayout, TargetTable};

@@ -1,0 +1,454 @@
+//! The translation table: the software IOMMU page table of one rank.
+//!
+//! It lives in the rank's table window (shared memory on one host), so an origin checks a
+//! remote access itself, as a NIC would consult the target's IOMMU, without the target's CPU.
+//!
+//! ```text
+//! TableHeader                 magic (written last), limits, high-water mark of regions
+//! RegionDesc[max_regions]     state, kind, in-flight origins, base, len, first entry
+//! entries: u32[heap_pages + private_pages]   region 0 = the symmetric heap, then private pages
+//! ```
+//! Region 0 always describes the symmetric heap; its pages are PRESENT while a segment
+//! allocation covers them. Other regions are exposed ranges of private memory, byte-exact.
+//! Origins that access private memory announce themselves in the region's `inflight` counter,
+//! so `unexpose` can wait until no copy into that memory is still running.
+
+use crate::entry::{Entry, Prot};
+use activerma_core::page::{page_floor, page_size, pages_spanned};
+use activerma_core::{Error, Rank, Result};
+use activerma_transport::Window;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Mutex;
+
+const MAGIC: u64 = 0x7472_616e_736c_7462; // "translTb"
+const FREE: u32 = 0;
+const ACTIVE: u32 = 1;
+const DYING: u32 = 2;
+const KIND_HEAP: u32 = 0;
+const KIND_PRIVATE: u32 = 1;
+
+#[repr(C)]
+struct TableHeader {
+    magic: AtomicU64,
+    max_regions: u64,
+    heap_pages: u64,
+    private_pages: u64,
+    /// One past the highest region index ever used: origins scan no further.
+    hwm: AtomicU32,
+}
+
+#[repr(C, align(64))]
+struct RegionDesc {
+    state: AtomicU32,
+    kind: AtomicU32,
+    inflight: AtomicU32,
+    base: AtomicU64,
+    len: AtomicU64,
+    first_entry: AtomicU64,
+}
+
+/// Sizes of a table; the launcher uses `bytes()` to size every rank's table window.
+#[derive(Clone, Copy, Debug)]
+pub struct TableLayout {
+    pub max_regions: usize,
+    pub heap_pages: usize,
+    pub private_pages: usize,
+}
+
+impl TableLayout {
+    fn regions_off() -> usize {
+        std::mem::size_of::<TableHeader>().next_multiple_of(64)
+    }
+    fn entries_off(&self) -> usize {
+        Self::regions_off() + self.max_regions * std::mem::size_of::<RegionDesc>()
+    }
+    pub fn bytes(&self) -> usize {
+        self.entries_off() + (self.heap_pages + self.private_pages) * 4
+    }
+    pub fn from_settings(heap_size: usize) -> Result<TableLayout> {
+        use activerma_core::settings as s;
+        Ok(TableLayout {
+            max_regions: (s::get_u64(s::MAX_REGIONS)? as usize).max(2),
+            heap_pages: heap_size.div_ceil(page_size()),
+            private_pages: s::get_u64(s::MAX_PRIVATE_PAGES)? as usize,
+        })
+    }
+}
+
+/// A table in a window, as raw views; shared by the origin and target sides.
+#[derive(Clone, Copy)]
+struct Raw {
+    base: *mut u8,
+    layout: TableLayout,
+}
+
+unsafe impl Send for Raw {}
+unsafe impl Sync for Raw {}
+
+impl Raw {
+    fn header(&self) -> &TableHeader {
+        // SAFETY: the window holds at least a header (checked at construction).
+        unsafe { &*(self.base as *const TableHeader) }
+    }
+    fn region(&self, i: usize) -> &RegionDesc {
+        debug_assert!(i < self.layout.max_regions);
+        // SAFETY: i < max_regions, inside the window.
+        unsafe { &*(self.base.add(TableLayout::regions_off()) as *const RegionDesc).add(i) }
+    }
+    #[inline]
+    fn entry(&self, i: usize) -> &AtomicU32 {
+        debug_assert!(i < self.layout.heap_pages + self.layout.private_pages);
+        // SAFETY: i is inside the entries array.
+        unsafe { &*(self.base.add(self.layout.entries_off()) as *const AtomicU32).add(i) }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AccessKind {
+    Put,
+    Get,
+    Atomic,
+}
+
+impl AccessKind {
+    fn needs(self) -> u32 {
+        match self {
+            AccessKind::Put => Entry::W,
+            AccessKind::Get => Entry::R,
+            AccessKind::Atomic => Entry::R | Entry::W,
+        }
+    }
+    fn name(self) -> &'static str {
+        match self {
+            AccessKind::Put => "put",
+            AccessKind::Get => "get",
+            AccessKind::Atomic => "atomic",
+        }
+    }
+}
+
+/// The result of a successful check. For private memory it keeps the region's in-flight count
+/// raised until dropped, so the target cannot unexpose the memory under a running copy.
+pub struct Lookup<'a> {
+    pub private: bool,
+    inflight: Option<&'a AtomicU32>,
+}
+
+impl Drop for Lookup<'_> {
+    fn drop(&mut self) {
+        if let Some(c) = self.inflight {
+            c.fetch_sub(1, Ordering::Release);
+        }
+    }
+}
+
+/// An origin's view of one target's table.
+pub struct OriginTable {
+    raw: Raw,
+    rank: Rank,
+}
+
+impl OriginTable {
+    /// Attaches to `rank`'s initialized table in `w`.
+    pub fn attach(w: Window, rank: Rank) -> Result<OriginTable> {
+        if w.len < std::mem::size_of::<TableHeader>() {
+            return Err(Error::InvalidArgument("translation-table window too small".into()));
+        }
+        // SAFETY: the window is at least a header long.
+        let h = unsafe { &*(w.local as *const TableHeader) };
+        if h.magic.load(Ordering::Acquire) != MAGIC {
+            return Err(Error::InvalidArgument(format!("rank {rank} has not initialized its translation table")));
+        }
+        let layout = TableLayout { max_regions: h.max_regions as usize, heap_pages: h.heap_pages as usize, private_pages: h.private_pages as usize };
+        Ok(OriginTable { raw: Raw { base: w.local, layout }, rank })
+    }
+
+    /// Checks an access of `len` bytes at the target's address `addr`. Zero-length accesses
+    /// are the caller's business (they touch nothing and are never checked).
+    #[inline]
+    pub fn check(&self, addr: usize, len: usize, kind: AccessKind) -> Result<Lookup<'_>> {
+        let not_exposed = || Error::NotExposed { rank: self.rank, addr, len };
+        let end = addr.checked_add(len).ok_or_else(not_exposed)?;
+        let heap = self.raw.region(0);
+        let hb = heap.base.load(Ordering::Relaxed) as usize;
+        if addr >= hb && end <= hb + heap.len.load(Ordering::Relaxed) as usize {
+            self.check_pages(hb, 0, addr, len, kind)?;
+            return Ok(Lookup { private: false, inflight: None });
+        }
+        let hwm = self.raw.header().hwm.load(Ordering::Acquire) as usize;
+        for i in 1..hwm.min(self.raw.layout.max_regions) {
+            let r = self.raw.region(i);
+            if r.state.load(Ordering::Acquire) != ACTIVE {
+                continue;
+            }
+            let (b, l) = (r.base.load(Ordering::Acquire) as usize, r.len.load(Ordering::Acquire) as usize);
+            if addr < b || end > b + l {
+                continue;
+            }
+            // Announce ourselves, then confirm the region is still the one we checked
+            // (SeqCst pairs with `unexpose`, which marks DYING and then waits for zero).
+            r.inflight.fetch_add(1, Ordering::SeqCst);
+            let lookup = Lookup { private: true, inflight: Some(&r.inflight) };
+            if r.state.load(Ordering::SeqCst) != ACTIVE || r.base.load(Ordering::Acquire) as usize != b || r.len.load(Ordering::Acquire) as usize != l {
+                continue; // dropping `lookup` releases the count
+            }
+            self.check_pages(page_floor(b), r.first_entry.load(Ordering::Acquire) as usize, addr, len, kind)?;
+            return Ok(lookup);
+        }
+        Err(not_exposed())
+    }
+
+    #[inline]
+    fn check_pages(&self, page_base: usize, first_entry: usize, addr: usize, len: usize, kind: AccessKind) -> Result<()> {
+        let want = Entry::PRESENT | kind.needs();
+        for p in pages_spanned(page_base, addr, len.max(1)) {
+            let e = self.raw.entry(first_entry + p).load(Ordering::Acquire);
+            if e & (want | Entry::ACTIVE) != want {
+                return Err(self.explain(e, want, addr, len, kind));
+            }
+        }
+        Ok(())
+    }
+
+    #[cold]
+    fn explain(&self, e: u32, want: u32, addr: usize, len: usize, kind: AccessKind) -> Error {
+        if e & Entry::PRESENT == 0 {
+            Error::NotExposed { rank: self.rank, addr, len }
+        } else if e & want != want {
+            Error::Protection { rank: self.rank, addr, len, op: kind.name(), prot: Prot::describe(e) }
+        } else {
+            Error::Unsupported(format!("rank {} marked {addr:#x} with Active Access bits, which this build does not process yet", self.rank))
+        }
+    }
+}
+
+/// A rank's own table: the only writer of it.
+pub struct TargetTable {
+    raw: Raw,
+    /// Free ranges of private entries (start, count), and free region slots.
+    state: Mutex<TargetState>,
+}
+
+struct TargetState {
+    free_entries: Vec<(usize, usize)>,
+    exposures: Vec<(usize, usize, usize)>, // (region index, base, len)
+}
+
+/// A token for an exposed range; give it back to `unexpose`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExposureId(pub usize);
+
+impl TargetTable {
+    /// Initializes the table in our own window; region 0 describes our heap.
+    pub fn init(w: Window, heap_base: usize, heap_len: usize, max_regions: usize) -> Result<TargetTable> {
+        let heap_pages = heap_len.div_ceil(page_size());
+        let mut layout = TableLayout { max_regions, heap_pages, private_pages: 0 };
+        let fixed = layout.bytes();
+        if fixed > w.len {
+            return Err(Error::OutOfResources(format!("translation table needs {fixed} bytes but its window has {}", w.len)));
+        }
+        layout.private_pages = (w.len - fixed) / 4;
+        let raw = Raw { base: w.local, layout };
+        // SAFETY: the window is ours and zeroed; nobody reads it before the magic is set.
+        unsafe {
+            std::ptr::write(w.local as *mut TableHeader, TableHeader {
+                magic: AtomicU64::new(0),
+                max_regions: max_regions as u64,
+                heap_pages: heap_pages as u64,
+                private_pages: layout.private_pages as u64,
+                hwm: AtomicU32::new(1),
+            });
+        }
+        let r0 = raw.region(0);
+        r0.kind.store(KIND_HEAP, Ordering::Relaxed);
+        r0.base.store(heap_base as u64, Ordering::Relaxed);
+        r0.len.store(heap_len as u64, Ordering::Relaxed);
+        r0.first_entry.store(0, Ordering::Relaxed);
+        r0.state.store(ACTIVE, Ordering::Relaxed);
+        raw.header().magic.store(MAGIC, Ordering::Release);
+        Ok(TargetTable {
+            raw,
+            state: Mutex::new(TargetState { free_entries: vec![(heap_pages, layout.private_pages)], exposures: vec![] }),
+        })
+    }
+
+    fn heap_base(&self) -> usize {
+        self.raw.region(0).base.load(Ordering::Relaxed) as usize
+    }
+
+    fn set_entries(&self, first: usize, count: usize, value: u32) {
+        for i in first..first + count {
+            self.raw.entry(i).store(value, Ordering::Release);
+        }
+    }
+
+    /// Maps a segment allocation (heap offset and length) read-write.
+    pub fn map_segment(&self, off: usize, len: usize) {
+        let r = pages_spanned(0, off, len);
+        self.set_entries(r.start, r.len(), Entry::PRESENT | Entry::REGISTERED | Entry::R | Entry::W);
+    }
+
+    pub fn unmap_segment(&self, off: usize, len: usize) {
+        let r = pages_spanned(0, off, len);
+        self.set_entries(r.start, r.len(), 0);
+    }
+
+    /// Exposes `[addr, addr+len)` of our private memory to remote access with `prot`.
+    pub fn expose(&self, addr: usize, len: usize, prot: Prot) -> Result<ExposureId> {
+        if len == 0 {
+            return Err(Error::InvalidArgument("cannot expose 0 bytes".into()));
+        }
+        let end = addr.checked_add(len).ok_or_else(|| Error::InvalidArgument("exposed range wraps around the address space".into()))?;
+        let hb = self.heap_base();
+        let hl = self.raw.region(0).len.load(Ordering::Relaxed) as usize;
+        if addr < hb + hl && end > hb {
+            return Err(Error::InvalidArgument("the range overlaps the symmetric heap: segments are exposed already".into()));
+        }
+        let mut st = self.state.lock().unwrap();
+        if let Some(&(_, b, l)) = st.exposures.iter().find(|&&(_, b, l)| addr < b + l && end > b) {
+            return Err(Error::InvalidArgument(format!("the range overlaps an exposed range {b:#x}+{l}; unexpose it first")));
+        }
+        let pages = pages_spanned(page_floor(addr), addr, len).len();
+        let slot = (1..self.raw.layout.max_regions)
+            .find(|&i| self.raw.region(i).state.load(Ordering::Acquire) == FREE)
+            .ok_or_else(|| Error::OutOfResources(format!("all {} exposure slots are in use; raise ACTIVERMA_MAX_REGIONS", self.raw.layout.max_regions - 1)))?;
+        let fi = st.free_entries.iter().position(|&(_, n)| n >= pages).ok_or_else(|| {
+            Error::OutOfResources(format!("no room for {pages} more pages in the translation table; raise ACTIVERMA_MAX_PRIVATE_PAGES"))
+        })?;
+        let (first, n) = st.free_entries[fi];
+        if n == pages {
+            st.free_entries.remove(fi);
+        } else {
+            st.free_entries[fi] = (first + pages, n - pages);
+        }
+        self.set_entries(first, pages, Entry::PRESENT | Entry::REGISTERED | prot.bits());
+        let r = self.raw.region(slot);
+        r.kind.store(KIND_PRIVATE, Ordering::Relaxed);
+        r.base.store(addr as u64, Ordering::Release);
+        r.len.store(len as u64, Ordering::Release);
+        r.first_entry.store(first as u64, Ordering::Release);
+        r.state.store(ACTIVE, Ordering::Release);
+        self.raw.header().hwm.fetch_max(slot as u32 + 1, Ordering::AcqRel);
+        st.exposures.push((slot, addr, len));
+        Ok(ExposureId(slot))
+    }
+
+    /// Withdraws an exposure; returns once no origin is still copying into or out of it.
+    pub fn unexpose(&self, id: ExposureId) -> Result<()> {
+        let mut st = self.state.lock().unwrap();
+        let pos = st.exposures.iter().position(|e| e.0 == id.0).ok_or_else(|| Error::InvalidArgument(format!("exposure {} is not active", id.0)))?;
+        let (slot, addr, len) = st.exposures.remove(pos);
+        let r = self.raw.region(slot);
+        r.state.store(DYING, Ordering::SeqCst);
+        let started = std::time::Instant::now();
+        while r.inflight.load(Ordering::SeqCst) != 0 {
+            // Copies take micro- to milliseconds; an origin that died mid-copy never finishes,
+            // and its job is being torn down by the launcher — do not wait forever for it.
+            if started.elapsed().as_secs() >= 10 {
+                eprintln!("activerma: unexpose of {addr:#x}+{len}: an origin stayed inside for 10 s; proceeding");
+                break;
+            }
+            std::thread::yield_now();
+        }
+        let first = r.first_entry.load(Ordering::Relaxed) as usize;
+        let pages = pages_spanned(page_floor(addr), addr, len).len();
+        self.set_entries(first, pages, 0);
+        st.free_entries.push((first, pages));
+        st.free_entries.sort_unstable();
+        r.state.store(FREE, Ordering::Release);
+        Ok(())
+    }
+
+    /// Sets and clears entry bits over a range of our exposed memory (the `access` layer's
+    /// `assoc_pages` builds on this). Returns how many pages changed.
+    pub fn update_bits(&self, addr: usize, len: usize, set: u32, clear: u32) -> Result<usize> {
+        let st = self.state.lock().unwrap();
+        let (page_base, first) = if addr >= self.heap_base() && addr - self.heap_base() < self.raw.layout.heap_pages * page_size() {
+            (self.heap_base(), 0)
+        } else {
+            let &(slot, b, _) = st.exposures.iter().find(|&&(_, b, l)| addr >= b && addr + len <= b + l).ok_or(Error::NotExposed { rank: usize::MAX, addr, len })?;
+            (page_floor(b), self.raw.region(slot).first_entry.load(Ordering::Relaxed) as usize)
+        };
+        let r = pages_spanned(page_base, addr, len.max(1));
+        for p in r.clone() {
+            let e = self.raw.entry(first + p);
+            let _ = e.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| Some((v | set) & !clear));
+        }
+        Ok(r.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Page-aligned zeroed memory standing in for a table window; freed on drop.
+    struct Mem(*mut u8, std::alloc::Layout);
+    impl Drop for Mem {
+        fn drop(&mut self) {
+            // SAFETY: allocated in `window` with this layout.
+            unsafe { std::alloc::dealloc(self.0, self.1) }
+        }
+    }
+
+    fn window(bytes: usize) -> (Window, Mem) {
+        let layout = std::alloc::Layout::from_size_align(bytes, 4096).unwrap();
+        // SAFETY: non-zero size.
+        let local = unsafe { std::alloc::alloc_zeroed(layout) };
+        (Window { local, remote_base: 0, len: bytes }, Mem(local, layout))
+    }
+
+    #[test]
+    fn heap_pages_follow_segment_allocations() {
+        let p = page_size();
+        let (w, _keep) = window(64 * 1024);
+        let heap = 0x1000_0000;
+        let t = TargetTable::init(w, heap, 16 * p, 8).unwrap();
+        let o = OriginTable::attach(w, 3).unwrap();
+        assert!(matches!(o.check(heap, 8, AccessKind::Put), Err(Error::NotExposed { rank: 3, .. })));
+        t.map_segment(p, 2 * p);
+        assert!(o.check(heap + p, 2 * p, AccessKind::Put).is_ok());
+        assert!(o.check(heap + p - 1, 2, AccessKind::Get).is_err(), "straddles an unmapped page");
+        assert!(o.check(heap + 16 * p - 4, 8, AccessKind::Get).is_err(), "runs past the heap");
+        t.unmap_segment(p, 2 * p);
+        assert!(o.check(heap + p, 8, AccessKind::Put).is_err());
+    }
+
+    #[test]
+    fn private_exposure_is_byte_exact_and_protected() {
+        let p = page_size();
+        let (w, _keep) = window(64 * 1024);
+        let t = TargetTable::init(w, 0x1000_0000, 4 * p, 8).unwrap();
+        let o = OriginTable::attach(w, 1).unwrap();
+        let base = 0x2000_0010;
+        let id = t.expose(base, 100, Prot::ReadOnly).unwrap();
+        assert!(o.check(base, 100, AccessKind::Get).unwrap().private);
+        assert!(matches!(o.check(base + 99, 2, AccessKind::Get), Err(Error::NotExposed { .. })));
+        assert!(matches!(o.check(base - 1, 1, AccessKind::Get), Err(Error::NotExposed { .. })));
+        assert!(matches!(o.check(base, 8, AccessKind::Put), Err(Error::Protection { .. })));
+        assert!(t.expose(base + 50, 10, Prot::ReadWrite).is_err(), "overlap refused");
+        t.unexpose(id).unwrap();
+        assert!(o.check(base, 8, AccessKind::Get).is_err());
+        let id2 = t.expose(base, 100, Prot::ReadWrite).unwrap();
+        assert!(o.check(base, 8, AccessKind::Atomic).is_ok());
+        assert_eq!(t.update_bits(base, 8, Entry::WL, 0).unwrap(), 1);
+        assert!(matches!(o.check(base, 8, AccessKind::Put), Err(Error::Unsupported(_))));
+        t.unexpose(id2).unwrap();
+    }
+
+    #[test]
+    fn unexpose_waits_for_inflight_origin() {
+        let (w, _keep) = window(64 * 1024);
+        let t = TargetTable::init(w, 0x1000_0000, 4 * page_size(), 8).unwrap();
+        let o = OriginTable::attach(w, 1).unwrap();
+        let id = t.expose(0x3000_0000, 64, Prot::ReadWrite).unwrap();
+        let guard = o.check(0x3000_0000, 8, AccessKind::Put).unwrap();
+        std::thread::scope(|s| {
+            let h = s.spawn(|| t.unexpose(id).unwrap());
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            assert!(!h.is_finished(), "unexpose must wait for the copy in flight");
+            drop(guard);
+            h.join().unwrap();
+        });
+    }
+}

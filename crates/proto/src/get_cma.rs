@@ -1,0 +1,17 @@
+//! get_cma: one process_vm_readv out of the target's exposed private memory.
+
+use crate::Proto;
+use activerma_core::counters::bump;
+use activerma_core::{Rank, Result};
+
+pub(crate) fn run(p: &Proto, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<()> {
+    if rank == p.conduit.rank() {
+        // SAFETY: the table says [addr, addr+len) is memory we exposed readable.
+        unsafe { std::ptr::copy(addr as *const u8, dst.as_mut_ptr(), dst.len()) };
+    } else {
+        p.conduit.cma_read(rank, addr, dst)?;
+    }
+    bump(&p.counters.get_cma, 1);
+    bump(&p.counters.bytes_got, dst.len() as u64);
+    Ok(())
+}

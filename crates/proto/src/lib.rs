@@ -1,0 +1,205 @@
+//! Protocols: how each remote operation is carried out, chosen per call from the target's
+//! translation table (segment or private memory) and the target's place (this process or
+//! another). Files are named by mechanism so a reader sees which paths exist:
+//!
+//! | file          | mechanism                                                        |
+//! |---------------|------------------------------------------------------------------|
+//! | put_direct    | copy into the target's segment mapped here                       |
+//! | get_direct    | copy out of the target's segment mapped here                     |
+//! | put_cma       | process_vm_writev into the target's exposed private memory       |
+//! | get_cma       | process_vm_readv out of it                                       |
+//! | atomic_direct | CPU atomics on the target's segment mapped here                  |
+//! | atomic_am     | request to the target, which runs the atomic on its private memory |
+//!
+//! Completion (`smp`): a blocking put or get returns when the data is in the target's memory
+//! (remote completion); non-blocking and implicit operations are started and their data moved
+//! before the call returns, and complete (modelled network included) by `wait` / `flush`.
+
+mod atomic_am;
+mod atomic_direct;
+mod completion;
+mod get_cma;
+mod get_direct;
+mod put_cma;
+mod put_direct;
+mod select;
+
+pub use completion::OpHandle;
+pub use select::{Choice, Protocol};
+
+use activerma_am::Am;
+use activerma_core::counters::Counters;
+use activerma_core::{settings, Error, Rank, Result};
+use activerma_mem::{AccessKind, OriginTable};
+use activerma_transport::netmodel::NetModel;
+use activerma_transport::{Conduit, Window};
+use std::sync::atomic::{fence, AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// A 64-bit remote atomic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AtomicOp {
+    Fetch,
+    FetchAdd(u64),
+    Swap(u64),
+    CompareSwap { expected: u64, new: u64 },
+}
+
+pub struct Proto {
+    conduit: Arc<dyn Conduit>,
+    am: Arc<Am>,
+    net: Arc<NetModel>,
+    counters: Arc<Counters>,
+    tables: Vec<OriginTable>,
+    heaps: Vec<Option<Window>>,
+    /// Per target: when the last implicit operation completes under the modelled network.
+    pending_until: Vec<AtomicU64>,
+    verbose: bool,
+    seen: std::sync::Mutex<std::collections::HashSet<(Protocol, Rank)>>,
+}
+
+impl Proto {
+    /// Registers the protocol handlers; call before the job's first barrier.
+    pub fn register_handlers(am: &Am) -> Result<()> {
+        atomic_am::register(am)
+    }
+
+    /// Attaches to every rank's table; call after the barrier that follows table init.
+    pub fn new(conduit: Arc<dyn Conduit>, am: Arc<Am>, net: Arc<NetModel>, counters: Arc<Counters>) -> Result<Proto> {
+        let n = conduit.size();
+        let mut tables = Vec::with_capacity(n);
+        let mut heaps = Vec::with_capacity(n);
+        for r in 0..n {
+            let w = conduit.table_window(r).ok_or_else(|| Error::Unsupported("conduit without table windows".into()))?;
+            tables.push(OriginTable::attach(w, r)?);
+            heaps.push(conduit.heap_window(r));
+        }
+        Ok(Proto {
+            pending_until: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            verbose: settings::get_bool(settings::VERBOSE)?,
+            seen: Default::default(),
+            conduit,
+            am,
+            net,
+            counters,
+            tables,
+            heaps,
+        })
+    }
+
+    #[inline]
+    fn check_rank(&self, rank: Rank) -> Result<()> {
+        if rank >= self.tables.len() {
+            return Err(Error::InvalidRank { rank, size: self.tables.len() });
+        }
+        Ok(())
+    }
+
+    /// Blocking put: returns when `src` is in the target's memory.
+    pub fn put(&self, rank: Rank, addr: usize, src: &[u8]) -> Result<()> {
+        let at = self.put_start(rank, addr, src)?;
+        completion::spin_until(at);
+        Ok(())
+    }
+
+    /// Blocking get: returns when `dst` holds the target's bytes.
+    pub fn get(&self, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<()> {
+        let at = self.get_start(rank, addr, dst)?;
+        completion::spin_until(at);
+        Ok(())
+    }
+
+    /// Non-blocking put; the handle completes when the data is remotely visible.
+    pub fn put_nb(&self, rank: Rank, addr: usize, src: &[u8]) -> Result<OpHandle> {
+        Ok(OpHandle::new(self.put_start(rank, addr, src)?))
+    }
+
+    pub fn get_nb(&self, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<OpHandle> {
+        Ok(OpHandle::new(self.get_start(rank, addr, dst)?))
+    }
+
+    /// Implicit non-blocking put, completed by `flush(rank)` / `flush_all()`.
+    pub fn put_nbi(&self, rank: Rank, addr: usize, src: &[u8]) -> Result<()> {
+        let at = self.put_start(rank, addr, src)?;
+        self.pending_until[rank].fetch_max(at, Ordering::AcqRel);
+        Ok(())
+    }
+
+    pub fn get_nbi(&self, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<()> {
+        let at = self.get_start(rank, addr, dst)?;
+        self.pending_until[rank].fetch_max(at, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Returns when every implicit operation this origin issued to `rank` is remotely complete.
+    pub fn flush(&self, rank: Rank) -> Result<()> {
+        self.check_rank(rank)?;
+        completion::spin_until(self.pending_until[rank].load(Ordering::Acquire));
+        fence(Ordering::SeqCst);
+        Ok(())
+    }
+
+    pub fn flush_all(&self) -> Result<()> {
+        let last = self.pending_until.iter().map(|p| p.load(Ordering::Acquire)).max().unwrap_or(0);
+        completion::spin_until(last);
+        fence(Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// Orders: operations issued before the fence are visible at their targets before any
+    /// issued after it (they are moved in issue order here, so a memory fence suffices).
+    pub fn fence(&self) {
+        fence(Ordering::SeqCst);
+    }
+
+    /// 64-bit atomic on the target; returns the previous value (0 for `Fetch`... the value).
+    pub fn atomic(&self, rank: Rank, addr: usize, op: AtomicOp) -> Result<u64> {
+        self.check_rank(rank)?;
+        if addr % 8 != 0 {
+            return Err(Error::Misaligned { rank, addr });
+        }
+        let choice = self.choose(rank, addr, 8, AccessKind::Atomic)?;
+        let old = match choice.protocol {
+            Protocol::AtomicDirect => atomic_direct::run(self, choice.local, op),
+            Protocol::AtomicAm => {
+                drop(choice);
+                atomic_am::run(self, rank, addr, op)?
+            }
+            _ => unreachable!("atomics choose an atomic protocol"),
+        };
+        completion::spin_until(self.net.completion_time(8));
+        Ok(old)
+    }
+
+    fn put_start(&self, rank: Rank, addr: usize, src: &[u8]) -> Result<u64> {
+        self.check_rank(rank)?;
+        if src.is_empty() {
+            return Ok(0);
+        }
+        let c = self.choose(rank, addr, src.len(), AccessKind::Put)?;
+        match c.protocol {
+            Protocol::PutDirect => put_direct::run(self, c.local, src),
+            Protocol::PutCma => put_cma::run(self, rank, addr, src)?,
+            _ => unreachable!("puts choose a put protocol"),
+        }
+        Ok(self.net.completion_time(src.len()))
+    }
+
+    fn get_start(&self, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<u64> {
+        self.check_rank(rank)?;
+        if dst.is_empty() {
+            return Ok(0);
+        }
+        let c = self.choose(rank, addr, dst.len(), AccessKind::Get)?;
+        match c.protocol {
+            Protocol::GetDirect => get_direct::run(self, c.local, dst),
+            Protocol::GetCma => get_cma::run(self, rank, addr, dst)?,
+            _ => unreachable!("gets choose a get protocol"),
+        }
+        Ok(self.net.completion_time(dst.len()))
+    }
+
+    pub fn conduit(&self) -> &Arc<dyn Conduit> {
+        &self.conduit
+    }
+}

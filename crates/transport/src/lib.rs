@@ -1,0 +1,88 @@
+//! The transport layer ("conduit"): everything that differs between one host and many.
+//!
+//! The contract is deliberately small, so that an MPI conduit can implement it next:
+//! bootstrap (rank, size, barrier, allgather), active-message fragment delivery, direct data
+//! movement on registered memory, cross-memory access to private memory, wake-ups, and peer
+//! liveness. Everything above (active messages, translation table, protocols) is written once.
+
+pub mod netmodel;
+pub mod smp;
+
+use activerma_core::{Rank, Result};
+
+/// The 16-byte header an active-message fragment carries; its meaning belongs to the `am` layer.
+pub type FragHeader = [u64; 2];
+
+/// A window of a rank's shared memory mapped into this process.
+#[derive(Clone, Copy, Debug)]
+pub struct Window {
+    /// Where the window starts in this process.
+    pub local: *mut u8,
+    /// Where the same bytes start in the owning rank's address space.
+    pub remote_base: usize,
+    pub len: usize,
+}
+
+// SAFETY: a Window is a description of shared memory; synchronisation is the user's business.
+unsafe impl Send for Window {}
+unsafe impl Sync for Window {}
+
+impl Window {
+    /// Translates the owner's virtual address range into a local pointer, if it lies inside.
+    #[inline]
+    pub fn translate(&self, addr: usize, len: usize) -> Option<*mut u8> {
+        let off = addr.checked_sub(self.remote_base)?;
+        if off.checked_add(len)? <= self.len {
+            // SAFETY: off + len is inside the mapping.
+            Some(unsafe { self.local.add(off) })
+        } else {
+            None
+        }
+    }
+}
+
+/// What a peer is doing, as far as the job knows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PeerStatus {
+    Running,
+    Finalized,
+    /// Gone: the text says how (exit status or signal).
+    Gone(String),
+}
+
+pub trait Conduit: Send + Sync {
+    fn name(&self) -> &'static str;
+    fn rank(&self) -> Rank;
+    fn size(&self) -> usize;
+
+    /// Blocks until every rank arrived, running `progress` while it waits.
+    fn barrier(&self, progress: &mut dyn FnMut()) -> Result<()>;
+    /// Every rank contributes bytes; everyone gets all contributions, in rank order.
+    fn allgather(&self, mine: &[u8], progress: &mut dyn FnMut()) -> Result<Vec<Vec<u8>>>;
+
+    /// Payload bytes one fragment carries.
+    fn am_fragment_capacity(&self) -> usize;
+    /// Sends one fragment if the queue to `dst` has room; `Ok(false)` means full (back-pressure).
+    /// `deliver_at_ns` (0 = now) lets the modelled network delay delivery.
+    fn am_try_send(&self, dst: Rank, header: FragHeader, payload: &[u8], deliver_at_ns: u64) -> Result<bool>;
+    /// Hands every arrived fragment (up to `budget`) to `f`; returns how many.
+    fn am_poll(&self, budget: usize, f: &mut dyn FnMut(Rank, FragHeader, &[u8])) -> usize;
+
+    /// The rank's symmetric heap (segments live here), if it is directly reachable from here.
+    fn heap_window(&self, rank: Rank) -> Option<Window>;
+    /// The rank's translation-table window, readable by origins (the software IOMMU).
+    fn table_window(&self, rank: Rank) -> Option<Window>;
+    /// Copies into / out of a range of another process's private memory.
+    fn cma_write(&self, rank: Rank, addr: usize, src: &[u8]) -> Result<()>;
+    fn cma_read(&self, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<()>;
+
+    /// Wakes `rank`'s progress thread if it sleeps.
+    fn wake(&self, rank: Rank);
+    /// Sleeps this rank's progress thread until woken or `timeout_ns`; `still_idle` is rechecked
+    /// after announcing the sleep so that no wake-up is lost.
+    fn sleep(&self, timeout_ns: u64, still_idle: &mut dyn FnMut() -> bool);
+
+    fn peer_status(&self, rank: Rank) -> PeerStatus;
+    /// Marks this rank finalized (others may still read its memory until they finalize too).
+    fn mark_finalized(&self);
+}

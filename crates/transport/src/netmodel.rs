@@ -1,0 +1,78 @@
+//! The modelled network (off by default): a per-operation latency and a per-origin bandwidth
+//! limit added to every remote operation, so that a single host can emulate a cluster network.
+//! Transfers from one origin share one modelled link and are serialized on it.
+
+use activerma_core::clock::now_ns;
+use activerma_core::settings;
+use activerma_core::Result;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+#[derive(Debug, Default)]
+pub struct NetModel {
+    pub latency_ns: u64,
+    /// Bytes per second; 0 = unlimited.
+    pub bandwidth_bps: u64,
+    /// When the modelled link of this origin is free again.
+    link_free_at: AtomicU64,
+}
+
+impl NetModel {
+    pub fn from_settings() -> Result<NetModel> {
+        Ok(NetModel {
+            latency_ns: settings::get_u64(settings::NET_LATENCY_NS)?,
+            bandwidth_bps: settings::get_u64(settings::NET_BANDWIDTH_MBS)?.saturating_mul(1_000_000),
+            link_free_at: AtomicU64::new(0),
+        })
+    }
+
+    #[inline]
+    pub fn enabled(&self) -> bool {
+        self.latency_ns != 0 || self.bandwidth_bps != 0
+    }
+
+    /// Books `bytes` on the link and returns when the operation completes remotely (0 if off).
+    pub fn completion_time(&self, bytes: usize) -> u64 {
+        if !self.enabled() {
+            return 0;
+        }
+        let now = now_ns();
+        let wire = if self.bandwidth_bps == 0 { 0 } else { (bytes as u128 * 1_000_000_000 / self.bandwidth_bps as u128) as u64 };
+        let mut free = self.link_free_at.load(Ordering::Relaxed);
+        loop {
+            let start = free.max(now);
+            match self.link_free_at.compare_exchange_weak(free, start + wire, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) => return start + wire + self.latency_ns,
+                Err(cur) => free = cur,
+            }
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        if !self.enabled() {
+            "off".into()
+        } else {
+            format!(
+                "on: latency {} ns, bandwidth {}",
+                self.latency_ns,
+                if self.bandwidth_bps == 0 { "unlimited".to_string() } else { format!("{} MB/s", self.bandwidth_bps / 1_000_000) }
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serializes_transfers_on_the_link() {
+        let m = NetModel { latency_ns: 1000, bandwidth_bps: 1_000_000_000, link_free_at: AtomicU64::new(0) };
+        let t0 = now_ns();
+        let a = m.completion_time(1_000_000); // 1 ms on the wire
+        let b = m.completion_time(1_000_000);
+        assert!(a >= t0 + 1_001_000);
+        assert!(b >= a + 1_000_000 - 10, "second transfer queues behind the first");
+        let off = NetModel::default();
+        assert_eq!(off.completion_time(100), 0);
+    }
+}

@@ -1,0 +1,120 @@
+//! Layout of the job's control memory (one memfd shared by every rank of a job on this host):
+//!
+//! ```text
+//! page 0        Header: magic, parameters, offsets
+//! ranks         RankInfo[n]: pid, state, heap base, wake word, sleeping flag   (128 B each)
+//! barrier       arrival counter and generation                                 (own lines)
+//! exchange      n × EXCHANGE_CHUNK bytes for allgather rounds
+//! rings         n × n AM rings, ring(src,dst) = RingCtl + slots
+//! tables        n × table_bytes, each rank's translation table (format owned by `mem`)
+//! ```
+//! The symmetric heaps live in a second memfd, n × heap_size, mapped contiguously.
+
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64};
+
+pub const MAGIC: u64 = 0x6163_7469_7665_524d; // "activeRM"
+pub const VERSION: u32 = 1;
+pub const EXCHANGE_CHUNK: usize = 4096;
+const LINE: usize = 128; // two cache lines: keeps adjacent-line prefetch from false sharing
+
+/// Parameters fixed when the job is created; the creator writes them into the header so every
+/// rank uses the same ones whatever its own environment says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JobParams {
+    pub nranks: u32,
+    pub heap_size: u64,
+    pub am_slots: u32,
+    pub am_slot_size: u32,
+    pub table_bytes: u64,
+}
+
+#[repr(C)]
+pub struct Header {
+    pub magic: u64,
+    pub version: u32,
+    pub nranks: u32,
+    pub heap_size: u64,
+    pub am_slots: u32,
+    pub am_slot_size: u32,
+    pub table_bytes: u64,
+    /// Address the creator hopes every rank maps the heaps at (symmetric addresses).
+    pub heap_hint: u64,
+}
+
+/// Rank states.
+pub const STATE_EMPTY: u32 = 0;
+pub const STATE_RUNNING: u32 = 1;
+pub const STATE_FINALIZED: u32 = 2;
+/// Set by the launcher when the process has exited; `exit_info` says how.
+pub const STATE_EXITED: u32 = 3;
+
+#[repr(C, align(128))]
+pub struct RankInfo {
+    pub pid: AtomicU32,
+    pub state: AtomicU32,
+    /// Exit status (>= 0) or minus the signal number, once STATE_EXITED.
+    pub exit_info: AtomicI32,
+    pub sleeping: AtomicU32,
+    pub heap_base: AtomicU64,
+    pub wake_word: AtomicU32,
+}
+
+#[repr(C, align(128))]
+pub struct Line32(pub AtomicU32);
+
+#[repr(C)]
+pub struct BarrierCtl {
+    pub count: Line32,
+    pub generation: Line32,
+}
+
+/// Ring control: the consumer's head on its own line; the producer's tail is private to it.
+#[repr(C, align(128))]
+pub struct RingCtl {
+    pub head: AtomicU64,
+    _pad: [u8; LINE - 8],
+    pub tail: AtomicU64,
+}
+
+/// Slot header; payload follows. `stamp == ticket + 1` once the slot is complete.
+#[repr(C)]
+pub struct SlotHeader {
+    pub stamp: AtomicU64,
+    pub len: u32,
+    pub _pad: u32,
+    pub deliver_at: u64,
+    pub am: [u64; 2],
+}
+
+pub const SLOT_HEADER: usize = std::mem::size_of::<SlotHeader>();
+
+fn round_up(x: usize, to: usize) -> usize {
+    (x + to - 1) / to * to
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Offsets {
+    pub ranks: usize,
+    pub barrier: usize,
+    pub exchange: usize,
+    pub rings: usize,
+    pub ring_bytes: usize,
+    pub tables: usize,
+    pub table_bytes: usize,
+    pub total: usize,
+}
+
+impl JobParams {
+    pub fn offsets(&self) -> Offsets {
+        let n = self.nranks as usize;
+        let page = activerma_core::page::page_size();
+        let ranks = page;
+        let barrier = round_up(ranks + n * std::mem::size_of::<RankInfo>(), LINE);
+        let exchange = round_up(barrier + std::mem::size_of::<BarrierCtl>(), LINE);
+        let rings = round_up(exchange + n * EXCHANGE_CHUNK + LINE, page);
+        let ring_bytes = round_up(std::mem::size_of::<RingCtl>() + self.am_slots as usize * self.am_slot_size as usize, page);
+        let tables = round_up(rings + n * n * ring_bytes, page);
+        let table_bytes = round_up(self.table_bytes as usize, page);
+        Offsets { ranks, barrier, exchange, rings, ring_bytes, tables, table_bytes, total: tables + n * table_bytes }
+    }
+}

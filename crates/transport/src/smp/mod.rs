@@ -1,0 +1,418 @@
+//! The `smp` conduit: ranks are processes on one host. Segments and the translation tables live
+//! in shared memory that every rank maps; private memory is reached by cross-memory attach;
+//! active messages travel through per-pair single-producer rings in shared memory; a sleeping
+//! progress thread is woken with a futex.
+
+pub mod cma;
+pub mod files;
+pub mod layout;
+mod rings;
+
+use crate::{Conduit, FragHeader, PeerStatus, Window};
+use activerma_core::clock::Deadline;
+use activerma_core::{futex, settings, Error, Rank, Result};
+use files::Mapping;
+use layout::*;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{fence, AtomicBool, Ordering};
+
+/// Environment variables the launcher hands to each rank (not user settings).
+pub const ENV_RANK: &str = "ACTIVERMA_RANK";
+pub const ENV_SIZE: &str = "ACTIVERMA_SIZE";
+pub const ENV_CTRL_FD: &str = "ACTIVERMA_SMP_CTRL_FD";
+pub const ENV_HEAP_FD: &str = "ACTIVERMA_SMP_HEAP_FD";
+
+/// Where every rank tries to map the heaps, so that segment addresses are the same everywhere.
+const HEAP_HINT: usize = 0x6000_0000_0000;
+
+/// The job's two memfds, as created by the launcher (or by a rank started without one).
+pub struct JobFiles {
+    pub ctrl: OwnedFd,
+    pub heaps: OwnedFd,
+    pub params: JobParams,
+}
+
+impl JobFiles {
+    pub fn create(params: JobParams, inheritable: bool) -> Result<JobFiles> {
+        if params.nranks == 0 || params.nranks > 4096 {
+            return Err(Error::InvalidArgument(format!("{} ranks: a job has 1 to 4096 ranks", params.nranks)));
+        }
+        if !params.am_slots.is_power_of_two() || params.am_slots < 4 {
+            return Err(Error::BadSetting { name: settings::AM_SLOTS.into(), value: params.am_slots.to_string(), why: "must be a power of two, at least 4".into() });
+        }
+        if (params.am_slot_size as usize) < SLOT_HEADER + 64 || params.am_slot_size % 64 != 0 {
+            return Err(Error::BadSetting { name: settings::AM_SLOT_SIZE.into(), value: params.am_slot_size.to_string(), why: format!("must be a multiple of 64, at least {}", SLOT_HEADER + 64) });
+        }
+        let page = activerma_core::page::page_size() as u64;
+        if params.heap_size == 0 || params.heap_size % page != 0 {
+            return Err(Error::BadSetting { name: settings::SEGMENT_SIZE.into(), value: params.heap_size.to_string(), why: format!("must be a positive multiple of the page size ({page})") });
+        }
+        let off = params.offsets();
+        let ctrl = files::memfd("activerma-ctrl", off.total as u64, inheritable)?;
+        let heaps = files::memfd("activerma-heaps", params.heap_size * params.nranks as u64, inheritable)?;
+        let map = Mapping::map(&ctrl, off.total, 0)?;
+        // SAFETY: the mapping is fresh, zeroed and at least a page long.
+        unsafe {
+            std::ptr::write(map.ptr as *mut Header, Header {
+                magic: MAGIC,
+                version: VERSION,
+                nranks: params.nranks,
+                heap_size: params.heap_size,
+                am_slots: params.am_slots,
+                am_slot_size: params.am_slot_size,
+                table_bytes: params.table_bytes,
+                heap_hint: HEAP_HINT as u64,
+            });
+        }
+        Ok(JobFiles { ctrl, heaps, params })
+    }
+
+    /// Job parameters from the settings table; `table_bytes` comes from the layer that owns tables.
+    pub fn params_from_settings(nranks: u32, table_bytes: u64) -> Result<JobParams> {
+        Ok(JobParams {
+            nranks,
+            heap_size: activerma_core::page::page_ceil(settings::get_u64(settings::SEGMENT_SIZE)? as usize) as u64,
+            am_slots: settings::get_u64(settings::AM_SLOTS)? as u32,
+            am_slot_size: settings::get_u64(settings::AM_SLOT_SIZE)? as u32,
+            table_bytes,
+        })
+    }
+
+    /// Lets the launcher record what it knows about a rank's process.
+    pub fn control(&self) -> Result<JobControl> {
+        let off = self.params.offsets();
+        Ok(JobControl { map: Mapping::map(&self.ctrl, off.total, 0)?, off })
+    }
+}
+
+/// The launcher's view of the control memory: it records pids and exits.
+pub struct JobControl {
+    map: Mapping,
+    off: Offsets,
+}
+
+impl JobControl {
+    fn info(&self, rank: Rank) -> &RankInfo {
+        // SAFETY: rank < nranks (checked by the caller's loop); RankInfo is all atomics.
+        unsafe { &*(self.map.ptr.add(self.off.ranks) as *const RankInfo).add(rank) }
+    }
+    pub fn set_pid(&self, rank: Rank, pid: u32) {
+        self.info(rank).pid.store(pid, Ordering::Release);
+    }
+    /// `exit_info`: exit status, or minus the signal number.
+    pub fn set_exited(&self, rank: Rank, exit_info: i32) {
+        let i = self.info(rank);
+        i.exit_info.store(exit_info, Ordering::Release);
+        i.state.store(STATE_EXITED, Ordering::Release);
+        // A peer sleeping in wake mode should notice promptly.
+        for r in 0..self.off_nranks() {
+            let w = self.info(r);
+            w.wake_word.fetch_add(1, Ordering::AcqRel);
+            futex::wake_all(&w.wake_word);
+        }
+    }
+    fn off_nranks(&self) -> usize {
+        // SAFETY: header is at offset 0.
+        unsafe { (*(self.map.ptr as *const Header)).nranks as usize }
+    }
+}
+
+pub struct SmpConduit {
+    rank: Rank,
+    nranks: usize,
+    ctrl: Mapping,
+    heaps: Mapping,
+    params: JobParams,
+    off: Offsets,
+    send_locks: Vec<AtomicBool>,
+    poll_lock: AtomicBool,
+    timeout_s: f64,
+}
+
+fn env_fd(name: &str) -> Result<RawFd> {
+    let v = std::env::var(name).map_err(|_| Error::InvalidArgument(format!("{name} is not set: start the program with `activerma run -n N -- PROGRAM`")))?;
+    v.parse().map_err(|_| Error::InvalidArgument(format!("{name}={v} is not a file descriptor")))
+}
+
+impl SmpConduit {
+    /// Joins the job the launcher created (ACTIVERMA_RANK etc. set), or returns `None` when
+    /// the program was started without the launcher.
+    pub fn from_env() -> Result<Option<SmpConduit>> {
+        let Ok(rank_text) = std::env::var(ENV_RANK) else { return Ok(None) };
+        let rank: Rank = rank_text.parse().map_err(|_| Error::InvalidArgument(format!("{ENV_RANK}={rank_text} is not a rank number")))?;
+        // SAFETY: the launcher passed these descriptors to us; we take ownership exactly once.
+        let ctrl = unsafe { OwnedFd::from_raw_fd(env_fd(ENV_CTRL_FD)?) };
+        let heaps = unsafe { OwnedFd::from_raw_fd(env_fd(ENV_HEAP_FD)?) };
+        let c = Self::attach(rank, ctrl, heaps)?;
+        if let Ok(size) = std::env::var(ENV_SIZE) {
+            if size.parse::<usize>().ok() != Some(c.nranks) {
+                return Err(Error::InvalidArgument(format!("{ENV_SIZE}={size} disagrees with the job's {} ranks", c.nranks)));
+            }
+        }
+        Ok(Some(c))
+    }
+
+    /// A one-rank job of our own, for programs started without the launcher.
+    pub fn standalone(table_bytes: u64) -> Result<SmpConduit> {
+        let files = JobFiles::create(JobFiles::params_from_settings(1, table_bytes)?, false)?;
+        Self::attach(0, files.ctrl, files.heaps)
+    }
+
+    fn attach(rank: Rank, ctrl_fd: OwnedFd, heap_fd: OwnedFd) -> Result<SmpConduit> {
+        let total = files::file_len(ctrl_fd.as_raw_fd())? as usize;
+        if total < activerma_core::page::page_size() {
+            return Err(Error::InvalidArgument("job control memory is too small: not an activerma job".into()));
+        }
+        let ctrl = Mapping::map(&ctrl_fd, total, 0)?;
+        // SAFETY: at least one page is mapped; the header is plain data written before spawn.
+        let h = unsafe { &*(ctrl.ptr as *const Header) };
+        if h.magic != MAGIC || h.version != VERSION {
+            return Err(Error::InvalidArgument("job control memory has a foreign format (launcher and program from different activerma versions?)".into()));
+        }
+        let params = JobParams { nranks: h.nranks, heap_size: h.heap_size, am_slots: h.am_slots, am_slot_size: h.am_slot_size, table_bytes: h.table_bytes };
+        let off = params.offsets();
+        if off.total != total {
+            return Err(Error::InvalidArgument("job control memory size does not match its header".into()));
+        }
+        if rank >= params.nranks as usize {
+            return Err(Error::InvalidRank { rank, size: params.nranks as usize });
+        }
+        let heaps = Mapping::map(&heap_fd, (params.heap_size * params.nranks as u64) as usize, h.heap_hint as usize)?;
+        let n = params.nranks as usize;
+        let c = SmpConduit {
+            rank,
+            nranks: n,
+            ctrl,
+            heaps,
+            params,
+            off,
+            send_locks: (0..n).map(|_| AtomicBool::new(false)).collect(),
+            poll_lock: AtomicBool::new(false),
+            timeout_s: settings::get_f64(settings::TIMEOUT_S)?,
+        };
+        let me = c.info(rank);
+        me.pid.store(std::process::id(), Ordering::Release);
+        me.heap_base.store(c.heaps.ptr as u64 + (rank as u64 * params.heap_size), Ordering::Release);
+        me.state.store(STATE_RUNNING, Ordering::Release);
+        Ok(c)
+    }
+
+    pub fn params(&self) -> JobParams {
+        self.params
+    }
+
+    #[inline]
+    fn info(&self, rank: Rank) -> &RankInfo {
+        // SAFETY: callers pass rank < nranks; the array lies inside the mapping.
+        unsafe { &*(self.ctrl.ptr.add(self.off.ranks) as *const RankInfo).add(rank) }
+    }
+
+    fn barrier_ctl(&self) -> &BarrierCtl {
+        // SAFETY: inside the mapping, all atomics.
+        unsafe { &*(self.ctrl.ptr.add(self.off.barrier) as *const BarrierCtl) }
+    }
+
+    fn exchange_slot(&self, rank: Rank) -> *mut u8 {
+        // SAFETY: n slots of EXCHANGE_CHUNK lie inside the mapping.
+        unsafe { self.ctrl.ptr.add(self.off.exchange + rank * EXCHANGE_CHUNK) }
+    }
+
+    fn ring(&self, src: Rank, dst: Rank) -> rings::Ring {
+        // SAFETY: ring (src,dst) lies inside the mapping.
+        let base = unsafe { self.ctrl.ptr.add(self.off.rings + (src * self.nranks + dst) * self.off.ring_bytes) };
+        rings::Ring::new(base, self.params.am_slots as usize, self.params.am_slot_size as usize)
+    }
+
+    /// First peer that is gone, if any.
+    fn first_gone_peer(&self) -> Option<(Rank, String)> {
+        (0..self.nranks).filter(|&r| r != self.rank).find_map(|r| match self.peer_status(r) {
+            PeerStatus::Gone(how) => Some((r, how)),
+            _ => None,
+        })
+    }
+
+    /// Spins until `done()` holds, running `progress`, failing if a peer dies or time runs out.
+    fn wait_until(&self, what: &str, progress: &mut dyn FnMut(), done: &mut dyn FnMut() -> bool) -> Result<()> {
+        let deadline = Deadline::after_secs(self.timeout_s);
+        let mut spins = 0u32;
+        while !done() {
+            progress();
+            spins = spins.wrapping_add(1);
+            if spins % 1024 == 0 {
+                if let Some((rank, how)) = self.first_gone_peer() {
+                    if done() {
+                        break;
+                    }
+                    return Err(Error::PeerGone { rank, how });
+                }
+                if deadline.expired() {
+                    return Err(Error::Timeout { what: what.into(), secs: deadline.secs() });
+                }
+                if spins % (1 << 16) == 0 {
+                    std::thread::yield_now(); // more ranks than cores: let the others run
+                }
+            }
+            std::hint::spin_loop();
+        }
+        Ok(())
+    }
+}
+
+fn describe_exit(info: i32) -> String {
+    if info >= 0 {
+        format!("exited with status {info}")
+    } else {
+        // SAFETY: strsignal returns a static string for any number.
+        let name = unsafe { std::ffi::CStr::from_ptr(libc::strsignal(-info)) }.to_string_lossy().into_owned();
+        format!("killed by signal {} ({name})", -info)
+    }
+}
+
+impl Conduit for SmpConduit {
+    fn name(&self) -> &'static str {
+        "smp"
+    }
+    fn rank(&self) -> Rank {
+        self.rank
+    }
+    fn size(&self) -> usize {
+        self.nranks
+    }
+
+    fn barrier(&self, progress: &mut dyn FnMut()) -> Result<()> {
+        let b = self.barrier_ctl();
+        let gen = b.generation.0.load(Ordering::Acquire);
+        if b.count.0.fetch_add(1, Ordering::AcqRel) + 1 == self.nranks as u32 {
+            b.count.0.store(0, Ordering::Relaxed);
+            b.generation.0.store(gen.wrapping_add(1), Ordering::Release);
+            return Ok(());
+        }
+        self.wait_until("a barrier", progress, &mut || b.generation.0.load(Ordering::Acquire) != gen)
+    }
+
+    fn allgather(&self, mine: &[u8], progress: &mut dyn FnMut()) -> Result<Vec<Vec<u8>>> {
+        // Rounds of EXCHANGE_CHUNK bytes: the first carries each length up front.
+        let chunk = EXCHANGE_CHUNK - 8;
+        let mut out: Vec<Vec<u8>> = vec![Vec::new(); self.nranks];
+        let mut lens = vec![0usize; self.nranks];
+        let mut round = 0;
+        loop {
+            let start = round * chunk;
+            let piece = &mine[start.min(mine.len())..(start + chunk).min(mine.len())];
+            // SAFETY: our own exchange slot; nobody reads it until the barrier below.
+            unsafe {
+                std::ptr::write_unaligned(self.exchange_slot(self.rank) as *mut u64, mine.len() as u64);
+                std::ptr::copy_nonoverlapping(piece.as_ptr(), self.exchange_slot(self.rank).add(8), piece.len());
+            }
+            self.barrier(progress)?;
+            for r in 0..self.nranks {
+                // SAFETY: everyone finished writing before the barrier.
+                unsafe {
+                    lens[r] = std::ptr::read_unaligned(self.exchange_slot(r) as *const u64) as usize;
+                    let take = lens[r].saturating_sub(start).min(chunk);
+                    out[r].extend_from_slice(std::slice::from_raw_parts(self.exchange_slot(r).add(8), take));
+                }
+            }
+            self.barrier(progress)?;
+            round += 1;
+            if lens.iter().all(|&l| l <= round * chunk) {
+                return Ok(out);
+            }
+        }
+    }
+
+    fn am_fragment_capacity(&self) -> usize {
+        self.params.am_slot_size as usize - SLOT_HEADER
+    }
+
+    fn am_try_send(&self, dst: Rank, header: FragHeader, payload: &[u8], deliver_at_ns: u64) -> Result<bool> {
+        debug_assert!(payload.len() <= self.am_fragment_capacity());
+        let lock = &self.send_locks[dst];
+        while lock.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            std::hint::spin_loop();
+        }
+        let sent = self.ring(self.rank, dst).try_push(header, payload, deliver_at_ns);
+        lock.store(false, Ordering::Release);
+        if sent {
+            self.wake_if_sleeping(dst);
+        }
+        Ok(sent)
+    }
+
+    fn am_poll(&self, budget: usize, f: &mut dyn FnMut(Rank, FragHeader, &[u8])) -> usize {
+        if self.poll_lock.swap(true, Ordering::Acquire) {
+            return 0; // another thread of this rank is polling
+        }
+        let mut handled = 0;
+        for src in 0..self.nranks {
+            handled += self.ring(src, self.rank).drain(budget - handled, &mut |h, p| f(src, h, p));
+            if handled >= budget {
+                break;
+            }
+        }
+        self.poll_lock.store(false, Ordering::Release);
+        handled
+    }
+
+    fn heap_window(&self, rank: Rank) -> Option<Window> {
+        let base = self.info(rank).heap_base.load(Ordering::Acquire) as usize;
+        // SAFETY: rank's heap lies inside our mapping of all heaps.
+        let local = unsafe { self.heaps.ptr.add(rank * self.params.heap_size as usize) };
+        Some(Window { local, remote_base: if base == 0 { local as usize } else { base }, len: self.params.heap_size as usize })
+    }
+
+    fn table_window(&self, rank: Rank) -> Option<Window> {
+        // SAFETY: rank's table lies inside the control mapping.
+        let local = unsafe { self.ctrl.ptr.add(self.off.tables + rank * self.off.table_bytes) };
+        Some(Window { local, remote_base: 0, len: self.off.table_bytes })
+    }
+
+    fn cma_write(&self, rank: Rank, addr: usize, src: &[u8]) -> Result<()> {
+        cma::write(self.info(rank).pid.load(Ordering::Acquire) as i32, rank, addr, src)
+    }
+
+    fn cma_read(&self, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<()> {
+        cma::read(self.info(rank).pid.load(Ordering::Acquire) as i32, rank, addr, dst)
+    }
+
+    fn wake(&self, rank: Rank) {
+        let i = self.info(rank);
+        i.wake_word.fetch_add(1, Ordering::AcqRel);
+        futex::wake_all(&i.wake_word);
+    }
+
+    fn sleep(&self, timeout_ns: u64, still_idle: &mut dyn FnMut() -> bool) {
+        let me = self.info(self.rank);
+        let word = me.wake_word.load(Ordering::Acquire);
+        me.sleeping.store(1, Ordering::SeqCst);
+        if still_idle() {
+            futex::wait(&me.wake_word, word, timeout_ns);
+        }
+        me.sleeping.store(0, Ordering::Release);
+    }
+
+    fn peer_status(&self, rank: Rank) -> PeerStatus {
+        let i = self.info(rank);
+        match i.state.load(Ordering::Acquire) {
+            STATE_EXITED => PeerStatus::Gone(describe_exit(i.exit_info.load(Ordering::Acquire))),
+            STATE_FINALIZED => PeerStatus::Finalized,
+            _ => PeerStatus::Running,
+        }
+    }
+
+    fn mark_finalized(&self) {
+        self.info(self.rank).state.store(STATE_FINALIZED, Ordering::Release);
+    }
+}
+
+impl SmpConduit {
+    #[inline]
+    fn wake_if_sleeping(&self, dst: Rank) {
+        // Pairs with the SeqCst store of `sleeping` in `sleep`: either the sleeper sees our
+        // message when it rechecks, or we see it sleeping and wake it.
+        fence(Ordering::SeqCst);
+        if self.info(dst).sleeping.load(Ordering::Relaxed) != 0 {
+            self.wake(dst);
+        }
+    }
+}
