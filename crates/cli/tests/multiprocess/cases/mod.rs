@@ -1,0 +1,50 @@
+//! The rank side: each case is a function run by every rank of a job.
+
+mod am;
+mod faults;
+mod randomized;
+mod rma;
+
+use activerma::{Result, World};
+
+pub fn run(case: &str) -> i32 {
+    let r = match case {
+        "put_get_segment" => rma::put_get_segment(),
+        "nonblocking_and_flush" => rma::nonblocking_and_flush(),
+        "private_memory" => rma::private_memory(),
+        "atomics" => rma::atomics(),
+        "active_messages" => am::active_messages(),
+        "small_queues" => am::active_messages(),
+        "progress_without_target_calls" => am::progress_without_target_calls(),
+        "randomized" => randomized::run(),
+        "bad_input" => faults::bad_input(),
+        "modelled_network" => faults::modelled_network(),
+        "peer_exits_early" => faults::peer_exits_early(),
+        "rank_crashes" => faults::rank_crashes(),
+        "rank_fails" => faults::rank_fails(),
+        "sleep_forever" => faults::sleep_forever(),
+        "hello" => faults::hello(),
+        "single_rank_job" => faults::single_rank_job(),
+        other => {
+            eprintln!("unknown case {other}");
+            return 2;
+        }
+    };
+    match r {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("case {case} failed: {e}");
+            1
+        }
+    }
+}
+
+/// The byte rank `src` writes at `offset` of region `region` (a pattern nobody else produces).
+pub fn pattern(src: usize, region: usize, offset: usize) -> u8 {
+    (src.wrapping_mul(131) ^ region.wrapping_mul(29) ^ offset.wrapping_mul(7) ^ (offset >> 8)) as u8
+}
+
+/// Shares one u64 per rank (e.g. an address) with every rank.
+pub fn share_u64(world: &World, v: u64) -> Result<Vec<u64>> {
+    Ok(world.allgather(&v.to_le_bytes())?.iter().map(|b| u64::from_le_bytes(b[..8].try_into().unwrap())).collect())
+}

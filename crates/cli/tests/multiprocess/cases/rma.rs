@@ -1,0 +1,182 @@
+//! Plain RMA: puts, gets, handles, flush, private memory, atomics.
+
+use super::{pattern, share_u64};
+use activerma::{Error, Prot, RemotePtr, Result};
+
+const REGION: usize = 20_000; // not a page multiple: regions straddle pages
+
+pub fn put_get_segment() -> Result<()> {
+    let w = activerma::init()?;
+    let (me, n) = (w.rank(), w.size());
+    let seg = w.alloc_segment(n * REGION)?;
+    // Every rank writes its own region of every rank's segment, itself included.
+    let mine: Vec<u8> = (0..REGION).map(|i| pattern(me, 0, i)).collect();
+    for t in 0..n {
+        w.put(seg.remote(t, me * REGION), &mine)?;
+    }
+    w.barrier()?;
+    for src in 0..n {
+        let mut got = vec![0u8; REGION];
+        seg.read_local(src * REGION, &mut got);
+        assert!(got.iter().enumerate().all(|(i, &b)| b == pattern(src, 0, i)), "rank {me}: region of rank {src} corrupted");
+    }
+    // Read back every region of every rank with gets of odd sizes.
+    for t in 0..n {
+        for src in 0..n {
+            let mut off = 0;
+            while off < REGION {
+                let len = (1 + off % 4093).min(REGION - off);
+                let mut got = vec![0u8; len];
+                w.get(seg.remote(t, src * REGION + off), &mut got)?;
+                assert!(got.iter().enumerate().all(|(i, &b)| b == pattern(src, 0, off + i)));
+                off += len;
+            }
+        }
+    }
+    let (p, why) = w.explain(seg.remote((me + 1) % n, 0), 8, "put")?;
+    assert_eq!(p.name(), "put_direct", "{why}");
+    w.finalize()
+}
+
+pub fn nonblocking_and_flush() -> Result<()> {
+    let w = activerma::init()?;
+    let (me, n) = (w.rank(), w.size());
+    let seg = w.alloc_segment(4 * n * REGION)?;
+    let data: Vec<u8> = (0..REGION).map(|i| pattern(me, 1, i)).collect();
+    for t in 0..n {
+        let h = w.put_nb(seg.remote(t, me * REGION), &data)?;
+        h.wait();
+        w.put_nbi(seg.remote(t, (n + me) * REGION), &data)?;
+    }
+    w.flush_all()?;
+    w.barrier()?;
+    for t in 0..n {
+        let mut a = vec![0u8; REGION];
+        let mut b = vec![0u8; REGION];
+        let h = w.get_nb(seg.remote(t, me * REGION), &mut a)?;
+        while !h.test() {}
+        h.wait();
+        w.get_nbi(seg.remote(t, (n + me) * REGION), &mut b)?;
+        w.flush(t)?;
+        assert_eq!(a, data, "non-blocking put/get to rank {t}");
+        assert_eq!(b, data, "implicit put/get to rank {t}");
+    }
+    // Fence orders a data put before a flag put to the same target.
+    let right = (me + 1) % n;
+    w.put(seg.remote(right, 2 * n * REGION + me * 8), &[7u8; 8])?;
+    w.fence()?;
+    w.put(seg.remote(right, 3 * n * REGION + me * 8), &[1u8; 8])?;
+    w.barrier()?;
+    let left = (me + n - 1) % n;
+    assert_eq!(seg.read_u64(3 * n * REGION + left * 8), u64::from_le_bytes([1; 8]));
+    assert_eq!(seg.read_u64(2 * n * REGION + left * 8), u64::from_le_bytes([7; 8]));
+    w.finalize()
+}
+
+pub fn private_memory() -> Result<()> {
+    let w = activerma::init()?;
+    let (me, n) = (w.rank(), w.size());
+    let mut heap_buf = vec![0u8; n * REGION]; // written by everyone
+    let stack_buf: [u8; 512] = std::array::from_fn(|i| pattern(me, 2, i)); // read-only, on the stack
+    let rw = w.expose(&mut heap_buf, Prot::ReadWrite)?;
+    let ro = w.expose_read_only(&stack_buf)?;
+    let rw_addr = share_u64(&w, rw.addr() as u64)?;
+    let ro_addr = share_u64(&w, ro.addr() as u64)?;
+
+    let data: Vec<u8> = (0..REGION).map(|i| pattern(me, 3, i)).collect();
+    for t in 0..n {
+        let at = RemotePtr::new(t, rw_addr[t] as usize + me * REGION);
+        w.put(at, &data)?;
+        let mut back = vec![0u8; REGION];
+        w.get(at, &mut back)?;
+        assert_eq!(back, data, "private put/get round trip with rank {t}");
+        let mut stack = [0u8; 512];
+        w.get(RemotePtr::new(t, ro_addr[t] as usize), &mut stack)?;
+        assert!(stack.iter().enumerate().all(|(i, &b)| b == pattern(t, 2, i)), "read-only stack buffer of rank {t}");
+        // The target's protection holds: no write to read-only memory, nothing past the end.
+        let e = w.put(RemotePtr::new(t, ro_addr[t] as usize), &[1]).unwrap_err();
+        assert!(matches!(e, Error::Protection { .. }), "{e}");
+        let e = w.get(RemotePtr::new(t, ro_addr[t] as usize + 500), &mut [0u8; 13]).unwrap_err();
+        assert!(matches!(e, Error::NotExposed { .. }), "{e}");
+        let e = w.put(RemotePtr::new(t, rw_addr[t] as usize + n * REGION), &[1]).unwrap_err();
+        assert!(matches!(e, Error::NotExposed { .. }), "{e}");
+        if t != me {
+            let (p, _) = w.explain(at, 8, "put")?;
+            assert_eq!(p.name(), "put_cma");
+        }
+    }
+    w.barrier()?;
+    let mut local = vec![0u8; n * REGION];
+    rw.read(0, &mut local);
+    for src in 0..n {
+        assert!(local[src * REGION..(src + 1) * REGION].iter().enumerate().all(|(i, &b)| b == pattern(src, 3, i)), "rank {me}: region of {src}");
+    }
+    // After unexposing, the memory is out of reach and errors say so.
+    w.barrier()?;
+    drop(ro);
+    w.barrier()?;
+    let e = w.get(RemotePtr::new((me + 1) % n, ro_addr[(me + 1) % n] as usize), &mut [0u8; 8]).unwrap_err();
+    assert!(matches!(e, Error::NotExposed { .. }), "{e}");
+    w.barrier()?;
+    drop(rw);
+    w.finalize()
+}
+
+pub fn atomics() -> Result<()> {
+    let w = activerma::init()?;
+    let (me, n) = (w.rank(), w.size());
+    let seg = w.alloc_segment(4096)?;
+    let mut private = vec![0u64; 8];
+    // SAFETY: `private` outlives the exposure (dropped before it below).
+    let exposed = unsafe { w.expose_raw(private.as_mut_ptr() as *mut u8, 64, Prot::ReadWrite)? };
+    let paddr = share_u64(&w, exposed.addr() as u64)?;
+    const ITERS: u64 = 500;
+
+    // fetch-add from every rank on rank 0's segment and on rank 0's private memory.
+    let counter = seg.remote(0, 0);
+    let pcounter = RemotePtr::new(0, paddr[0] as usize);
+    let mut seen = Vec::new();
+    for _ in 0..ITERS {
+        seen.push(w.fetch_add(counter, 1)?);
+        w.add(pcounter, 3)?;
+    }
+    assert!(seen.windows(2).all(|p| p[0] < p[1]), "tickets increase");
+    w.barrier()?;
+    assert_eq!(w.fetch(counter)?, ITERS * n as u64, "segment fetch-add lost updates");
+    assert_eq!(w.fetch(pcounter)?, 3 * ITERS * n as u64, "private-memory fetch-add lost updates");
+
+    // A compare-and-swap lock protecting a non-atomic read-modify-write on rank n-1.
+    let lock = seg.remote(n - 1, 64);
+    let value = seg.remote(n - 1, 128);
+    for _ in 0..100 {
+        while w.compare_swap(lock, 0, me as u64 + 1)? != 0 {
+            w.progress();
+        }
+        let mut v = [0u8; 8];
+        w.get(value, &mut v)?;
+        w.put(value, &(u64::from_le_bytes(v) + 1).to_le_bytes())?;
+        assert_eq!(w.swap(lock, 0)?, me as u64 + 1, "lock held by us");
+    }
+    w.barrier()?;
+    assert_eq!(w.fetch(value)?, 100 * n as u64, "the cswap lock serialized every increment");
+
+    // swap / cswap semantics on private memory of the right neighbour, word `me`... one word
+    // per rank so the checks are deterministic.
+    let right = (me + 1) % n;
+    let word = RemotePtr::new(right, paddr[right] as usize + 8);
+    if me == 0 {
+        assert_eq!(w.swap(word, 42)?, 0);
+        assert_eq!(w.compare_swap(word, 41, 7)?, 42, "failed cswap returns current value");
+        assert_eq!(w.compare_swap(word, 42, 7)?, 42);
+        assert_eq!(w.fetch(word)?, 7);
+    }
+    // Misaligned and out-of-range atomics are refused.
+    let e = w.fetch_add(seg.remote(right, 3), 1).unwrap_err();
+    assert!(matches!(e, Error::Misaligned { .. }), "{e}");
+    let e = w.fetch_add(RemotePtr::new(right, paddr[right] as usize + 64), 1).unwrap_err();
+    assert!(matches!(e, Error::NotExposed { .. }), "{e}");
+    w.barrier()?;
+    drop(exposed);
+    drop(private);
+    w.finalize()
+}

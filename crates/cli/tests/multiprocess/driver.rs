@@ -1,0 +1,185 @@
+//! The driver side: which cases run with how many ranks, under which settings, and what the
+//! launcher must report.
+
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const LAUNCHER: &str = env!("CARGO_BIN_EXE_activerma");
+
+struct Job<'a> {
+    case: &'a str,
+    ranks: u32,
+    env: Vec<(&'a str, &'a str)>,
+}
+
+fn launch(job: &Job, extra: &[&str]) -> (Output, Duration) {
+    let me = std::env::current_exe().unwrap();
+    let started = Instant::now();
+    let mut cmd = Command::new(LAUNCHER);
+    cmd.args(["run", "-n", &job.ranks.to_string()]);
+    if !extra.contains(&"--timeout") {
+        cmd.args(["--timeout", "120"]);
+    }
+    cmd.args(extra).arg("--").arg(&me).arg(job.case);
+    for (k, v) in &job.env {
+        cmd.env(k, v);
+    }
+    let out = cmd.stdin(Stdio::null()).output().expect("launcher runs");
+    (out, started.elapsed())
+}
+
+fn shm_entries() -> usize {
+    std::fs::read_dir("/dev/shm").map(|d| d.count()).unwrap_or(0)
+}
+
+struct Tally {
+    passed: u32,
+    failed: Vec<String>,
+}
+
+impl Tally {
+    fn check(&mut self, name: String, ok: bool, detail: impl FnOnce() -> String) {
+        if ok {
+            println!("PASS {name}");
+            self.passed += 1;
+        } else {
+            println!("FAIL {name}\n{}", detail());
+            self.failed.push(name);
+        }
+    }
+}
+
+fn show(out: &Output) -> String {
+    format!("  status: {}\n  stdout:\n{}\n  stderr:\n{}", out.status, String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+pub fn main() -> i32 {
+    let filter = std::env::args().nth(1).filter(|a| !a.starts_with('-'));
+    let mut t = Tally { passed: 0, failed: vec![] };
+    let shm_before = shm_entries();
+
+    // Cases that must succeed on every rank.
+    let mut jobs: Vec<Job> = Vec::new();
+    for case in ["put_get_segment", "nonblocking_and_flush", "private_memory", "atomics", "active_messages", "bad_input", "randomized"] {
+        for ranks in [2, 3, 4] {
+            jobs.push(Job { case, ranks, env: vec![] });
+        }
+    }
+    for mode in ["thread", "wake"] {
+        jobs.push(Job { case: "progress_without_target_calls", ranks: 2, env: vec![("ACTIVERMA_PROGRESS", mode)] });
+        jobs.push(Job { case: "randomized", ranks: 3, env: vec![("ACTIVERMA_PROGRESS", mode)] });
+        jobs.push(Job { case: "active_messages", ranks: 2, env: vec![("ACTIVERMA_PROGRESS", mode)] });
+    }
+    jobs.push(Job { case: "modelled_network", ranks: 2, env: vec![("ACTIVERMA_NET_LATENCY_NS", "20000"), ("ACTIVERMA_NET_BANDWIDTH_MBS", "100")] });
+    jobs.push(Job { case: "small_queues", ranks: 3, env: vec![("ACTIVERMA_AM_SLOTS", "4"), ("ACTIVERMA_AM_SLOT_SIZE", "128")] });
+    jobs.push(Job { case: "peer_exits_early", ranks: 2, env: vec![] });
+
+    for job in &jobs {
+        let name = format!("{} ({} ranks{})", job.case, job.ranks, job.env.iter().map(|(k, v)| format!(", {k}={v}")).collect::<String>());
+        if filter.as_deref().is_some_and(|f| !name.contains(f)) {
+            continue;
+        }
+        let (out, took) = launch(job, &[]);
+        t.check(format!("{name} [{:.1} s]", took.as_secs_f64()), out.status.success(), || show(&out));
+    }
+
+    if filter.is_none() {
+        launcher_checks(&mut t);
+        let shm_after = shm_entries();
+        t.check("no shared-memory files left in /dev/shm".into(), shm_after <= shm_before, || format!("before {shm_before}, after {shm_after}"));
+    }
+
+    println!("multiprocess: {} passed, {} failed", t.passed, t.failed.len());
+    if t.failed.is_empty() {
+        0
+    } else {
+        for f in &t.failed {
+            println!("failed: {f}");
+        }
+        1
+    }
+}
+
+/// The launcher's own contract: crashes and error exits stop the job with a clear message,
+/// output is labelled, a killed launcher takes its ranks with it, a program started alone is
+/// a one-rank job.
+fn launcher_checks(t: &mut Tally) {
+    let (out, took) = launch(&Job { case: "rank_crashes", ranks: 3, env: vec![] }, &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    t.check(
+        "a crashing rank stops the job and is named".into(),
+        !out.status.success() && err.contains("rank 1 was killed by signal 6") && took < Duration::from_secs(30),
+        || show(&out),
+    );
+
+    let (out, _) = launch(&Job { case: "rank_fails", ranks: 4, env: vec![] }, &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    t.check(
+        "an error exit stops the job with that status".into(),
+        out.status.code() == Some(3) && err.contains("rank 2 exited with status 3"),
+        || show(&out),
+    );
+
+    let (out, _) = launch(&Job { case: "hello", ranks: 3, env: vec![] }, &["--label"]);
+    let so = String::from_utf8_lossy(&out.stdout);
+    t.check("--label prefixes each line with its rank".into(), out.status.success() && (0..3).all(|r| so.contains(&format!("[{r}] hello from {r} of 3"))), || show(&out));
+
+    let (out, took) = launch(&Job { case: "sleep_forever", ranks: 2, env: vec![] }, &["--timeout", "1"]);
+    t.check("--timeout stops a hung job (exit 124)".into(), out.status.code() == Some(124) && took < Duration::from_secs(10), || show(&out));
+
+    // Without the launcher: a one-rank job.
+    let out = Command::new(std::env::current_exe().unwrap()).args(["--rank", "single_rank_job"]).output().unwrap();
+    t.check("a program started without the launcher is a one-rank job".into(), out.status.success(), || show(&out));
+
+    let out = Command::new(LAUNCHER).args(["run", "-n", "2", "--", "/nonexistent/program"]).output().unwrap();
+    t.check(
+        "a program that cannot start is reported".into(),
+        !out.status.success() && String::from_utf8_lossy(&out.stderr).contains("cannot start rank 0"),
+        || show(&out),
+    );
+
+    let out = Command::new(LAUNCHER).args(["run", "-n", "2", "--", "true"]).env("ACTIVERMA_PROGRESS", "sometimes").output().unwrap();
+    t.check(
+        "a bad setting is refused with its name".into(),
+        !out.status.success() && String::from_utf8_lossy(&out.stderr).contains("ACTIVERMA_PROGRESS"),
+        || show(&out),
+    );
+
+    killed_launcher_takes_ranks_along(t);
+}
+
+fn killed_launcher_takes_ranks_along(t: &mut Tally) {
+    let me = std::env::current_exe().unwrap();
+    let mut launcher = Command::new(LAUNCHER)
+        .args(["run", "-n", "3", "--"])
+        .arg(&me)
+        .arg("sleep_forever")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the ranks are up (each prints its pid), then SIGKILL the launcher.
+    let mut pids = Vec::new();
+    let stdout = launcher.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead;
+        std::io::BufReader::new(stdout).lines().map_while(Result::ok).filter_map(|l| l.strip_prefix("pid ").and_then(|p| p.parse::<i32>().ok())).take(3).collect::<Vec<_>>()
+    });
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !reader.is_finished() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if reader.is_finished() {
+        pids = reader.join().unwrap();
+    }
+    launcher.kill().unwrap();
+    launcher.wait().unwrap();
+    let gone = |pid: i32| {
+        // A zombie is gone too: it waits only for its reaper.
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).map(|s| s.contains(") Z ")).unwrap_or(true)
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while pids.iter().any(|&p| !gone(p)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    t.check("a SIGKILLed launcher takes its ranks with it".into(), pids.len() == 3 && pids.iter().all(|&p| gone(p)), || format!("rank pids {pids:?}"));
+}
