@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The whole test suite: unit tests of every layer, the multi-process tests through the
+# launcher (2, 3 and 4 ranks, every progress mode, faults, the randomized test), and the C
+# tests against an installed copy of the C API.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+. scripts/env.sh
+
+echo "== unit and multi-process tests (cargo test)"
+cargo test --workspace --release
+
+echo "== C API: install into a temporary prefix, then build and run the C tests against it"
+prefix=$(mktemp -d /tmp/activerma-prefix.XXXXXX)
+trap 'rm -rf "$prefix"' EXIT
+bash scripts/install.sh --prefix "$prefix"
+PREFIX="$prefix" bash tests/c/run.sh
