@@ -209,8 +209,12 @@ impl Am {
             };
             if flags.first && flags.last {
                 run(payload); // zero-copy: the handler reads the slot in place
-            } else if let Some(whole) = self.reassembly.lock().unwrap().add(src, flags, total, payload) {
-                run(&whole);
+            } else {
+                // Release the reassembly lock before the handler runs.
+                let whole = self.reassembly.lock().unwrap().add(src, flags, total, payload);
+                if let Some(whole) = whole {
+                    run(&whole);
+                }
             }
         });
         done
