@@ -37,7 +37,12 @@ fn main() -> Result<()> {
 
     world.barrier()?;
     if me == 0 {
-        println!("barrier: all {n} ranks passed; conduit {}, progress {:?}, network model {}", world.conduit_name(), world.progress_mode(), world.net_model());
+        println!(
+            "barrier: all {n} ranks passed; conduit {}, progress {:?}, network model {}",
+            world.conduit_name(),
+            world.progress_mode(),
+            world.net_model()
+        );
     }
     world.finalize()
 }

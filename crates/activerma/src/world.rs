@@ -93,6 +93,11 @@ impl World {
         Ok(&self.inner)
     }
 
+    /// True once `finalize` was called (every operation then fails with `Error::Finalized`).
+    pub fn is_finalized(&self) -> bool {
+        self.inner.finalized.load(Ordering::Relaxed)
+    }
+
     pub fn rank(&self) -> Rank {
         self.inner.conduit.rank()
     }

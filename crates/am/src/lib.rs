@@ -10,6 +10,7 @@ mod progress_thread;
 pub use completion::{Completion, Completions};
 pub use progress_thread::{ProgressMode, ProgressThread};
 
+use activerma_core::backoff::Backoff;
 use activerma_core::clock::Deadline;
 use activerma_core::counters::{bump, Counters};
 use activerma_core::{settings, Error, Rank, Result};
@@ -136,7 +137,7 @@ impl Am {
         let total = payload.len();
         let mut off = 0;
         let mut deadline: Option<Deadline> = None;
-        let mut spins = 0u32;
+        let mut backoff = Backoff::new();
         loop {
             let end = (off + cap).min(total);
             let flags = FragFlags { first: off == 0, last: end == total };
@@ -156,14 +157,12 @@ impl Am {
             }
             // Full queue: back-pressure. Drain our own inbox so the peer can drain its one.
             self.poll_inbox();
-            spins = spins.wrapping_add(1);
-            if spins % 256 == 0 {
+            if backoff.snooze() {
                 self.check_peer(dst)?;
                 let d = deadline.get_or_insert_with(|| Deadline::after_secs(self.timeout_s));
                 if d.expired() {
                     return Err(Error::Timeout { what: format!("room in the active-message queue to rank {dst}"), secs: d.secs() });
                 }
-                std::thread::yield_now();
             }
         }
     }
@@ -204,7 +203,10 @@ impl Am {
                 let h = self.handlers.read().unwrap()[handler as usize].clone();
                 match h {
                     Some(h) => h(&AmCtx { am: self, src, token }, bytes),
-                    None => eprintln!("activerma: rank {}: message for unregistered handler {handler} from rank {src} dropped", self.conduit.rank()),
+                    None => eprintln!(
+                        "activerma: rank {}: message for unregistered handler {handler} from rank {src} dropped",
+                        self.conduit.rank()
+                    ),
                 }
             };
             if flags.first && flags.last {
@@ -239,12 +241,11 @@ impl Am {
 
     /// Waits for a reply to arrive in `c`, making progress, watching `target` for death.
     pub fn wait_completion(&self, c: &Completion, target: Rank, what: &str) -> Result<()> {
-        let mut spins = 0u32;
+        let mut backoff = Backoff::new();
         let mut deadline: Option<Deadline> = None;
         while !c.is_done() {
             self.progress();
-            spins = spins.wrapping_add(1);
-            if spins % 1024 == 0 {
+            if backoff.snooze() {
                 if c.is_done() {
                     break;
                 }
@@ -253,11 +254,7 @@ impl Am {
                 if d.expired() {
                     return Err(Error::Timeout { what: format!("{what} from rank {target}"), secs: d.secs() });
                 }
-                if spins % (1 << 16) == 0 {
-                    std::thread::yield_now();
-                }
             }
-            std::hint::spin_loop();
         }
         Ok(())
     }

@@ -5,7 +5,7 @@ use crate::Rank;
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum Error {
-    #[error("invalid rank {rank}: the job has ranks 0..{size}")]
+    #[error("invalid rank {rank}: the job has {size} ranks, numbered 0 to {}", size.saturating_sub(1))]
     InvalidRank { rank: Rank, size: usize },
 
     #[error("address {addr:#x}+{len} on rank {rank} is not exposed memory (not inside any segment allocation or exposed private range)")]

@@ -2,6 +2,7 @@
 //! communication — the settings table, error values, counters, clocks, page arithmetic and
 //! futex-based wake-ups on shared memory.
 
+pub mod backoff;
 pub mod clock;
 pub mod counters;
 pub mod error;

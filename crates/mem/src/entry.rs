@@ -1,4 +1,6 @@
-//! One translation-table entry per page: a 32-bit word of control bits and a domain id.
+//! One translation-table entry per page: a 64-bit word of control bits, a domain id, and how
+//! many bytes of the page are valid (segments end mid-page; what lies past their end in the
+//! same page is not reachable).
 //! The Active Access bits (WL, WLD, RL, RLD, E, domain) are the paper's; they are stored now
 //! and given meaning by the `access` layer.
 
@@ -22,10 +24,17 @@ impl Entry {
     pub const E: u32 = 1 << 8;
     pub const ACTIVE: u32 = Self::WL | Self::WLD | Self::RL | Self::RLD;
     pub const DOMAIN_SHIFT: u32 = 16;
+    /// Bits 32..: valid bytes at the start of the page; 0 means the whole page.
+    pub const LIMIT_SHIFT: u32 = 32;
 
     #[inline]
-    pub fn domain(e: u32) -> u16 {
+    pub fn domain(e: u64) -> u16 {
         (e >> Self::DOMAIN_SHIFT) as u16
+    }
+
+    #[inline]
+    pub fn limit(e: u64) -> usize {
+        (e >> Self::LIMIT_SHIFT) as usize
     }
 }
 

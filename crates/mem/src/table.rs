@@ -6,7 +6,7 @@
 //! ```text
 //! TableHeader                 magic (written last), limits, high-water mark of regions
 //! RegionDesc[max_regions]     state, kind, in-flight origins, base, len, first entry
-//! entries: u32[heap_pages + private_pages]   region 0 = the symmetric heap, then private pages
+//! entries: u64[heap_pages + private_pages]   region 0 = the symmetric heap, then private pages
 //! ```
 //! Region 0 always describes the symmetric heap; its pages are PRESENT while a segment
 //! allocation covers them. Other regions are exposed ranges of private memory, byte-exact.
@@ -63,7 +63,7 @@ impl TableLayout {
         Self::regions_off() + self.max_regions * std::mem::size_of::<RegionDesc>()
     }
     pub fn bytes(&self) -> usize {
-        self.entries_off() + (self.heap_pages + self.private_pages) * 4
+        self.entries_off() + (self.heap_pages + self.private_pages) * 8
     }
     pub fn from_settings(heap_size: usize) -> Result<TableLayout> {
         use activerma_core::settings as s;
@@ -96,10 +96,10 @@ impl Raw {
         unsafe { &*(self.base.add(TableLayout::regions_off()) as *const RegionDesc).add(i) }
     }
     #[inline]
-    fn entry(&self, i: usize) -> &AtomicU32 {
+    fn entry(&self, i: usize) -> &AtomicU64 {
         debug_assert!(i < self.layout.heap_pages + self.layout.private_pages);
         // SAFETY: i is inside the entries array.
-        unsafe { &*(self.base.add(self.layout.entries_off()) as *const AtomicU32).add(i) }
+        unsafe { &*(self.base.add(self.layout.entries_off()) as *const AtomicU64).add(i) }
     }
 }
 
@@ -107,22 +107,26 @@ impl Raw {
 pub enum AccessKind {
     Put,
     Get,
+    /// An atomic that may modify the word.
     Atomic,
+    /// An atomic read (fetch): read permission suffices.
+    AtomicRead,
 }
 
 impl AccessKind {
-    fn needs(self) -> u32 {
-        match self {
+    fn needs(self) -> u64 {
+        (match self {
             AccessKind::Put => Entry::W,
-            AccessKind::Get => Entry::R,
+            AccessKind::Get | AccessKind::AtomicRead => Entry::R,
             AccessKind::Atomic => Entry::R | Entry::W,
-        }
+        }) as u64
     }
     fn name(self) -> &'static str {
         match self {
             AccessKind::Put => "put",
             AccessKind::Get => "get",
             AccessKind::Atomic => "atomic",
+            AccessKind::AtomicRead => "atomic fetch",
         }
     }
 }
@@ -159,7 +163,8 @@ impl OriginTable {
         if h.magic.load(Ordering::Acquire) != MAGIC {
             return Err(Error::InvalidArgument(format!("rank {rank} has not initialized its translation table")));
         }
-        let layout = TableLayout { max_regions: h.max_regions as usize, heap_pages: h.heap_pages as usize, private_pages: h.private_pages as usize };
+        let layout =
+            TableLayout { max_regions: h.max_regions as usize, heap_pages: h.heap_pages as usize, private_pages: h.private_pages as usize };
         Ok(OriginTable { raw: Raw { base: w.local, layout }, rank })
     }
 
@@ -189,7 +194,10 @@ impl OriginTable {
             // (SeqCst pairs with `unexpose`, which marks DYING and then waits for zero).
             r.inflight.fetch_add(1, Ordering::SeqCst);
             let lookup = Lookup { private: true, inflight: Some(&r.inflight) };
-            if r.state.load(Ordering::SeqCst) != ACTIVE || r.base.load(Ordering::Acquire) as usize != b || r.len.load(Ordering::Acquire) as usize != l {
+            if r.state.load(Ordering::SeqCst) != ACTIVE
+                || r.base.load(Ordering::Acquire) as usize != b
+                || r.len.load(Ordering::Acquire) as usize != l
+            {
                 continue; // dropping `lookup` releases the count
             }
             self.check_pages(page_floor(b), r.first_entry.load(Ordering::Acquire) as usize, addr, len, kind)?;
@@ -200,24 +208,35 @@ impl OriginTable {
 
     #[inline]
     fn check_pages(&self, page_base: usize, first_entry: usize, addr: usize, len: usize, kind: AccessKind) -> Result<()> {
-        let want = Entry::PRESENT | kind.needs();
-        for p in pages_spanned(page_base, addr, len.max(1)) {
-            let e = self.raw.entry(first_entry + p).load(Ordering::Acquire);
-            if e & (want | Entry::ACTIVE) != want {
+        let want = Entry::PRESENT as u64 | kind.needs();
+        let pages = pages_spanned(page_base, addr, len.max(1));
+        let last = pages.end - 1;
+        let mut e = 0;
+        for p in pages {
+            e = self.raw.entry(first_entry + p).load(Ordering::Acquire);
+            if e & (want | Entry::ACTIVE as u64) != want {
                 return Err(self.explain(e, want, addr, len, kind));
             }
+        }
+        // A segment may end inside its last page: the bytes past its end are not exposed.
+        let limit = Entry::limit(e);
+        if limit != 0 && addr + len.max(1) - (page_base + last * page_size()) > limit {
+            return Err(Error::NotExposed { rank: self.rank, addr, len });
         }
         Ok(())
     }
 
     #[cold]
-    fn explain(&self, e: u32, want: u32, addr: usize, len: usize, kind: AccessKind) -> Error {
-        if e & Entry::PRESENT == 0 {
+    fn explain(&self, e: u64, want: u64, addr: usize, len: usize, kind: AccessKind) -> Error {
+        if e & Entry::PRESENT as u64 == 0 {
             Error::NotExposed { rank: self.rank, addr, len }
         } else if e & want != want {
-            Error::Protection { rank: self.rank, addr, len, op: kind.name(), prot: Prot::describe(e) }
+            Error::Protection { rank: self.rank, addr, len, op: kind.name(), prot: Prot::describe(e as u32) }
         } else {
-            Error::Unsupported(format!("rank {} marked {addr:#x} with Active Access bits, which this build does not process yet", self.rank))
+            Error::Unsupported(format!(
+                "rank {} marked {addr:#x} with Active Access bits, which this build does not process yet",
+                self.rank
+            ))
         }
     }
 }
@@ -251,13 +270,16 @@ impl TargetTable {
         let raw = Raw { base: w.local, layout };
         // SAFETY: the window is ours and zeroed; nobody reads it before the magic is set.
         unsafe {
-            std::ptr::write(w.local as *mut TableHeader, TableHeader {
-                magic: AtomicU64::new(0),
-                max_regions: max_regions as u64,
-                heap_pages: heap_pages as u64,
-                private_pages: layout.private_pages as u64,
-                hwm: AtomicU32::new(1),
-            });
+            std::ptr::write(
+                w.local as *mut TableHeader,
+                TableHeader {
+                    magic: AtomicU64::new(0),
+                    max_regions: max_regions as u64,
+                    heap_pages: heap_pages as u64,
+                    private_pages: layout.private_pages as u64,
+                    hwm: AtomicU32::new(1),
+                },
+            );
         }
         let r0 = raw.region(0);
         r0.kind.store(KIND_HEAP, Ordering::Relaxed);
@@ -276,16 +298,21 @@ impl TargetTable {
         self.raw.region(0).base.load(Ordering::Relaxed) as usize
     }
 
-    fn set_entries(&self, first: usize, count: usize, value: u32) {
+    fn set_entries(&self, first: usize, count: usize, value: u64) {
         for i in first..first + count {
             self.raw.entry(i).store(value, Ordering::Release);
         }
     }
 
-    /// Maps a segment allocation (heap offset and length) read-write.
+    /// Maps a segment allocation (heap offset, page aligned, and exact length) read-write.
     pub fn map_segment(&self, off: usize, len: usize) {
         let r = pages_spanned(0, off, len);
-        self.set_entries(r.start, r.len(), Entry::PRESENT | Entry::REGISTERED | Entry::R | Entry::W);
+        let bits = (Entry::PRESENT | Entry::REGISTERED | Entry::R | Entry::W) as u64;
+        self.set_entries(r.start, r.len(), bits);
+        let tail = (off + len) % page_size();
+        if tail != 0 {
+            self.set_entries(r.end - 1, 1, bits | (tail as u64) << Entry::LIMIT_SHIFT);
+        }
     }
 
     pub fn unmap_segment(&self, off: usize, len: usize) {
@@ -309,9 +336,13 @@ impl TargetTable {
             return Err(Error::InvalidArgument(format!("the range overlaps an exposed range {b:#x}+{l}; unexpose it first")));
         }
         let pages = pages_spanned(page_floor(addr), addr, len).len();
-        let slot = (1..self.raw.layout.max_regions)
-            .find(|&i| self.raw.region(i).state.load(Ordering::Acquire) == FREE)
-            .ok_or_else(|| Error::OutOfResources(format!("all {} exposure slots are in use; raise ACTIVERMA_MAX_REGIONS", self.raw.layout.max_regions - 1)))?;
+        let slot =
+            (1..self.raw.layout.max_regions).find(|&i| self.raw.region(i).state.load(Ordering::Acquire) == FREE).ok_or_else(|| {
+                Error::OutOfResources(format!(
+                    "all {} exposure slots are in use; raise ACTIVERMA_MAX_REGIONS",
+                    self.raw.layout.max_regions - 1
+                ))
+            })?;
         let fi = st.free_entries.iter().position(|&(_, n)| n >= pages).ok_or_else(|| {
             Error::OutOfResources(format!("no room for {pages} more pages in the translation table; raise ACTIVERMA_MAX_PRIVATE_PAGES"))
         })?;
@@ -321,7 +352,7 @@ impl TargetTable {
         } else {
             st.free_entries[fi] = (first + pages, n - pages);
         }
-        self.set_entries(first, pages, Entry::PRESENT | Entry::REGISTERED | prot.bits());
+        self.set_entries(first, pages, (Entry::PRESENT | Entry::REGISTERED | prot.bits()) as u64);
         let r = self.raw.region(slot);
         r.kind.store(KIND_PRIVATE, Ordering::Relaxed);
         r.base.store(addr as u64, Ordering::Release);
@@ -336,7 +367,11 @@ impl TargetTable {
     /// Withdraws an exposure; returns once no origin is still copying into or out of it.
     pub fn unexpose(&self, id: ExposureId) -> Result<()> {
         let mut st = self.state.lock().unwrap();
-        let pos = st.exposures.iter().position(|e| e.0 == id.0).ok_or_else(|| Error::InvalidArgument(format!("exposure {} is not active", id.0)))?;
+        let pos = st
+            .exposures
+            .iter()
+            .position(|e| e.0 == id.0)
+            .ok_or_else(|| Error::InvalidArgument(format!("exposure {} is not active", id.0)))?;
         let (slot, addr, len) = st.exposures.remove(pos);
         let r = self.raw.region(slot);
         r.state.store(DYING, Ordering::SeqCst);
@@ -366,13 +401,17 @@ impl TargetTable {
         let (page_base, first) = if addr >= self.heap_base() && addr - self.heap_base() < self.raw.layout.heap_pages * page_size() {
             (self.heap_base(), 0)
         } else {
-            let &(slot, b, _) = st.exposures.iter().find(|&&(_, b, l)| addr >= b && addr + len <= b + l).ok_or(Error::NotExposed { rank: usize::MAX, addr, len })?;
+            let &(slot, b, _) = st.exposures.iter().find(|&&(_, b, l)| addr >= b && addr + len <= b + l).ok_or(Error::NotExposed {
+                rank: usize::MAX,
+                addr,
+                len,
+            })?;
             (page_floor(b), self.raw.region(slot).first_entry.load(Ordering::Relaxed) as usize)
         };
         let r = pages_spanned(page_base, addr, len.max(1));
         for p in r.clone() {
             let e = self.raw.entry(first + p);
-            let _ = e.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| Some((v | set) & !clear));
+            let _ = e.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| Some((v | set as u64) & !(clear as u64)));
         }
         Ok(r.len())
     }
@@ -412,6 +451,11 @@ mod tests {
         assert!(o.check(heap + 16 * p - 4, 8, AccessKind::Get).is_err(), "runs past the heap");
         t.unmap_segment(p, 2 * p);
         assert!(o.check(heap + p, 8, AccessKind::Put).is_err());
+        // A 100-byte segment: byte 99 is reachable, byte 100 of the same page is not.
+        t.map_segment(4 * p, 100);
+        assert!(o.check(heap + 4 * p + 92, 8, AccessKind::Put).is_ok());
+        assert!(matches!(o.check(heap + 4 * p + 93, 8, AccessKind::Put), Err(Error::NotExposed { .. })));
+        assert!(matches!(o.check(heap + 4 * p + 200, 1, AccessKind::Get), Err(Error::NotExposed { .. })));
     }
 
     #[test]
@@ -422,6 +466,8 @@ mod tests {
         let o = OriginTable::attach(w, 1).unwrap();
         let base = 0x2000_0010;
         let id = t.expose(base, 100, Prot::ReadOnly).unwrap();
+        assert!(matches!(o.check(base, 8, AccessKind::Atomic), Err(Error::Protection { .. })));
+        assert!(o.check(base, 8, AccessKind::AtomicRead).is_ok(), "a fetch needs read permission only");
         assert!(o.check(base, 100, AccessKind::Get).unwrap().private);
         assert!(matches!(o.check(base + 99, 2, AccessKind::Get), Err(Error::NotExposed { .. })));
         assert!(matches!(o.check(base - 1, 1, AccessKind::Get), Err(Error::NotExposed { .. })));

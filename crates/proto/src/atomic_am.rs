@@ -49,31 +49,40 @@ pub(crate) fn register(am: &Am) -> Result<()> {
     let me = am.conduit().rank();
     let own_table = std::sync::OnceLock::<OriginTable>::new();
     let conduit = am.conduit().clone();
-    am.register(REQUEST, Arc::new(move |ctx: &AmCtx, msg: &[u8]| {
-        let table = own_table.get_or_init(|| OriginTable::attach(conduit.table_window(me).expect("own table"), me).expect("own table initialized"));
-        let (status, old) = match decode(msg) {
-            None => (Error::InvalidArgument("malformed atomic request".into()).code(), 0),
-            Some((addr, op)) => match table.check(addr, 8, AccessKind::Atomic) {
-                Err(e) => (e.code(), 0),
-                Ok(_guard) => {
-                    // SAFETY: the table says the aligned word is exposed read-write by us.
-                    let word = unsafe { &*(addr as *const AtomicU64) };
-                    (0, apply(word, op))
+    am.register(
+        REQUEST,
+        Arc::new(move |ctx: &AmCtx, msg: &[u8]| {
+            let table = own_table
+                .get_or_init(|| OriginTable::attach(conduit.table_window(me).expect("own table"), me).expect("own table initialized"));
+            let (status, old) = match decode(msg) {
+                None => (Error::InvalidArgument("malformed atomic request".into()).code(), 0),
+                Some((addr, op)) => {
+                    match table.check(addr, 8, if op == AtomicOp::Fetch { AccessKind::AtomicRead } else { AccessKind::Atomic }) {
+                        Err(e) => (e.code(), 0),
+                        Ok(_guard) => {
+                            // SAFETY: the table says the aligned word is exposed read-write by us.
+                            let word = unsafe { &*(addr as *const AtomicU64) };
+                            (0, apply(word, op))
+                        }
+                    }
                 }
-            },
-        };
-        let mut reply = [0u8; 12];
-        reply[..4].copy_from_slice(&status.to_le_bytes());
-        reply[4..].copy_from_slice(&old.to_le_bytes());
-        ctx.reply(REPLY, ctx.token, &reply);
-    }))?;
-    am.register(REPLY, Arc::new(|ctx: &AmCtx, msg: &[u8]| {
-        let status = i32::from_le_bytes(msg[..4].try_into().unwrap());
-        let old = u64::from_le_bytes(msg[4..12].try_into().unwrap());
-        if let Some(c) = ctx.am().completions.get(ctx.token) {
-            c.complete(status, old, &[]);
-        }
-    }))
+            };
+            let mut reply = [0u8; 12];
+            reply[..4].copy_from_slice(&status.to_le_bytes());
+            reply[4..].copy_from_slice(&old.to_le_bytes());
+            ctx.reply(REPLY, ctx.token, &reply);
+        }),
+    )?;
+    am.register(
+        REPLY,
+        Arc::new(|ctx: &AmCtx, msg: &[u8]| {
+            let status = i32::from_le_bytes(msg[..4].try_into().unwrap());
+            let old = u64::from_le_bytes(msg[4..12].try_into().unwrap());
+            if let Some(c) = ctx.am().completions.get(ctx.token) {
+                c.complete(status, old, &[]);
+            }
+        }),
+    )
 }
 
 pub(crate) fn run(p: &Proto, rank: Rank, addr: usize, op: AtomicOp) -> Result<u64> {

@@ -152,13 +152,14 @@ impl Proto {
         fence(Ordering::SeqCst);
     }
 
-    /// 64-bit atomic on the target; returns the previous value (0 for `Fetch`... the value).
+    /// 64-bit atomic on the target; returns the previous value (for `Fetch`: the value).
     pub fn atomic(&self, rank: Rank, addr: usize, op: AtomicOp) -> Result<u64> {
         self.check_rank(rank)?;
         if addr % 8 != 0 {
             return Err(Error::Misaligned { rank, addr });
         }
-        let choice = self.choose(rank, addr, 8, AccessKind::Atomic)?;
+        let kind = if op == AtomicOp::Fetch { AccessKind::AtomicRead } else { AccessKind::Atomic };
+        let choice = self.choose(rank, addr, 8, kind)?;
         let old = match choice.protocol {
             Protocol::AtomicDirect => atomic_direct::run(self, choice.local, op),
             Protocol::AtomicAm => {

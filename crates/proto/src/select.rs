@@ -55,7 +55,7 @@ impl Proto {
             let p = match kind {
                 AccessKind::Put => Protocol::PutCma,
                 AccessKind::Get => Protocol::GetCma,
-                AccessKind::Atomic => Protocol::AtomicAm,
+                AccessKind::Atomic | AccessKind::AtomicRead => Protocol::AtomicAm,
             };
             (p, std::ptr::null_mut())
         } else {
@@ -64,7 +64,7 @@ impl Proto {
             let p = match kind {
                 AccessKind::Put => Protocol::PutDirect,
                 AccessKind::Get => Protocol::GetDirect,
-                AccessKind::Atomic => Protocol::AtomicDirect,
+                AccessKind::Atomic | AccessKind::AtomicRead => Protocol::AtomicDirect,
             };
             (p, local)
         };

@@ -50,7 +50,14 @@ impl Mapping {
         // SAFETY: mapping a memfd we hold; MAP_FIXED_NOREPLACE never clobbers existing maps.
         unsafe {
             if hint != 0 {
-                let p = libc::mmap(hint as *mut _, len, prot, libc::MAP_SHARED | libc::MAP_FIXED_NOREPLACE | libc::MAP_NORESERVE, fd.as_raw_fd(), 0);
+                let p = libc::mmap(
+                    hint as *mut _,
+                    len,
+                    prot,
+                    libc::MAP_SHARED | libc::MAP_FIXED_NOREPLACE | libc::MAP_NORESERVE,
+                    fd.as_raw_fd(),
+                    0,
+                );
                 if p != libc::MAP_FAILED {
                     if p as usize == hint {
                         return Ok(Mapping { ptr: p as *mut u8, len });

@@ -9,6 +9,7 @@ pub mod layout;
 mod rings;
 
 use crate::{Conduit, FragHeader, PeerStatus, Window};
+use activerma_core::backoff::Backoff;
 use activerma_core::clock::Deadline;
 use activerma_core::{futex, settings, Error, Rank, Result};
 use files::Mapping;
@@ -38,14 +39,26 @@ impl JobFiles {
             return Err(Error::InvalidArgument(format!("{} ranks: a job has 1 to 4096 ranks", params.nranks)));
         }
         if !params.am_slots.is_power_of_two() || params.am_slots < 4 {
-            return Err(Error::BadSetting { name: settings::AM_SLOTS.into(), value: params.am_slots.to_string(), why: "must be a power of two, at least 4".into() });
+            return Err(Error::BadSetting {
+                name: settings::AM_SLOTS.into(),
+                value: params.am_slots.to_string(),
+                why: "must be a power of two, at least 4".into(),
+            });
         }
         if (params.am_slot_size as usize) < SLOT_HEADER + 64 || params.am_slot_size % 64 != 0 {
-            return Err(Error::BadSetting { name: settings::AM_SLOT_SIZE.into(), value: params.am_slot_size.to_string(), why: format!("must be a multiple of 64, at least {}", SLOT_HEADER + 64) });
+            return Err(Error::BadSetting {
+                name: settings::AM_SLOT_SIZE.into(),
+                value: params.am_slot_size.to_string(),
+                why: format!("must be a multiple of 64, at least {}", SLOT_HEADER + 64),
+            });
         }
         let page = activerma_core::page::page_size() as u64;
         if params.heap_size == 0 || params.heap_size % page != 0 {
-            return Err(Error::BadSetting { name: settings::SEGMENT_SIZE.into(), value: params.heap_size.to_string(), why: format!("must be a positive multiple of the page size ({page})") });
+            return Err(Error::BadSetting {
+                name: settings::SEGMENT_SIZE.into(),
+                value: params.heap_size.to_string(),
+                why: format!("must be a positive multiple of the page size ({page})"),
+            });
         }
         let off = params.offsets();
         let ctrl = files::memfd("activerma-ctrl", off.total as u64, inheritable)?;
@@ -53,16 +66,19 @@ impl JobFiles {
         let map = Mapping::map(&ctrl, off.total, 0)?;
         // SAFETY: the mapping is fresh, zeroed and at least a page long.
         unsafe {
-            std::ptr::write(map.ptr as *mut Header, Header {
-                magic: MAGIC,
-                version: VERSION,
-                nranks: params.nranks,
-                heap_size: params.heap_size,
-                am_slots: params.am_slots,
-                am_slot_size: params.am_slot_size,
-                table_bytes: params.table_bytes,
-                heap_hint: HEAP_HINT as u64,
-            });
+            std::ptr::write(
+                map.ptr as *mut Header,
+                Header {
+                    magic: MAGIC,
+                    version: VERSION,
+                    nranks: params.nranks,
+                    heap_size: params.heap_size,
+                    am_slots: params.am_slots,
+                    am_slot_size: params.am_slot_size,
+                    table_bytes: params.table_bytes,
+                    heap_hint: HEAP_HINT as u64,
+                },
+            );
         }
         Ok(JobFiles { ctrl, heaps, params })
     }
@@ -130,7 +146,8 @@ pub struct SmpConduit {
 }
 
 fn env_fd(name: &str) -> Result<RawFd> {
-    let v = std::env::var(name).map_err(|_| Error::InvalidArgument(format!("{name} is not set: start the program with `activerma run -n N -- PROGRAM`")))?;
+    let v = std::env::var(name)
+        .map_err(|_| Error::InvalidArgument(format!("{name} is not set: start the program with `activerma run -n N -- PROGRAM`")))?;
     v.parse().map_err(|_| Error::InvalidArgument(format!("{name}={v} is not a file descriptor")))
 }
 
@@ -167,9 +184,17 @@ impl SmpConduit {
         // SAFETY: at least one page is mapped; the header is plain data written before spawn.
         let h = unsafe { &*(ctrl.ptr as *const Header) };
         if h.magic != MAGIC || h.version != VERSION {
-            return Err(Error::InvalidArgument("job control memory has a foreign format (launcher and program from different activerma versions?)".into()));
+            return Err(Error::InvalidArgument(
+                "job control memory has a foreign format (launcher and program from different activerma versions?)".into(),
+            ));
         }
-        let params = JobParams { nranks: h.nranks, heap_size: h.heap_size, am_slots: h.am_slots, am_slot_size: h.am_slot_size, table_bytes: h.table_bytes };
+        let params = JobParams {
+            nranks: h.nranks,
+            heap_size: h.heap_size,
+            am_slots: h.am_slots,
+            am_slot_size: h.am_slot_size,
+            table_bytes: h.table_bytes,
+        };
         let off = params.offsets();
         if off.total != total {
             return Err(Error::InvalidArgument("job control memory size does not match its header".into()));
@@ -234,11 +259,10 @@ impl SmpConduit {
     /// Spins until `done()` holds, running `progress`, failing if a peer dies or time runs out.
     fn wait_until(&self, what: &str, progress: &mut dyn FnMut(), done: &mut dyn FnMut() -> bool) -> Result<()> {
         let deadline = Deadline::after_secs(self.timeout_s);
-        let mut spins = 0u32;
+        let mut backoff = Backoff::new();
         while !done() {
             progress();
-            spins = spins.wrapping_add(1);
-            if spins % 1024 == 0 {
+            if backoff.snooze() {
                 if let Some((rank, how)) = self.first_gone_peer() {
                     if done() {
                         break;
@@ -248,11 +272,7 @@ impl SmpConduit {
                 if deadline.expired() {
                     return Err(Error::Timeout { what: what.into(), secs: deadline.secs() });
                 }
-                if spins % (1 << 16) == 0 {
-                    std::thread::yield_now(); // more ranks than cores: let the others run
-                }
             }
-            std::hint::spin_loop();
         }
         Ok(())
     }

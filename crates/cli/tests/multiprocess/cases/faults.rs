@@ -12,7 +12,7 @@ pub fn bad_input() -> Result<()> {
     // Wrong rank.
     let e = w.put(RemotePtr::new(n, seg.addr_on(0)), &[1]).unwrap_err();
     assert!(matches!(e, Error::InvalidRank { .. }), "{e}");
-    assert!(e.to_string().contains(&format!("ranks 0..{n}")), "{e}");
+    assert!(e.to_string().contains(&format!("numbered 0 to {}", n - 1)), "{e}");
     assert!(matches!(w.fetch_add(RemotePtr::new(usize::MAX, 0), 1), Err(Error::InvalidRank { .. })));
     assert!(matches!(w.flush(n + 5), Err(Error::InvalidRank { .. })));
     assert!(matches!(w.send_am(n, activerma::FIRST_USER_HANDLER, 0, b"x"), Err(Error::InvalidRank { .. })));
@@ -45,6 +45,13 @@ pub fn bad_input() -> Result<()> {
     big.read_local(0, &mut got);
     assert!(got.iter().enumerate().all(|(i, &b)| b == (i * 7 + left) as u8), "48 MiB put intact");
     big.free()?;
+
+    // A segment ends at its exact length, even inside a page.
+    let small = w.alloc_segment(100)?;
+    w.barrier()?;
+    w.put(small.remote(right, 92), &[1u8; 8])?;
+    assert!(matches!(w.put(small.remote(right, 93), &[1u8; 8]), Err(Error::NotExposed { .. })));
+    assert!(matches!(w.get(small.remote(right, 200), &mut [0u8; 1]), Err(Error::NotExposed { .. })));
 
     // Mismatched collective sizes are an error on every rank, and the job goes on.
     let e = w.alloc_segment(4096 * (1 + me)).err();

@@ -1,0 +1,56 @@
+#!/bin/sh
+# Builds activerma in release and installs the C library, header, pkg-config file and the
+# `activerma` launcher:  scripts/install.sh [--prefix DIR]   (default /usr/local)
+# Safe to run again: every file is replaced (unlinked first, so running programs keep theirs).
+set -eu
+
+prefix=/usr/local
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --prefix) [ $# -ge 2 ] || { echo "install.sh: --prefix needs a directory" >&2; exit 2; }
+                  prefix=$2; shift 2 ;;
+        --prefix=*) prefix=${1#--prefix=}; shift ;;
+        -h|--help) echo "usage: scripts/install.sh [--prefix DIR]   (default /usr/local)"; exit 0 ;;
+        *) echo "install.sh: unknown argument '$1' (usage: scripts/install.sh [--prefix DIR])" >&2; exit 2 ;;
+    esac
+done
+case "$prefix" in
+    /*) ;;
+    *) prefix=$(pwd)/$prefix ;;   # the .pc file needs an absolute prefix
+esac
+prefix=${prefix%/}
+[ -n "$prefix" ] || prefix=/
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+cargo build --release -p activerma-capi -p activerma-cli
+target=${CARGO_TARGET_DIR:-$root/target}/release
+# "path+file:///…/crates/capi#activerma-capi@0.1.0" (or "…#0.1.0" on older cargo)
+version=$(cargo pkgid -p activerma-capi | sed 's/.*[#@]//')
+
+install -d "$prefix/lib/pkgconfig" "$prefix/include" "$prefix/bin"
+# The build is libactiverma_capi.*; C programs know it as libactiverma (SONAME libactiverma.so.0).
+install -m 755 "$target/libactiverma_capi.so" "$prefix/lib/libactiverma.so.$version"
+ln -sfn "libactiverma.so.$version" "$prefix/lib/libactiverma.so.0"
+ln -sfn "libactiverma.so.0" "$prefix/lib/libactiverma.so"
+install -m 644 "$target/libactiverma_capi.a" "$prefix/lib/libactiverma.a"
+install -m 644 include/activerma.h "$prefix/include/activerma.h"
+install -m 755 "$target/activerma" "$prefix/bin/activerma"
+esc=$(printf '%s' "$prefix" | sed 's/[\\&|]/\\&/g')
+sed -e "s|@PREFIX@|$esc|g" -e "s|@VERSION@|$version|g" crates/capi/activerma.pc.in > "$prefix/lib/pkgconfig/activerma.pc.tmp"
+mv -f "$prefix/lib/pkgconfig/activerma.pc.tmp" "$prefix/lib/pkgconfig/activerma.pc"
+chmod 644 "$prefix/lib/pkgconfig/activerma.pc"
+
+# The dynamic linker only finds a new library in a system directory after ldconfig.
+case "$prefix" in
+    /usr|/usr/local)
+        if [ "$(id -u)" = 0 ] && command -v ldconfig >/dev/null 2>&1; then
+            ldconfig
+        else
+            echo "install.sh: run 'ldconfig' as root so that programs find $prefix/lib/libactiverma.so" >&2
+        fi ;;
+    *)
+        echo "install.sh: $prefix is not a system prefix; to use it:"
+        echo "  export PATH=$prefix/bin:\$PATH PKG_CONFIG_PATH=$prefix/lib/pkgconfig LD_LIBRARY_PATH=$prefix/lib" ;;
+esac
+echo "installed activerma $version into $prefix (lib, include, lib/pkgconfig, bin)"

@@ -1,0 +1,53 @@
+#!/bin/sh
+# Builds the C tests against the INSTALLED activerma (header, library and launcher, as a user
+# would) and runs each through the launcher with 2, 3 and 4 ranks.
+#
+#   scripts/install.sh --prefix /tmp/arma-prefix && PREFIX=/tmp/arma-prefix tests/c/run.sh
+#
+# Without PREFIX, activerma must be on PATH and known to pkg-config. Prints one PASS/FAIL line
+# per run and a summary line; exits non-zero on any failure. TIMEOUT (seconds, default 120)
+# bounds each run; CC picks the compiler.
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+if [ -n "${PREFIX:-}" ]; then
+    export PATH="$PREFIX/bin:$PATH"
+    export PKG_CONFIG_PATH="$PREFIX/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+    export LD_LIBRARY_PATH="$PREFIX/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+command -v activerma >/dev/null 2>&1 || { echo "run.sh: no activerma launcher on PATH; run scripts/install.sh or set PREFIX" >&2; exit 2; }
+pkg-config --exists activerma || { echo "run.sh: pkg-config does not know activerma; run scripts/install.sh or set PREFIX" >&2; exit 2; }
+
+cc=${CC:-cc}
+limit=${TIMEOUT:-120}
+cflags=$(pkg-config --cflags activerma)
+libs=$(pkg-config --libs activerma)
+build=$(mktemp -d)
+trap 'rm -rf "$build"' EXIT INT TERM
+
+passed=0
+failed=0
+for t in hello test_rma test_errors; do
+    # shellcheck disable=SC2086 # pkg-config output is a list of flags
+    $cc -std=c11 -pedantic -Wall -Wextra -Werror $cflags "$here/$t.c" -o "$build/$t" $libs >"$build/$t.cc" 2>&1
+    built=$?
+    for n in 2 3 4; do
+        if [ $built -ne 0 ]; then
+            echo "FAIL $t ($n ranks): does not compile"
+            [ "$n" -eq 2 ] && sed 's/^/    /' "$build/$t.cc"
+            failed=$((failed + 1))
+            continue
+        fi
+        # The launcher's own timeout names the stuck job; `timeout` is the backstop.
+        if timeout "$limit" activerma run -n "$n" --label --timeout "$((limit - 5))" -- "$build/$t" >"$build/$t.$n.log" 2>&1; then
+            echo "PASS $t ($n ranks)"
+            passed=$((passed + 1))
+        else
+            echo "FAIL $t ($n ranks): exit status $?"
+            sed 's/^/    /' "$build/$t.$n.log"
+            failed=$((failed + 1))
+        fi
+    done
+done
+echo "c-tests: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
