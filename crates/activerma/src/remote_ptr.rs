@@ -11,7 +11,7 @@ impl RemotePtr {
     }
 
     /// The address `bytes` further on.
-    pub fn add(self, bytes: usize) -> RemotePtr {
+    pub fn offset(self, bytes: usize) -> RemotePtr {
         RemotePtr { rank: self.rank, addr: self.addr + bytes }
     }
 }

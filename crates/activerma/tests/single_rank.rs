@@ -28,11 +28,11 @@ fn one_rank_job_covers_every_path() {
     // SAFETY: buf outlives the exposure, dropped below.
     let ex = unsafe { w.expose_raw(ptr, 32, Prot::ReadWrite) }.unwrap();
     let at = RemotePtr::new(0, ex.addr());
-    w.put(at.add(8), &7u64.to_le_bytes()).unwrap();
-    assert_eq!(w.fetch_add(at.add(8), 1).unwrap(), 7);
+    w.put(at.offset(8), &7u64.to_le_bytes()).unwrap();
+    assert_eq!(w.fetch_add(at.offset(8), 1).unwrap(), 7);
     assert_eq!(w.explain(at, 8, "atomic").unwrap().0.name(), "atomic_am");
-    assert!(matches!(w.get(at.add(30), &mut [0u8; 4]), Err(Error::NotExposed { .. })));
-    assert!(matches!(w.fetch(at.add(4)), Err(Error::Misaligned { .. })));
+    assert!(matches!(w.get(at.offset(30), &mut [0u8; 4]), Err(Error::NotExposed { .. })));
+    assert!(matches!(w.fetch(at.offset(4)), Err(Error::Misaligned { .. })));
     drop(ex);
     assert_eq!(buf[1], 8);
 

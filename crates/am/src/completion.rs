@@ -8,6 +8,8 @@ use std::sync::Mutex;
 #[derive(Default)]
 pub struct Completion {
     done: AtomicBool,
+    /// Whether `data` holds bytes (so `take` only locks it when there is something to clear).
+    has_data: AtomicBool,
     /// 0 = success, otherwise an `Error::code()` produced at the target.
     pub status: AtomicI32,
     pub value: AtomicU64,
@@ -23,6 +25,7 @@ impl Completion {
         self.value.store(value, Ordering::Relaxed);
         if !data.is_empty() {
             self.data.lock().unwrap().extend_from_slice(data);
+            self.has_data.store(true, Ordering::Relaxed);
         }
         self.done.store(true, Ordering::Release);
     }
@@ -43,7 +46,9 @@ impl Completions {
         let i = self.free.lock().unwrap().pop()?;
         let c = &self.cells[i as usize];
         c.done.store(false, Ordering::Relaxed);
-        c.data.lock().unwrap().clear();
+        if c.has_data.swap(false, Ordering::Relaxed) {
+            c.data.lock().unwrap().clear();
+        }
         Some(i)
     }
 

@@ -64,7 +64,7 @@ impl ProgressThread {
                         idle = 0;
                     } else {
                         std::hint::spin_loop();
-                        if idle % 4096 == 0 {
+                        if idle.is_multiple_of(4096) {
                             std::thread::yield_now(); // do not starve the application on few cores
                         }
                     }

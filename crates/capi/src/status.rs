@@ -132,7 +132,7 @@ pub extern "C" fn arma_strerror(code: c_int) -> *const c_char {
 #[no_mangle]
 pub extern "C" fn arma_last_error() -> *const c_char {
     // `try_with`: during thread teardown the buffer may be gone; fall back to "".
-    LAST_ERROR.try_with(|l| l.as_ptr().cast::<c_char>().cast_const()).unwrap_or(b"\0".as_ptr().cast())
+    LAST_ERROR.try_with(|l| l.as_ptr().cast::<c_char>().cast_const()).unwrap_or(c"".as_ptr())
 }
 
 // Unit tests, not tests/: an integration test would see two crates named `activerma` (this

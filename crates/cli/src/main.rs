@@ -1,5 +1,6 @@
 //! `activerma`: the launcher (`run`), the settings table (`info`) and the benchmarks (`bench`).
 
+mod bench;
 mod info;
 mod launcher;
 
@@ -18,6 +19,8 @@ enum Cmd {
     Run(launcher::RunArgs),
     /// Print the settings table, conduit, page size, memlock limit, progress mode and network model.
     Info,
+    /// OSU-style benchmarks (2 ranks) with ratios to physical limits measured in the same run.
+    Bench(bench::BenchArgs),
 }
 
 fn main() {
@@ -25,6 +28,7 @@ fn main() {
     let code = match cli.cmd {
         Cmd::Run(args) => launcher::run(args),
         Cmd::Info => info::print(),
+        Cmd::Bench(args) => bench::main(args),
     };
     std::process::exit(code);
 }

@@ -24,7 +24,7 @@ impl Backoff {
         } else {
             std::thread::yield_now();
         }
-        self.rounds % 1024 == 0
+        self.rounds.is_multiple_of(1024)
     }
 }
 

@@ -2,6 +2,7 @@
 
 use std::sync::OnceLock;
 
+#[inline]
 pub fn page_size() -> usize {
     static PAGE: OnceLock<usize> = OnceLock::new();
     // SAFETY: sysconf has no preconditions.

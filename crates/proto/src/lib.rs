@@ -96,6 +96,7 @@ impl Proto {
     }
 
     /// Blocking put: returns when `src` is in the target's memory.
+    #[inline]
     pub fn put(&self, rank: Rank, addr: usize, src: &[u8]) -> Result<()> {
         let at = self.put_start(rank, addr, src)?;
         completion::spin_until(at);
@@ -103,6 +104,7 @@ impl Proto {
     }
 
     /// Blocking get: returns when `dst` holds the target's bytes.
+    #[inline]
     pub fn get(&self, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<()> {
         let at = self.get_start(rank, addr, dst)?;
         completion::spin_until(at);
@@ -121,14 +123,23 @@ impl Proto {
     /// Implicit non-blocking put, completed by `flush(rank)` / `flush_all()`.
     pub fn put_nbi(&self, rank: Rank, addr: usize, src: &[u8]) -> Result<()> {
         let at = self.put_start(rank, addr, src)?;
-        self.pending_until[rank].fetch_max(at, Ordering::AcqRel);
+        self.note_pending(rank, at);
         Ok(())
     }
 
     pub fn get_nbi(&self, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<()> {
         let at = self.get_start(rank, addr, dst)?;
-        self.pending_until[rank].fetch_max(at, Ordering::AcqRel);
+        self.note_pending(rank, at);
         Ok(())
+    }
+
+    /// Records when an implicit operation completes; nothing to record (and no locked
+    /// instruction) when the modelled network is off.
+    #[inline]
+    fn note_pending(&self, rank: Rank, at: u64) {
+        if at != 0 {
+            self.pending_until[rank].fetch_max(at, Ordering::AcqRel);
+        }
     }
 
     /// Returns when every implicit operation this origin issued to `rank` is remotely complete.
@@ -155,7 +166,7 @@ impl Proto {
     /// 64-bit atomic on the target; returns the previous value (for `Fetch`: the value).
     pub fn atomic(&self, rank: Rank, addr: usize, op: AtomicOp) -> Result<u64> {
         self.check_rank(rank)?;
-        if addr % 8 != 0 {
+        if !addr.is_multiple_of(8) {
             return Err(Error::Misaligned { rank, addr });
         }
         let kind = if op == AtomicOp::Fetch { AccessKind::AtomicRead } else { AccessKind::Atomic };
@@ -172,6 +183,7 @@ impl Proto {
         Ok(old)
     }
 
+    #[inline]
     fn put_start(&self, rank: Rank, addr: usize, src: &[u8]) -> Result<u64> {
         self.check_rank(rank)?;
         if src.is_empty() {
@@ -186,6 +198,7 @@ impl Proto {
         Ok(self.net.completion_time(src.len()))
     }
 
+    #[inline]
     fn get_start(&self, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<u64> {
         self.check_rank(rank)?;
         if dst.is_empty() {

@@ -31,10 +31,16 @@ impl NetModel {
     }
 
     /// Books `bytes` on the link and returns when the operation completes remotely (0 if off).
+    #[inline]
     pub fn completion_time(&self, bytes: usize) -> u64 {
         if !self.enabled() {
             return 0;
         }
+        self.book(bytes)
+    }
+
+    #[cold]
+    fn book(&self, bytes: usize) -> u64 {
         let now = now_ns();
         let wire = if self.bandwidth_bps == 0 { 0 } else { (bytes as u128 * 1_000_000_000 / self.bandwidth_bps as u128) as u64 };
         let mut free = self.link_free_at.load(Ordering::Relaxed);

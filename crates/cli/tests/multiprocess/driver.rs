@@ -50,7 +50,12 @@ impl Tally {
 }
 
 fn show(out: &Output) -> String {
-    format!("  status: {}\n  stdout:\n{}\n  stderr:\n{}", out.status, String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    format!(
+        "  status: {}\n  stdout:\n{}\n  stderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
 }
 
 pub fn main() -> i32 {
@@ -70,7 +75,11 @@ pub fn main() -> i32 {
         jobs.push(Job { case: "randomized", ranks: 3, env: vec![("ACTIVERMA_PROGRESS", mode)] });
         jobs.push(Job { case: "active_messages", ranks: 2, env: vec![("ACTIVERMA_PROGRESS", mode)] });
     }
-    jobs.push(Job { case: "modelled_network", ranks: 2, env: vec![("ACTIVERMA_NET_LATENCY_NS", "20000"), ("ACTIVERMA_NET_BANDWIDTH_MBS", "100")] });
+    jobs.push(Job {
+        case: "modelled_network",
+        ranks: 2,
+        env: vec![("ACTIVERMA_NET_LATENCY_NS", "20000"), ("ACTIVERMA_NET_BANDWIDTH_MBS", "100")],
+    });
     jobs.push(Job { case: "small_queues", ranks: 3, env: vec![("ACTIVERMA_AM_SLOTS", "4"), ("ACTIVERMA_AM_SLOT_SIZE", "128")] });
     jobs.push(Job { case: "peer_exits_early", ranks: 2, env: vec![] });
 
@@ -86,7 +95,9 @@ pub fn main() -> i32 {
     if filter.is_none() {
         launcher_checks(&mut t);
         let shm_after = shm_entries();
-        t.check("no shared-memory files left in /dev/shm".into(), shm_after <= shm_before, || format!("before {shm_before}, after {shm_after}"));
+        t.check("no shared-memory files left in /dev/shm".into(), shm_after <= shm_before, || {
+            format!("before {shm_before}, after {shm_after}")
+        });
     }
 
     println!("multiprocess: {} passed, {} failed", t.passed, t.failed.len());
@@ -122,10 +133,16 @@ fn launcher_checks(t: &mut Tally) {
 
     let (out, _) = launch(&Job { case: "hello", ranks: 3, env: vec![] }, &["--label"]);
     let so = String::from_utf8_lossy(&out.stdout);
-    t.check("--label prefixes each line with its rank".into(), out.status.success() && (0..3).all(|r| so.contains(&format!("[{r}] hello from {r} of 3"))), || show(&out));
+    t.check(
+        "--label prefixes each line with its rank".into(),
+        out.status.success() && (0..3).all(|r| so.contains(&format!("[{r}] hello from {r} of 3"))),
+        || show(&out),
+    );
 
     let (out, took) = launch(&Job { case: "sleep_forever", ranks: 2, env: vec![] }, &["--timeout", "1"]);
-    t.check("--timeout stops a hung job (exit 124)".into(), out.status.code() == Some(124) && took < Duration::from_secs(10), || show(&out));
+    t.check("--timeout stops a hung job (exit 124)".into(), out.status.code() == Some(124) && took < Duration::from_secs(10), || {
+        show(&out)
+    });
 
     // Without the launcher: a one-rank job.
     let out = Command::new(std::env::current_exe().unwrap()).args(["--rank", "single_rank_job"]).output().unwrap();
@@ -150,19 +167,19 @@ fn launcher_checks(t: &mut Tally) {
 
 fn killed_launcher_takes_ranks_along(t: &mut Tally) {
     let me = std::env::current_exe().unwrap();
-    let mut launcher = Command::new(LAUNCHER)
-        .args(["run", "-n", "3", "--"])
-        .arg(&me)
-        .arg("sleep_forever")
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut launcher =
+        Command::new(LAUNCHER).args(["run", "-n", "3", "--"]).arg(&me).arg("sleep_forever").stdout(Stdio::piped()).spawn().unwrap();
     // Wait until the ranks are up (each prints its pid), then SIGKILL the launcher.
     let mut pids = Vec::new();
     let stdout = launcher.stdout.take().unwrap();
     let reader = std::thread::spawn(move || {
         use std::io::BufRead;
-        std::io::BufReader::new(stdout).lines().map_while(Result::ok).filter_map(|l| l.strip_prefix("pid ").and_then(|p| p.parse::<i32>().ok())).take(3).collect::<Vec<_>>()
+        std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .filter_map(|l| l.strip_prefix("pid ").and_then(|p| p.parse::<i32>().ok()))
+            .take(3)
+            .collect::<Vec<_>>()
     });
     let deadline = Instant::now() + Duration::from_secs(20);
     while !reader.is_finished() && Instant::now() < deadline {
@@ -181,5 +198,7 @@ fn killed_launcher_takes_ranks_along(t: &mut Tally) {
     while pids.iter().any(|&p| !gone(p)) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
-    t.check("a SIGKILLed launcher takes its ranks with it".into(), pids.len() == 3 && pids.iter().all(|&p| gone(p)), || format!("rank pids {pids:?}"));
+    t.check("a SIGKILLed launcher takes its ranks with it".into(), pids.len() == 3 && pids.iter().all(|&p| gone(p)), || {
+        format!("rank pids {pids:?}")
+    });
 }

@@ -89,7 +89,7 @@ pub struct SlotHeader {
 pub const SLOT_HEADER: usize = std::mem::size_of::<SlotHeader>();
 
 fn round_up(x: usize, to: usize) -> usize {
-    (x + to - 1) / to * to
+    x.div_ceil(to) * to
 }
 
 #[derive(Clone, Copy, Debug)]

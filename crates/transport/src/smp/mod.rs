@@ -45,7 +45,7 @@ impl JobFiles {
                 why: "must be a power of two, at least 4".into(),
             });
         }
-        if (params.am_slot_size as usize) < SLOT_HEADER + 64 || params.am_slot_size % 64 != 0 {
+        if (params.am_slot_size as usize) < SLOT_HEADER + 64 || !params.am_slot_size.is_multiple_of(64) {
             return Err(Error::BadSetting {
                 name: settings::AM_SLOT_SIZE.into(),
                 value: params.am_slot_size.to_string(),
@@ -53,7 +53,7 @@ impl JobFiles {
             });
         }
         let page = activerma_core::page::page_size() as u64;
-        if params.heap_size == 0 || params.heap_size % page != 0 {
+        if params.heap_size == 0 || !params.heap_size.is_multiple_of(page) {
             return Err(Error::BadSetting {
                 name: settings::SEGMENT_SIZE.into(),
                 value: params.heap_size.to_string(),

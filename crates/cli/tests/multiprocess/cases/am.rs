@@ -31,21 +31,27 @@ pub fn active_messages() -> Result<()> {
     let received = Arc::new(AtomicU64::new(0));
     let next_seq: Arc<Vec<AtomicU64>> = Arc::new((0..n).map(|_| AtomicU64::new(0)).collect());
     let (r2, s2) = (received.clone(), next_seq.clone());
-    w.register_handler(DATA, Arc::new(move |ctx: &AmCtx, bytes: &[u8]| {
-        let expect = s2[ctx.src].fetch_add(1, Ordering::Relaxed);
-        assert_eq!(ctx.token, expect, "messages from rank {} arrive in order", ctx.src);
-        let want = payload(ctx.src, expect);
-        assert_eq!(bytes.len(), want.len(), "message {expect} from {} has its full length", ctx.src);
-        assert_eq!(checksum(bytes), checksum(&want), "message {expect} from {} intact", ctx.src);
-        r2.fetch_add(1, Ordering::Relaxed);
-    }))?;
+    w.register_handler(
+        DATA,
+        Arc::new(move |ctx: &AmCtx, bytes: &[u8]| {
+            let expect = s2[ctx.src].fetch_add(1, Ordering::Relaxed);
+            assert_eq!(ctx.token, expect, "messages from rank {} arrive in order", ctx.src);
+            let want = payload(ctx.src, expect);
+            assert_eq!(bytes.len(), want.len(), "message {expect} from {} has its full length", ctx.src);
+            assert_eq!(checksum(bytes), checksum(&want), "message {expect} from {} intact", ctx.src);
+            r2.fetch_add(1, Ordering::Relaxed);
+        }),
+    )?;
     let echoes = Arc::new(AtomicU64::new(0));
     let e2 = echoes.clone();
     w.register_handler(ECHO, Arc::new(|ctx: &AmCtx, bytes: &[u8]| ctx.reply(ECHO_BACK, ctx.token, bytes)))?;
-    w.register_handler(ECHO_BACK, Arc::new(move |ctx: &AmCtx, bytes: &[u8]| {
-        assert_eq!(bytes, &(ctx.token).to_le_bytes()[..]);
-        e2.fetch_add(1, Ordering::Relaxed);
-    }))?;
+    w.register_handler(
+        ECHO_BACK,
+        Arc::new(move |ctx: &AmCtx, bytes: &[u8]| {
+            assert_eq!(bytes, &(ctx.token).to_le_bytes()[..]);
+            e2.fetch_add(1, Ordering::Relaxed);
+        }),
+    )?;
     w.barrier()?; // handlers are installed everywhere before anything is sent
 
     for seq in 0..MSGS {

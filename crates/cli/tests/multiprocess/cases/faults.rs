@@ -65,7 +65,10 @@ pub fn bad_input() -> Result<()> {
     let tmp_addr = tmp.addr_on(right);
     tmp.free()?;
     w.barrier()?;
-    assert!(matches!(w.get(RemotePtr::new(right, tmp_addr), &mut [0u8; 8]), Err(Error::NotExposed { .. })), "freed segments are unreachable");
+    assert!(
+        matches!(w.get(RemotePtr::new(right, tmp_addr), &mut [0u8; 8]), Err(Error::NotExposed { .. })),
+        "freed segments are unreachable"
+    );
 
     // After finalize, every call is refused.
     w.finalize()?;

@@ -21,7 +21,7 @@ pub fn run() -> Result<()> {
     let counters_at = (n * REGION).next_multiple_of(64); // atomics need aligned words
     let seg = w.alloc_segment(counters_at + 64 * n)?; // regions, then one counter per rank
     let mut private = vec![0u64; (counters_at + 64 * n) / 8]; // u64s: 8-byte aligned
-    // SAFETY: reinterpreting our own u64 buffer as bytes.
+                                                              // SAFETY: reinterpreting our own u64 buffer as bytes.
     let private = unsafe { std::slice::from_raw_parts_mut(private.as_mut_ptr() as *mut u8, private.len() * 8) };
     let exposed = w.expose(private, Prot::ReadWrite)?;
     let paddr = share_u64(&w, exposed.addr() as u64)?;
@@ -70,7 +70,10 @@ pub fn run() -> Result<()> {
             }
             3 | 4 => {
                 w.get(at(t, p, off), &mut buf[..len])?;
-                assert!(buf[..len] == shadow[p as usize][t][off..off + len], "op {op}: get from rank {t} (private={p}) {off}+{len} saw other bytes");
+                assert!(
+                    buf[..len] == shadow[p as usize][t][off..off + len],
+                    "op {op}: get from rank {t} (private={p}) {off}+{len} saw other bytes"
+                );
             }
             _ => {
                 let v = rng.gen_range(1..1000u64);

@@ -109,7 +109,10 @@ pub fn private_memory() -> Result<()> {
     let mut local = vec![0u8; n * REGION];
     rw.read(0, &mut local);
     for src in 0..n {
-        assert!(local[src * REGION..(src + 1) * REGION].iter().enumerate().all(|(i, &b)| b == pattern(src, 3, i)), "rank {me}: region of {src}");
+        assert!(
+            local[src * REGION..(src + 1) * REGION].iter().enumerate().all(|(i, &b)| b == pattern(src, 3, i)),
+            "rank {me}: region of {src}"
+        );
     }
     // After unexposing, the memory is out of reach and errors say so.
     w.barrier()?;

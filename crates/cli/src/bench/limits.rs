@@ -1,0 +1,164 @@
+//! The physical limits, measured in the same run as the benchmarks (every ratio needs them;
+//! `limits` only decides whether their tables are printed):
+//!
+//! - memcpy bandwidth in rank 0, between two pre-touched buffers (the same source buffer puts
+//!   read from);
+//! - the cache-line hand-off between the two processes: ping-pong on two words of a raw shared
+//!   page with plain atomic loads and stores (one-way = round trip / 2), and the round trip of
+//!   "copy data + set a flag + wait for the ack" with 8 B and 4 KiB of data;
+//! - one raw process_vm_writev / process_vm_readv call into rank 1's exposed buffer (the same
+//!   buffer the private-memory benchmarks use), bypassing activerma;
+//! - a local atomic fetch-add (the floor of an atomic on shared memory nobody else touches).
+
+use super::report::{Row, Style};
+use super::timing::measure;
+use super::{BResult, Origin, Which, CMD_ECHO, CMD_SERVE};
+use std::convert::Infallible;
+use std::hint::black_box;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// One raw process_vm_writev (`write`) or process_vm_readv of `size` bytes between our
+/// `local` buffer and `remote` in process `pid`.
+#[inline]
+pub fn raw_cma(write: bool, pid: i32, local: *mut u8, remote: usize, size: usize) -> Result<(), String> {
+    let l = libc::iovec { iov_base: local as *mut _, iov_len: size };
+    let r = libc::iovec { iov_base: remote as *mut _, iov_len: size };
+    // SAFETY: the caller's local buffer holds `size` bytes; the kernel checks the remote range.
+    let got = unsafe {
+        if write {
+            libc::process_vm_writev(pid, &l, 1, &r, 1, 0)
+        } else {
+            libc::process_vm_readv(pid, &l, 1, &r, 1, 0)
+        }
+    };
+    if got == size as isize {
+        return Ok(());
+    }
+    let call = if write { "process_vm_writev" } else { "process_vm_readv" };
+    Err(if got < 0 {
+        format!("{call} of {size} bytes failed: {}", std::io::Error::last_os_error())
+    } else {
+        format!("{call} of {size} bytes moved only {got}")
+    })
+}
+
+impl Origin<'_> {
+    pub fn limits(&mut self) -> BResult<()> {
+        let show = self.cfg.wants(Which::Limits);
+        let plan = self.cfg.lat;
+
+        self.report.section(
+            "limit: memcpy bandwidth in one process (rank 0; pre-touched buffers, copied over and over)",
+            &["what a put to / get from a segment copies; MB/s = 10^6 B/s".into()],
+            Style::Bandwidth,
+            show,
+        );
+        for size in self.cfg.memcpy_sizes() {
+            let (src, dst) = (self.local.as_ptr(), self.scratch.as_mut_ptr());
+            assert!(size <= self.local.len() && size <= self.scratch.len());
+            let st = measure::<Infallible>(&plan, |n| {
+                for _ in 0..n {
+                    // SAFETY: both buffers hold at least `size` bytes and do not overlap.
+                    unsafe { std::ptr::copy_nonoverlapping(black_box(src), black_box(dst), size) };
+                }
+                Ok(())
+            })?;
+            self.report.row(Row { bench: "limit_memcpy", target: None, size: Some(size), stats: st, bytes: size, limit_ns: None });
+        }
+
+        self.handoff(show)?;
+
+        let pid = self.peer_pid;
+        let addr = self.private.addr;
+        for write in [true, false] {
+            let (call, bench) = if write { ("process_vm_writev", "limit_cma_write") } else { ("process_vm_readv", "limit_cma_read") };
+            self.report.section(
+                &format!("limit: one raw {call} call per operation, into rank 1's exposed private buffer (pid {pid})"),
+                &["what a put / get to private memory costs without activerma".into()],
+                Style::Latency,
+                show,
+            );
+            for size in self.cfg.sizes.clone() {
+                let buf = self.local.as_mut_ptr();
+                let st = measure(&plan, |n| {
+                    for _ in 0..n {
+                        raw_cma(write, pid, buf, addr, size)?;
+                    }
+                    Ok::<(), String>(())
+                })?;
+                self.report.row(Row { bench, target: None, size: Some(size), stats: st, bytes: 0, limit_ns: None });
+            }
+        }
+
+        self.report.section(
+            "limit: local atomic fetch-add (lock xadd on a cache line nobody else touches)",
+            &["the floor of an atomic on a segment word that the target does not touch".into()],
+            Style::Latency,
+            show,
+        );
+        let fallback = AtomicU64::new(0);
+        let word = self.shm.map_or(&fallback, |s| s.local_word());
+        let st = measure::<Infallible>(&plan, |n| {
+            for _ in 0..n {
+                black_box(word.fetch_add(1, Ordering::SeqCst));
+            }
+            Ok(())
+        })?;
+        self.report.row(Row { bench: "limit_atomic_local", target: None, size: Some(8), stats: st, bytes: 0, limit_ns: None });
+        Ok(())
+    }
+
+    /// Cache-line hand-off between rank 0 and rank 1 (rank 1 runs `SharedPage::echo`).
+    fn handoff(&mut self, show: bool) -> BResult<()> {
+        let Some(shm) = self.shm else {
+            eprintln!("activerma bench: no shared page between the ranks: hand-off limits not measured");
+            return Ok(());
+        };
+        let plan = self.cfg.lat;
+        self.report.section(
+            "limit: cache-line hand-off between the two processes (raw shared memory, plain atomic loads/stores, busy polling)",
+            &[
+                "ping-pong: rank 0 stores a flag word, rank 1 polls it and stores an ack word (other cache line), rank 0 polls that".into(),
+                "Size '-': round trip and one-way (= round trip / 2); Size N: copy N bytes + flag, rank 1 copies them out, ack (round trip)".into(),
+            ],
+            Style::Latency,
+            show,
+        );
+        self.command(CMD_ECHO)?;
+        let (flag, len, ack) = (shm.flag(), shm.len(), shm.ack());
+        let mut seq = flag.load(Ordering::Relaxed);
+        len.store(0, Ordering::Relaxed);
+        while ack.load(Ordering::Acquire) != seq {}
+        let rtt = measure::<Infallible>(&plan, |n| {
+            for _ in 0..n {
+                seq += 1;
+                flag.store(seq, Ordering::Release);
+                while ack.load(Ordering::Acquire) != seq {}
+            }
+            Ok(())
+        })?;
+        let mut oneway = rtt;
+        oneway.median_ns /= 2.0;
+        oneway.min_ns /= 2.0;
+        self.report.row(Row { bench: "limit_handoff_roundtrip", target: None, size: None, stats: rtt, bytes: 0, limit_ns: None });
+        self.report.row(Row { bench: "limit_handoff_oneway", target: None, size: None, stats: oneway, bytes: 0, limit_ns: None });
+        for size in [8usize, 4096] {
+            let (src, data) = (self.local.as_ptr(), shm.data());
+            let st = measure::<Infallible>(&plan, |n| {
+                for _ in 0..n {
+                    seq += 1;
+                    // SAFETY: `size` <= DATA_MAX bytes inside the shared page's data area.
+                    unsafe { std::ptr::copy_nonoverlapping(src, data, size) };
+                    len.store(size as u64, Ordering::Relaxed);
+                    flag.store(seq, Ordering::Release);
+                    while ack.load(Ordering::Acquire) != seq {}
+                }
+                Ok(())
+            })?;
+            self.report.row(Row { bench: "limit_put_flag_ack", target: None, size: Some(size), stats: st, bytes: 0, limit_ns: None });
+        }
+        len.store(0, Ordering::Relaxed);
+        self.command(CMD_SERVE)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,405 @@
+//! `activerma bench`: OSU-style benchmarks that report ratios measured side by side in one run.
+//!
+//! `activerma bench` starts a 2-rank job of its own binary through the launcher (the ranks run
+//! `activerma bench --rank-worker ...`). Rank 0 measures and prints; rank 1 owns the target
+//! memory and, between measurements, calls `World::progress()` in a loop (app progress) until
+//! rank 0 tells it what to do next through a command word in its segment, which it polls
+//! locally. Every benchmark table carries a ratio to a physical limit measured in the same run
+//! (memcpy, a cache-line hand-off between the two processes, one raw process_vm_writev/readv),
+//! and a summary table checks the targets.
+
+mod limits;
+mod report;
+mod rma;
+mod shm;
+mod timing;
+
+use crate::launcher::RunArgs;
+use activerma::{AmCtx, HandlerId, Prot, RemotePtr, Segment, World, FIRST_USER_HANDLER};
+use activerma_core::settings;
+use report::Report;
+use shm::SharedPage;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use timing::Plan;
+
+type BResult<T> = Result<T, Box<dyn std::error::Error>>;
+
+/// Operations per window in the bandwidth tests (osu_put_bw's default).
+pub const WINDOW: usize = 64;
+/// Sizes at which memcpy is always measured (besides every benchmark size).
+const MEMCPY_SIZES: [usize; 3] = [64 << 10, 1 << 20, 4 << 20];
+
+const PING: HandlerId = FIRST_USER_HANDLER;
+const PONG: HandlerId = FIRST_USER_HANDLER + 1;
+/// Offsets in the control segment: the command word rank 1 polls, and (on its own cache lines)
+/// the word the segment atomics hit.
+const CMD_OFF: usize = 0;
+const ATOMIC_OFF: usize = 2048;
+const CMD_SERVE: u64 = 0;
+const CMD_ECHO: u64 = 1;
+const CMD_EXIT: u64 = 2;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
+pub enum Which {
+    /// Blocking put, remote complete, to a segment and to exposed private memory.
+    PutLatency,
+    /// Blocking get, to a segment and to exposed private memory.
+    GetLatency,
+    /// Windows of 64 implicit non-blocking puts, then a flush (like osu_put_bw).
+    PutBw,
+    /// Windows of 64 implicit non-blocking gets, then a flush.
+    GetBw,
+    /// 8-byte fetch-add, to a segment and to private memory (served by the target).
+    AtomicLatency,
+    /// Short active message to rank 1 whose handler replies (rank 1 polls, app progress).
+    AmRoundtrip,
+    /// Print the physical limits' tables (they are measured in every run: the ratios need them).
+    Limits,
+}
+
+const ALL: [Which; 7] =
+    [Which::PutLatency, Which::GetLatency, Which::PutBw, Which::GetBw, Which::AtomicLatency, Which::AmRoundtrip, Which::Limits];
+
+fn parse_bytes(s: &str) -> Result<usize, String> {
+    match settings::parse_size(s) {
+        // A bandwidth window is 64 messages, and three buffers hold one: 16M -> 3 GiB.
+        Some(v) if (8..=(16u64 << 20)).contains(&v) => Ok(v as usize),
+        Some(_) => Err("must be between 8 bytes and 16M".into()),
+        None => Err("expected a size such as 65536, 64K, 4M".into()),
+    }
+}
+
+#[derive(clap::Args, Debug)]
+pub struct BenchArgs {
+    /// Benchmarks to run (default: all).
+    #[arg(value_enum, value_name = "WHICH")]
+    pub which: Vec<Which>,
+    /// Also write every measured row as a JSON line to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Fewer sizes (8 B, 64 B, 512 B, 4K, 64K, 1M), repetitions and iterations: a few seconds.
+    #[arg(long)]
+    pub quick: bool,
+    /// Largest message size, powers of 2 from 8 B up to it (default 4M; 1M with --quick).
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+    pub max_size: Option<usize>,
+    /// Repetitions of every timed batch; the median is reported (default 9 for latency and 5
+    /// for bandwidth; 5 and 3 with --quick).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub reps: Option<u32>,
+    /// Do not pin rank 0 and rank 1 to two different CPUs.
+    #[arg(long)]
+    pub no_bind: bool,
+    /// Internal: run as one rank of the benchmark job (set by `activerma bench` itself).
+    #[arg(long, hide = true)]
+    pub rank_worker: bool,
+}
+
+/// What to measure, derived from the arguments (identically on every rank).
+pub struct Config {
+    pub which: Vec<Which>,
+    pub sizes: Vec<usize>,
+    pub max_size: usize,
+    pub lat: Plan,
+    pub bw: Plan,
+    pub quick: bool,
+}
+
+impl Config {
+    fn new(a: &BenchArgs) -> Config {
+        let mut which = if a.which.is_empty() { ALL.to_vec() } else { a.which.clone() };
+        which.sort();
+        which.dedup();
+        let max_size = a.max_size.unwrap_or(if a.quick { 1 << 20 } else { 4 << 20 });
+        let sizes: Vec<usize> = if a.quick {
+            [8, 64, 512, 4 << 10, 64 << 10, 1 << 20, 4 << 20].into_iter().filter(|&s| s <= max_size).collect()
+        } else {
+            std::iter::successors(Some(8usize), |s| Some(s * 2)).take_while(|&s| s <= max_size).collect()
+        };
+        let reps = a.reps.map(|r| r as usize).unwrap_or(if a.quick { 5 } else { 9 });
+        let lat = Plan { reps, batch_ns: if a.quick { 1e6 } else { 4e6 }, min_iters: if a.quick { 3 } else { 10 }, max_iters: 200_000 };
+        // A bandwidth operation is a whole window (up to 64 x 4 MiB): fewer, longer batches.
+        let bw_reps = a.reps.map(|r| r as usize).unwrap_or(if a.quick { 3 } else { 5 });
+        let bw =
+            Plan { reps: bw_reps, batch_ns: if a.quick { 4e6 } else { 10e6 }, min_iters: if a.quick { 1 } else { 2 }, max_iters: 10_000 };
+        Config { which, sizes, max_size, lat, bw, quick: a.quick }
+    }
+
+    pub fn wants(&self, w: Which) -> bool {
+        self.which.contains(&w)
+    }
+
+    /// Bytes of the data segment, of rank 1's private buffer and of rank 0's buffer: a whole
+    /// bandwidth window of the largest size (distinct offsets, like osu_put_bw), at least 4 MiB.
+    pub fn window_bytes(&self) -> usize {
+        (WINDOW * self.max_size).max(4 << 20)
+    }
+
+    /// Sizes at which the limits are measured.
+    pub fn memcpy_sizes(&self) -> Vec<usize> {
+        let mut v = self.sizes.clone();
+        v.extend(MEMCPY_SIZES);
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    fn segment_bytes_needed(&self) -> u64 {
+        (self.window_bytes() + (2 << 20)) as u64
+    }
+}
+
+/// Entry point of `activerma bench`.
+pub fn main(args: BenchArgs) -> i32 {
+    if args.rank_worker || std::env::var_os(activerma_transport::smp::ENV_RANK).is_some() {
+        return match rank_main(&args) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("activerma bench: {e}");
+                1
+            }
+        };
+    }
+    launch(&args)
+}
+
+/// Starts the 2-rank job: this binary, through the launcher.
+fn launch(args: &BenchArgs) -> i32 {
+    let exe = match std::env::current_exe() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("activerma bench: cannot find my own binary: {e}");
+            return 2;
+        }
+    };
+    let cfg = Config::new(args);
+    // The data segment holds a whole bandwidth window; grow the symmetric heap if needed.
+    // (A bad ACTIVERMA_SEGMENT_SIZE is left for the launcher to report.)
+    let need = cfg.segment_bytes_needed();
+    let segment_size = match settings::get_u64(settings::SEGMENT_SIZE) {
+        Ok(have) if have < need => Some(need.next_multiple_of(1 << 20).to_string()),
+        _ => None,
+    };
+    let mut program = vec![exe.to_string_lossy().into_owned(), "bench".to_string(), "--rank-worker".to_string()];
+    program.extend(std::env::args_os().skip(2).map(|a| a.to_string_lossy().into_owned()));
+    crate::launcher::run(RunArgs { n: 2, label: false, timeout: None, segment_size, progress: None, program })
+}
+
+/// Pins the calling thread to the `rank`-th CPU it may run on (if there are two or more),
+/// as MPI launchers bind ranks to cores; returns the CPU.
+fn bind_to_cpu(rank: usize) -> Option<usize> {
+    // SAFETY: cpu_set_t is plain data; the calls only read and write it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return None;
+        }
+        let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).collect();
+        if cpus.len() < 2 {
+            return None;
+        }
+        let cpu = cpus[rank % cpus.len()];
+        libc::CPU_ZERO(&mut set);
+        libc::CPU_SET(cpu, &mut set);
+        (libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0).then_some(cpu)
+    }
+}
+
+/// What each rank tells the other at start-up.
+struct Hello {
+    pid: u32,
+    /// Rank 0: the benchmark's shared page descriptor (-1 if none); rank 1: unused.
+    shm_fd: i32,
+    /// Rank 1: the exposed private buffer.
+    priv_addr: u64,
+    priv_len: u64,
+    cpu: i64,
+}
+
+impl Hello {
+    fn encode(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(36);
+        v.extend(self.pid.to_le_bytes());
+        v.extend(self.shm_fd.to_le_bytes());
+        v.extend(self.priv_addr.to_le_bytes());
+        v.extend(self.priv_len.to_le_bytes());
+        v.extend(self.cpu.to_le_bytes());
+        v
+    }
+    fn decode(b: &[u8]) -> Hello {
+        let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap());
+        let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap());
+        Hello { pid: u32_at(0), shm_fd: u32_at(4) as i32, priv_addr: u64_at(8), priv_len: u64_at(16), cpu: u64_at(24) as i64 }
+    }
+}
+
+/// Everything rank 0 measures with.
+pub struct Origin<'a> {
+    pub world: &'a World,
+    pub cfg: &'a Config,
+    pub ctrl: &'a Segment,
+    pub data: &'a Segment,
+    /// Rank 1's exposed private buffer.
+    pub private: RemotePtr,
+    pub peer_pid: i32,
+    pub shm: Option<&'a SharedPage>,
+    /// Source of puts and destination of gets: a whole window, touched.
+    pub local: Vec<u8>,
+    /// Second buffer for memcpy and for checking transferred bytes.
+    pub scratch: Vec<u8>,
+    /// Destination of the bandwidth limit's memcpy window (allocated when first needed).
+    pub window_dst: Vec<u8>,
+    pub pongs: Arc<AtomicU64>,
+    pub report: Report,
+}
+
+impl Origin<'_> {
+    /// Tells rank 1 what to do next (an atomic swap on the command word in its segment).
+    pub fn command(&self, cmd: u64) -> BResult<()> {
+        self.world.swap(self.ctrl.remote(1, CMD_OFF), cmd)?;
+        Ok(())
+    }
+
+    fn run(&mut self) -> BResult<()> {
+        self.limits()?;
+        for w in self.cfg.which.clone() {
+            match w {
+                Which::PutLatency => self.latency(true)?,
+                Which::GetLatency => self.latency(false)?,
+                Which::PutBw => self.bandwidth(true)?,
+                Which::GetBw => self.bandwidth(false)?,
+                Which::AtomicLatency => self.atomics()?,
+                Which::AmRoundtrip => self.am_roundtrip()?,
+                Which::Limits => {}
+            }
+        }
+        self.report.summary();
+        Ok(())
+    }
+}
+
+fn load_avg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+fn rank_main(args: &BenchArgs) -> BResult<()> {
+    let cfg = Config::new(args);
+    let world = activerma::init()?;
+    if world.size() != 2 {
+        return Err(
+            format!("the benchmarks run with exactly 2 ranks; this job has {} (start them with `activerma bench`)", world.size()).into()
+        );
+    }
+    let me = world.rank();
+    let cpu = if args.no_bind { None } else { bind_to_cpu(me) };
+
+    // Active-message round trip: rank 1's PING handler answers with a PONG, which counts.
+    let pongs = Arc::new(AtomicU64::new(0));
+    world.register_handler(PING, Arc::new(|ctx: &AmCtx, msg: &[u8]| ctx.reply(PONG, ctx.token, msg)))?;
+    let counter = pongs.clone();
+    world.register_handler(
+        PONG,
+        Arc::new(move |_: &AmCtx, _: &[u8]| {
+            counter.fetch_add(1, Ordering::Release);
+        }),
+    )?;
+    world.barrier()?; // handlers are in place everywhere before any message
+
+    let ctrl = world.alloc_segment(4096)?;
+    let data = world.alloc_segment(cfg.window_bytes())?;
+    // Rank 1's private memory: a whole window plus a page for the private atomic, touched.
+    let mut private = if me == 1 { vec![0x5au8; cfg.window_bytes() + 4096] } else { Vec::new() };
+    let exposed = if me == 1 { Some(world.expose(&mut private, Prot::ReadWrite)?) } else { None };
+    let (shm, shm_fd) = if me == 0 {
+        match SharedPage::create() {
+            Ok((p, fd)) => (Some(p), fd),
+            Err(e) => {
+                eprintln!("activerma bench: no raw shared page, hand-off limits will be missing: {e}");
+                (None, -1)
+            }
+        }
+    } else {
+        (None, -1)
+    };
+    let hello = Hello {
+        pid: std::process::id(),
+        shm_fd,
+        priv_addr: exposed.as_ref().map_or(0, |e| e.addr() as u64),
+        priv_len: exposed.as_ref().map_or(0, |e| e.len() as u64),
+        cpu: cpu.map_or(-1, |c| c as i64),
+    };
+    let all = world.allgather(&hello.encode())?;
+    let peer = Hello::decode(&all[1 - me]);
+    let shm = if me == 1 && peer.shm_fd >= 0 {
+        match SharedPage::open(peer.pid, peer.shm_fd) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                eprintln!("activerma bench: rank 1 cannot open the raw shared page, hand-off limits will be missing: {e}");
+                None
+            }
+        }
+    } else {
+        shm
+    };
+    let shm_ok = world.allgather(&[shm.is_some() as u8])?.iter().all(|v| v[0] == 1);
+    world.barrier()?;
+
+    if me == 1 {
+        serve(&world, &ctrl, if shm_ok { shm.as_ref() } else { None });
+        world.barrier()?;
+        drop(exposed);
+        world.finalize()?;
+        return Ok(());
+    }
+
+    let local_len = cfg.window_bytes();
+    let mut report = Report::new(args.json.clone());
+    report.meta(&world, &cfg, [hello.cpu, peer.cpu], load_avg());
+    let mut o = Origin {
+        world: &world,
+        cfg: &cfg,
+        ctrl: &ctrl,
+        data: &data,
+        private: RemotePtr::new(1, peer.priv_addr as usize),
+        peer_pid: peer.pid as i32,
+        shm: if shm_ok { shm.as_ref() } else { None },
+        local: (0..local_len).map(|i| (i % 251) as u8).collect(),
+        scratch: vec![1u8; cfg.max_size.max(4 << 20)],
+        window_dst: Vec::new(),
+        pongs,
+        report,
+    };
+    debug_assert!(peer.priv_len as usize >= cfg.window_bytes() + 4096);
+    let result = o.run();
+    let stop = o.command(CMD_EXIT);
+    o.report.finish(load_avg());
+    let written = o.report.write_json();
+    drop(o);
+    world.barrier()?;
+    world.finalize()?;
+    result?;
+    stop?;
+    written?;
+    Ok(())
+}
+
+/// Rank 1: make progress (app mode) and follow rank 0's commands until told to exit.
+fn serve(world: &World, ctrl: &Segment, shm: Option<&SharedPage>) {
+    // SAFETY: the command word is 8-aligned in our own segment; rank 0 changes it only with
+    // remote atomics (atomic_direct), so an atomic view is the right one.
+    let cmd = unsafe { &*(ctrl.as_ptr().add(CMD_OFF) as *const AtomicU64) };
+    let mut buf = vec![0u8; shm::DATA_MAX];
+    loop {
+        match cmd.load(Ordering::Acquire) {
+            CMD_EXIT => return,
+            CMD_ECHO if shm.is_some() => shm.unwrap().echo(&mut buf, || cmd.load(Ordering::Relaxed) == CMD_ECHO),
+            _ => {
+                world.progress();
+            }
+        }
+    }
+}

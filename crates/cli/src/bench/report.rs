@@ -1,0 +1,368 @@
+//! Output: OSU-style tables on stdout as rows are measured, JSON lines for `--json`, and the
+//! ratio summary that checks the targets.
+
+use super::timing::Stats;
+use super::Config;
+use activerma::World;
+use serde_json::{json, Value};
+
+/// One JSON line, keys in the order given ("bench" first, like the MPI peer kit's lines).
+type Line = Vec<(&'static str, Value)>;
+
+fn line_text(l: &Line) -> String {
+    let fields: Vec<String> = l.iter().map(|(k, v)| format!("{}: {v}", json!(k))).collect();
+    format!("{{{}}}", fields.join(", "))
+}
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::PathBuf;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    /// `# Size  Latency(us)  Min(us)  Limit(us)  Ratio-to-limit` (ratio = time / limit time).
+    Latency,
+    /// `# Size  Bandwidth(MB/s)  Max(MB/s)  Limit(MB/s)  Ratio-to-limit` (ratio = bw / limit bw).
+    Bandwidth,
+}
+
+/// One measured row.
+pub struct Row<'a> {
+    pub bench: &'a str,
+    pub target: Option<&'a str>,
+    pub size: Option<usize>,
+    pub stats: Stats,
+    /// Bytes moved per timed operation (bandwidth rows), 0 otherwise.
+    pub bytes: usize,
+    /// The limit's time for the same operation, in ns.
+    pub limit_ns: Option<f64>,
+}
+
+pub struct Report {
+    json_path: Option<PathBuf>,
+    rows: Vec<Line>,
+    results: HashMap<(String, String, usize), Stats>,
+    style: Style,
+    /// Rows of the current table are recorded but not printed.
+    quiet: bool,
+    load_start: String,
+}
+
+fn fmt_size(s: usize) -> String {
+    if s >= 1 << 20 && s.is_multiple_of(1 << 20) {
+        format!("{} MiB", s >> 20)
+    } else if s >= 1 << 10 && s.is_multiple_of(1 << 10) {
+        format!("{} KiB", s >> 10)
+    } else {
+        format!("{s} B")
+    }
+}
+
+fn fmt_us(us: f64) -> String {
+    if us < 10.0 {
+        format!("{us:.4}")
+    } else {
+        format!("{us:.2}")
+    }
+}
+
+impl Report {
+    pub fn new(json_path: Option<PathBuf>) -> Report {
+        Report { json_path, rows: Vec::new(), results: HashMap::new(), style: Style::Latency, quiet: false, load_start: String::new() }
+    }
+
+    fn out(&self, line: &str) {
+        let mut o = std::io::stdout().lock();
+        let _ = writeln!(o, "{line}");
+        let _ = o.flush();
+    }
+
+    /// The run's conditions, printed first (and the first JSON line).
+    pub fn meta(&mut self, world: &World, cfg: &Config, cpus: [i64; 2], load: String) {
+        // SAFETY: sysconf has no preconditions (the affinity mask of this thread is one CPU now).
+        let ncpu = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+        let net = world.net_model();
+        let net_note = if net == "off" {
+            " (off unless ACTIVERMA_NET_LATENCY_NS or ACTIVERMA_NET_BANDWIDTH_MBS is set)"
+        } else {
+            " (ACTIVERMA_NET_* set: every remote operation pays the modelled network)"
+        };
+        let bind =
+            if cpus.iter().all(|&c| c >= 0) { format!("rank 0 -> cpu {}, rank 1 -> cpu {}", cpus[0], cpus[1]) } else { "none".into() };
+        let (lo, hi) = (cfg.sizes.first().copied().unwrap_or(8), cfg.sizes.last().copied().unwrap_or(8));
+        self.out("# activerma bench: OSU-style one-sided benchmarks, 2 ranks (rank 0 = origin, rank 1 = target)");
+        self.out(&format!("# machine load (/proc/loadavg): {load}   ({ncpu} CPUs online)"));
+        self.out(&format!(
+            "# conduit: {}   progress mode: {}   modelled network: {net}{net_note}",
+            world.conduit_name(),
+            world.progress_mode().name()
+        ));
+        self.out(&format!("# binding: {bind}"));
+        self.out(&format!(
+            "# timing: median over {} (bandwidth: {}) repetitions of a timed batch; per-op time = batch time / ops in the batch; sizes {} .. {}{}",
+            cfg.lat.reps,
+            cfg.bw.reps,
+            fmt_size(lo),
+            fmt_size(hi),
+            if cfg.quick { " (--quick)" } else { "" }
+        ));
+        self.load_start = load.clone();
+        self.rows.push(vec![
+            ("bench", json!("meta")),
+            ("loadavg", json!(load)),
+            ("cpus_online", json!(ncpu)),
+            ("conduit", json!(world.conduit_name())),
+            ("progress", json!(world.progress_mode().name())),
+            ("net_model", json!(net)),
+            ("bind", json!(cpus)),
+            ("quick", json!(cfg.quick)),
+            ("reps", json!(cfg.lat.reps)),
+            ("bw_reps", json!(cfg.bw.reps)),
+            ("max_size", json!(cfg.max_size)),
+            ("version", json!(env!("CARGO_PKG_VERSION"))),
+        ]);
+    }
+
+    /// Starts a table (`print` false: measure and record silently).
+    pub fn section(&mut self, title: &str, notes: &[String], style: Style, print: bool) {
+        self.style = style;
+        self.quiet = !print;
+        if self.quiet {
+            return;
+        }
+        self.out("");
+        self.out(&format!("# {title}"));
+        for n in notes {
+            self.out(&format!("# {n}"));
+        }
+        match style {
+            Style::Latency => {
+                self.out(&format!("{:<12}{:>14}{:>12}{:>12}{:>16}", "# Size", "Latency(us)", "Min(us)", "Limit(us)", "Ratio-to-limit"))
+            }
+            Style::Bandwidth => self
+                .out(&format!("{:<12}{:>16}{:>14}{:>14}{:>16}", "# Size", "Bandwidth(MB/s)", "Max(MB/s)", "Limit(MB/s)", "Ratio-to-limit")),
+        }
+    }
+
+    /// Prints a row of the current table, records it for the summary and the JSON file.
+    pub fn row(&mut self, r: Row) {
+        if !self.quiet {
+            let size_col = r.size.map_or("-".to_string(), |s| s.to_string());
+            let ratio_col = self.ratio(&r).map_or("-".to_string(), |x| format!("{x:.2}"));
+            match self.style {
+                Style::Latency => {
+                    let limit_col = r.limit_ns.map_or("-".to_string(), |l| fmt_us(l / 1e3));
+                    self.out(&format!(
+                        "{:<12}{:>14}{:>12}{:>12}{:>16}",
+                        size_col,
+                        fmt_us(r.stats.median_us()),
+                        fmt_us(r.stats.min_us()),
+                        limit_col,
+                        ratio_col
+                    ));
+                }
+                Style::Bandwidth => {
+                    let limit_col = r.limit_ns.map_or("-".to_string(), |l| format!("{:.2}", r.bytes as f64 / l * 1e3));
+                    self.out(&format!(
+                        "{:<12}{:>16.2}{:>14.2}{:>14}{:>16}",
+                        size_col,
+                        r.stats.mbs(r.bytes),
+                        r.stats.max_mbs(r.bytes),
+                        limit_col,
+                        ratio_col
+                    ));
+                }
+            }
+        }
+        self.record(r);
+    }
+
+    /// Latency rows: time / limit time; bandwidth rows: bandwidth / limit bandwidth.
+    fn ratio(&self, r: &Row) -> Option<f64> {
+        r.limit_ns.map(|l| if r.bytes > 0 { l / r.stats.median_ns } else { r.stats.median_ns / l })
+    }
+
+    /// Records a row for the summary and the JSON file without printing it. Rows that move
+    /// `bytes` per operation carry a bandwidth; single operations carry a latency.
+    pub fn record(&mut self, r: Row) {
+        let ratio = self.ratio(&r);
+        let mut m: Line = vec![("bench", json!(r.bench))];
+        if let Some(t) = r.target {
+            m.push(("target", json!(t)));
+        }
+        if let Some(s) = r.size {
+            m.push(("size", json!(s)));
+        }
+        let round = |x: f64| (x * 1e4).round() / 1e4;
+        if r.bytes == 0 || r.size == Some(r.bytes) {
+            m.push(("latency_us", json!(round(r.stats.median_us()))));
+            m.push(("min_us", json!(round(r.stats.min_us()))));
+        }
+        if r.bytes > 0 {
+            m.push(("bandwidth_mbs", json!((r.stats.mbs(r.bytes) * 100.0).round() / 100.0)));
+            m.push(("max_mbs", json!((r.stats.max_mbs(r.bytes) * 100.0).round() / 100.0)));
+        }
+        if let (Some(l), Some(x)) = (r.limit_ns, ratio) {
+            m.push(("limit_us", json!(round(l / 1e3))));
+            m.push(("ratio_to_limit", json!(round(x))));
+        }
+        m.push(("iters", json!(r.stats.iters)));
+        m.push(("reps", json!(r.stats.reps)));
+        self.rows.push(m);
+        self.results.insert((r.bench.to_string(), r.target.unwrap_or("").to_string(), r.size.unwrap_or(0)), r.stats);
+    }
+
+    /// A line of text under the current table (nothing when the table is not printed).
+    pub fn note(&self, text: &str) {
+        if !self.quiet {
+            self.out(&format!("# {text}"));
+        }
+    }
+
+    pub fn get(&self, bench: &str, target: &str, size: usize) -> Option<Stats> {
+        self.results.get(&(bench.to_string(), target.to_string(), size)).copied()
+    }
+
+    /// Per-op time in ns of a recorded row.
+    pub fn ns(&self, bench: &str, target: &str, size: usize) -> Option<f64> {
+        self.get(bench, target, size).map(|s| s.median_ns)
+    }
+
+    /// The final table: every target, its ratio and PASS / MISS (INFO: no target).
+    pub fn summary(&mut self) {
+        struct Check {
+            id: String,
+            what: String,
+            ours: String,
+            limit: String,
+            ratio: f64,
+            target: String,
+            status: &'static str,
+        }
+        let mut checks: Vec<Check> = Vec::new();
+        let mut missing: Vec<String> = Vec::new();
+        let us = |ns: f64| format!("{} us", fmt_us(ns / 1e3));
+        let gbs = |bytes: usize, ns: f64| format!("{:.2} GB/s", bytes as f64 / ns);
+
+        // (a) 8 B put / get to a segment vs one cache-line hand-off (informational).
+        let oneway = self.ns("limit_handoff_oneway", "", 0);
+        for (bench, op) in [("put_latency", "put"), ("get_latency", "get")] {
+            match (self.ns(bench, "segment", 8), oneway) {
+                (Some(o), Some(l)) => checks.push(Check {
+                    id: format!("a_{op}_8_segment_vs_handoff"),
+                    what: format!("(a) 8 B {op} to segment vs hand-off one-way"),
+                    ours: us(o),
+                    limit: us(l),
+                    ratio: o / l,
+                    target: "info".into(),
+                    status: "INFO",
+                }),
+                _ => missing.push(format!("(a) 8 B {op}")),
+            }
+        }
+        // (b) 1 MiB put / get to a segment: bandwidth >= 90 % of memcpy at 1 MiB.
+        let mib = 1 << 20;
+        for (bench, op) in [("put_latency", "put"), ("get_latency", "get")] {
+            match (self.ns(bench, "segment", mib), self.ns("limit_memcpy", "", mib)) {
+                (Some(o), Some(l)) => {
+                    let frac = l / o;
+                    checks.push(Check {
+                        id: format!("b_{op}_1m_segment_bw_vs_memcpy"),
+                        what: format!("(b) 1 MiB {op} to segment, bandwidth vs memcpy"),
+                        ours: gbs(mib, o),
+                        limit: gbs(mib, l),
+                        ratio: frac,
+                        target: ">= 0.90".into(),
+                        status: if frac >= 0.90 { "PASS" } else { "MISS" },
+                    })
+                }
+                _ => missing.push(format!("(b) 1 MiB {op}")),
+            }
+        }
+        // (b') the same, without page-placement luck: into rank 0's own copy vs memcpy, same bytes.
+        for (bench, op) in [("put_latency", "put"), ("get_latency", "get")] {
+            if let (Some(o), Some(l)) = (self.ns(bench, "own_segment", mib), self.ns(&format!("limit_memcpy_same_bytes_{op}"), "", mib)) {
+                checks.push(Check {
+                    id: format!("b2_{op}_1m_same_bytes"),
+                    what: format!("(b') 1 MiB {op}, own segment vs memcpy, same bytes"),
+                    ours: gbs(mib, o),
+                    limit: gbs(mib, l),
+                    ratio: l / o,
+                    target: "info".into(),
+                    status: "INFO",
+                });
+            }
+        }
+        // (c) private memory vs one raw process_vm_writev / readv of the same size.
+        for (bench, op, lim, call) in
+            [("put_latency", "put", "limit_cma_write", "process_vm_writev"), ("get_latency", "get", "limit_cma_read", "process_vm_readv")]
+        {
+            for size in [8usize, 4 << 10, 64 << 10, 1 << 20] {
+                match (self.ns(bench, "private", size), self.ns(lim, "", size)) {
+                    (Some(o), Some(l)) => checks.push(Check {
+                        id: format!("c_{op}_{size}_private_vs_raw"),
+                        what: format!("(c) {} {op} to private vs raw {call}", fmt_size(size)),
+                        ours: us(o),
+                        limit: us(l),
+                        ratio: o / l,
+                        target: "<= 1.20".into(),
+                        status: if o / l <= 1.20 { "PASS" } else { "MISS" },
+                    }),
+                    _ => missing.push(format!("(c) {} {op}", fmt_size(size))),
+                }
+            }
+        }
+        // (d) active-message round trip vs the cache-line hand-off round trip.
+        match (self.ns("am_roundtrip", "", 8), self.ns("limit_handoff_roundtrip", "", 0)) {
+            (Some(o), Some(l)) => checks.push(Check {
+                id: "d_am_roundtrip_vs_handoff".into(),
+                what: "(d) AM round trip (8 B, polling) vs hand-off round trip".into(),
+                ours: us(o),
+                limit: us(l),
+                ratio: o / l,
+                target: "<= 3.00".into(),
+                status: if o / l <= 3.0 { "PASS" } else { "MISS" },
+            }),
+            _ => missing.push("(d) AM round trip".into()),
+        }
+
+        self.out("");
+        self.out(&format!("# Ratio summary (all numbers from this run; load at start {})", self.load_start));
+        self.out("# (b), (b') ratio = our bandwidth / memcpy bandwidth; the others = our time / the limit's time");
+        self.out(&format!("{:<58}{:>14}{:>14}{:>9}{:>10}{:>8}", "# check", "ours", "limit", "ratio", "target", "status"));
+        for c in &checks {
+            self.out(&format!("{:<58}{:>14}{:>14}{:>9.2}{:>10}{:>8}", c.what, c.ours, c.limit, c.ratio, c.target, c.status));
+            self.rows.push(vec![
+                ("bench", json!("summary")),
+                ("check", json!(c.id)),
+                ("what", json!(c.what)),
+                ("ours", json!(c.ours)),
+                ("limit", json!(c.limit)),
+                ("ratio", json!((c.ratio * 1e4).round() / 1e4)),
+                ("target", json!(c.target)),
+                ("status", json!(c.status)),
+            ]);
+        }
+        if !missing.is_empty() {
+            self.out(&format!("# not measured in this run (select the benchmark): {}", missing.join("; ")));
+        }
+        let (pass, miss) = (checks.iter().filter(|c| c.status == "PASS").count(), checks.iter().filter(|c| c.status == "MISS").count());
+        self.out(&format!("# {pass} PASS, {miss} MISS, {} INFO", checks.len() - pass - miss));
+    }
+
+    pub fn finish(&mut self, load_end: String) {
+        self.out(&format!("# machine load at the end: {load_end}"));
+        self.rows.push(vec![("bench", json!("meta_end")), ("loadavg", json!(load_end))]);
+    }
+
+    pub fn write_json(&self) -> Result<(), String> {
+        let Some(p) = &self.json_path else {
+            return Ok(());
+        };
+        let mut text = String::new();
+        for r in &self.rows {
+            text.push_str(&line_text(r));
+            text.push('\n');
+        }
+        std::fs::write(p, text).map_err(|e| format!("cannot write {}: {e}", p.display()))
+    }
+}
