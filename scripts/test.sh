@@ -10,6 +10,10 @@ bash scripts/setup.sh
 echo "== unit and multi-process tests (cargo test)"
 cargo test --workspace --release
 
+echo "== benchmark smoke run (checks the data it moves; timings are reported, not judged)"
+target/release/activerma bench --quick > /tmp/activerma-bench-smoke.txt
+tail -n 3 /tmp/activerma-bench-smoke.txt
+
 echo "== C API: install into a temporary prefix, then build and run the C tests against it"
 prefix=$(mktemp -d /tmp/activerma-prefix.XXXXXX)
 trap 'rm -rf "$prefix"' EXIT

@@ -166,11 +166,31 @@ fn launcher_checks(t: &mut Tally) {
 }
 
 fn killed_launcher_takes_ranks_along(t: &mut Tally) {
+    for (signal, name) in [(9, "SIGKILLed"), (15, "SIGTERMed")] {
+        let (pids, status) = start_then_signal_launcher(signal);
+        let gone = |pid: i32| {
+            // A zombie is gone too: it waits only for its reaper.
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).map(|s| s.contains(") Z ")).unwrap_or(true)
+        };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while pids.iter().any(|&p| !gone(p)) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let status_ok = signal != 15 || status.code() == Some(128 + 15);
+        t.check(
+            format!("a {name} launcher takes its ranks with it"),
+            pids.len() == 3 && pids.iter().all(|&p| gone(p)) && status_ok,
+            || format!("rank pids {pids:?}, launcher {status}"),
+        );
+    }
+}
+
+/// Starts a 3-rank job that sleeps, waits until every rank printed its pid, sends `signal`
+/// to the launcher and returns the rank pids and the launcher's exit status.
+fn start_then_signal_launcher(signal: i32) -> (Vec<i32>, std::process::ExitStatus) {
     let me = std::env::current_exe().unwrap();
     let mut launcher =
         Command::new(LAUNCHER).args(["run", "-n", "3", "--"]).arg(&me).arg("sleep_forever").stdout(Stdio::piped()).spawn().unwrap();
-    // Wait until the ranks are up (each prints its pid), then SIGKILL the launcher.
-    let mut pids = Vec::new();
     let stdout = launcher.stdout.take().unwrap();
     let reader = std::thread::spawn(move || {
         use std::io::BufRead;
@@ -185,20 +205,8 @@ fn killed_launcher_takes_ranks_along(t: &mut Tally) {
     while !reader.is_finished() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
-    if reader.is_finished() {
-        pids = reader.join().unwrap();
-    }
-    launcher.kill().unwrap();
-    launcher.wait().unwrap();
-    let gone = |pid: i32| {
-        // A zombie is gone too: it waits only for its reaper.
-        std::fs::read_to_string(format!("/proc/{pid}/stat")).map(|s| s.contains(") Z ")).unwrap_or(true)
-    };
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while pids.iter().any(|&p| !gone(p)) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    t.check("a SIGKILLed launcher takes its ranks with it".into(), pids.len() == 3 && pids.iter().all(|&p| gone(p)), || {
-        format!("rank pids {pids:?}")
-    });
+    let pids = if reader.is_finished() { reader.join().unwrap() } else { vec![] };
+    Command::new("kill").arg(format!("-{signal}")).arg(launcher.id().to_string()).status().unwrap();
+    let status = launcher.wait().unwrap();
+    (pids, status)
 }
