@@ -67,13 +67,28 @@ build="${MPI_PEERS_BUILD_DIR:-$here/build}"
 mkdir -p "$build"
 benches="put_latency get_latency put_bw fop_latency"
 impls="${MPI_PEERS_IMPLS:-openmpi mpich}"
+# every program is its source plus osu_style_common.c; put and get latency are
+# one source, built twice (-DOSU_OP_GET selects MPI_Get)
+bench_src() {
+    case "$1" in
+        put_latency) echo "osu_style_putget_latency.c" ;;
+        get_latency) echo "osu_style_putget_latency.c -DOSU_OP_GET" ;;
+        *)           echo "osu_style_$1.c" ;;
+    esac
+}
+deps=("$here/osu_style_common.c" "$here/osu_style_common.h" "$here/run_mpi_peers.sh")
 pids=()
 for impl in $impls; do
     for b in $benches; do
-        src="$here/osu_style_$b.c"
+        read -r src_name defs <<<"$(bench_src "$b")"
+        src="$here/$src_name"
         bin="$build/osu_style_${b}.$impl"
-        if [ ! -x "$bin" ] || [ "$src" -nt "$bin" ]; then
-            "mpicc.$impl" -O2 -Wall -o "$bin" "$src" >&2 &
+        stale=0
+        [ -x "$bin" ] || stale=1
+        for f in "$src" "${deps[@]}"; do [ "$f" -nt "$bin" ] && stale=1; done
+        if [ "$stale" = 1 ]; then
+            # shellcheck disable=SC2086  # $defs: zero or one -D flag
+            "mpicc.$impl" -O2 -Wall -Wextra $defs -o "$bin" "$src" "$here/osu_style_common.c" >&2 &
             pids+=($!)
         fi
     done
