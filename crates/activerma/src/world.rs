@@ -63,7 +63,7 @@ pub fn init() -> Result<World> {
         am.progress();
     })?;
     let proto = Proto::new(conduit.clone(), am.clone(), net.clone(), counters.clone())?;
-    let heap_bases = (0..conduit.size()).map(|r| conduit.heap_window(r).map(|w| w.remote_base).unwrap_or(0)).collect();
+    let heap_bases = (0..conduit.size()).map(|r| conduit.heap_base(r)).collect();
     let mode = ProgressMode::from_settings()?;
     let world = World {
         inner: Arc::new(Inner {
@@ -159,10 +159,15 @@ impl World {
             )));
         }
         let offset = i.heap.lock().unwrap().alloc(len)?;
-        i.table.map_segment(offset, len);
         let local = i.conduit.heap_window(self.rank()).expect("own heap").local;
         // SAFETY: offset + len lies inside our heap mapping (the allocator checked).
         let local = unsafe { local.add(offset) };
+        // Registration with the conduit (MPI: attach to the window) before anyone may use it.
+        if let Err(e) = i.conduit.register(local as usize, len) {
+            i.heap.lock().unwrap().free(offset, len);
+            return Err(e);
+        }
+        i.table.map_segment(offset, len);
         // Fresh memory reads as zero on every rank, even after a free and a new allocation.
         // SAFETY: the block is ours and nobody else writes it before the barrier below.
         unsafe { std::ptr::write_bytes(local, 0, len) };
@@ -174,8 +179,10 @@ impl World {
         let i = self.live()?;
         self.barrier()?; // nobody is still accessing it
         i.table.unmap_segment(offset, len);
+        let local = i.conduit.heap_window(self.rank()).expect("own heap").local as usize + offset;
+        let r = i.conduit.deregister(local, len);
         i.heap.lock().unwrap().free(offset, len);
-        Ok(())
+        r
     }
 
     /// Exposes a buffer of this rank's own memory (heap, stack, anything) to remote access.

@@ -45,6 +45,7 @@ pub const NET_LATENCY_NS: &str = "ACTIVERMA_NET_LATENCY_NS";
 pub const NET_BANDWIDTH_MBS: &str = "ACTIVERMA_NET_BANDWIDTH_MBS";
 pub const TIMEOUT_S: &str = "ACTIVERMA_TIMEOUT_S";
 pub const VERBOSE: &str = "ACTIVERMA_VERBOSE";
+pub const SMP_EMULATE_REMOTE: &str = "ACTIVERMA_SMP_EMULATE_REMOTE";
 
 pub static TABLE: &[Setting] = &[
     Setting { name: CONDUIT, kind: Kind::Enum(&["smp", "mpi"]), default: "smp",
@@ -71,6 +72,8 @@ pub static TABLE: &[Setting] = &[
         description: "give up a blocking wait (barrier, reply, full queue) after this many seconds; 0 = never (dead ranks are still detected)" },
     Setting { name: VERBOSE, kind: Kind::Bool, default: "0",
         description: "print protocol choices and job events to stderr" },
+    Setting { name: SMP_EMULATE_REMOTE, kind: Kind::Bool, default: "0",
+        description: "smp: treat other ranks as if on other hosts (no direct mapping: one-sided engine for segments, the target for private memory) — tests the cross-host paths on one host" },
 ];
 
 pub fn lookup(name: &str) -> &'static Setting {

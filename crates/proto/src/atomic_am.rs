@@ -1,19 +1,17 @@
 //! atomic_am: private memory can only be updated atomically by the target's own CPU, so the
 //! origin sends a request; the target's progress engine checks its own table, runs the atomic
-//! and replies with the old value (or an error code). Needs target progress: a progress thread,
-//! or the target calling into the runtime (any blocking call progresses).
+//! and answers with the old value. Needs target progress: a progress thread, or the target
+//! calling into the runtime (any call that waits progresses).
 
+use crate::am_request::{self, Asked, OwnTable, ATOMIC};
 use crate::atomic_direct::apply;
 use crate::{AtomicOp, Proto};
-use activerma_am::{Am, AmCtx, HandlerId};
+use activerma_am::{Am, AmCtx};
 use activerma_core::counters::bump;
 use activerma_core::{Error, Rank, Result};
-use activerma_mem::{AccessKind, OriginTable};
+use activerma_mem::AccessKind;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
-
-pub const REQUEST: HandlerId = 1;
-pub const REPLY: HandlerId = 2;
 
 fn encode(addr: usize, op: AtomicOp) -> [u8; 25] {
     let (code, a, b) = match op {
@@ -45,73 +43,35 @@ fn decode(m: &[u8]) -> Option<(usize, AtomicOp)> {
     Some((word(1) as usize, op))
 }
 
+pub(crate) fn kind(op: AtomicOp) -> AccessKind {
+    if op == AtomicOp::Fetch {
+        AccessKind::AtomicRead
+    } else {
+        AccessKind::Atomic
+    }
+}
+
 pub(crate) fn register(am: &Am) -> Result<()> {
-    let me = am.conduit().rank();
-    let own_table = std::sync::OnceLock::<OriginTable>::new();
-    let conduit = am.conduit().clone();
+    let table = OwnTable::new(am.conduit().clone());
     am.register(
-        REQUEST,
+        ATOMIC,
         Arc::new(move |ctx: &AmCtx, msg: &[u8]| {
-            let table = own_table
-                .get_or_init(|| OriginTable::attach(conduit.table_window(me).expect("own table"), me).expect("own table initialized"));
-            let (status, old) = match decode(msg) {
-                None => (Error::InvalidArgument("malformed atomic request".into()).code(), 0),
-                Some((addr, op)) => {
-                    match table.check(addr, 8, if op == AtomicOp::Fetch { AccessKind::AtomicRead } else { AccessKind::Atomic }) {
-                        Err(e) => (e.code(), 0),
-                        Ok(_guard) => {
-                            // SAFETY: the table says the aligned word is exposed read-write by us.
-                            let word = unsafe { &*(addr as *const AtomicU64) };
-                            (0, apply(word, op))
-                        }
-                    }
+            let outcome = decode(msg).ok_or_else(|| Error::InvalidArgument("malformed atomic request".into())).and_then(|(addr, op)| {
+                if addr % 8 != 0 {
+                    return Err(Error::Misaligned { rank: ctx.am().conduit().rank(), addr });
                 }
-            };
-            let mut reply = [0u8; 12];
-            reply[..4].copy_from_slice(&status.to_le_bytes());
-            reply[4..].copy_from_slice(&old.to_le_bytes());
-            ctx.reply(REPLY, ctx.token, &reply);
-        }),
-    )?;
-    am.register(
-        REPLY,
-        Arc::new(|ctx: &AmCtx, msg: &[u8]| {
-            let status = i32::from_le_bytes(msg[..4].try_into().unwrap());
-            let old = u64::from_le_bytes(msg[4..12].try_into().unwrap());
-            if let Some(c) = ctx.am().completions.get(ctx.token) {
-                c.complete(status, old, &[]);
-            }
+                let _inside = table.check(addr, 8, kind(op))?;
+                // SAFETY: the table says the aligned word is exposed by us with the needed rights.
+                let word = unsafe { &*(addr as *const AtomicU64) };
+                Ok((apply(word, op), &[][..]))
+            });
+            am_request::respond(ctx, outcome);
         }),
     )
 }
 
 pub(crate) fn run(p: &Proto, rank: Rank, addr: usize, op: AtomicOp) -> Result<u64> {
-    let cell = loop {
-        if let Some(c) = p.am.completions.take() {
-            break c;
-        }
-        p.am.progress();
-    };
-    let result = (|| {
-        p.am.send(rank, REQUEST, cell as u64, &encode(addr, op))?;
-        let c = p.am.completions.get(cell as u64).unwrap();
-        p.am.wait_completion(c, rank, "an atomic reply")?;
-        match c.status.load(std::sync::atomic::Ordering::Relaxed) {
-            0 => Ok(c.value.load(std::sync::atomic::Ordering::Relaxed)),
-            code => Err(error_from_target(code, rank, addr)),
-        }
-    })();
-    p.am.completions.give_back(cell);
+    let r = am_request::request(p, ATOMIC, &encode(addr, op), Asked { rank, addr, len: 8, op: "atomic" });
     bump(&p.counters.atomic_am, 1);
-    result
-}
-
-/// Rebuilds an error the target reported by code (it checked the same table we did; the only
-/// way to get here is a race with unexpose).
-fn error_from_target(code: i32, rank: Rank, addr: usize) -> Error {
-    match code {
-        2 => Error::NotExposed { rank, addr, len: 8 },
-        3 => Error::Protection { rank, addr, len: 8, op: "atomic", prot: "read-only" },
-        _ => Error::InvalidArgument(format!("rank {rank} refused the atomic at {addr:#x} (code {code})")),
-    }
+    r.map(|(old, _)| old)
 }

@@ -3,19 +3,9 @@
 
 use crate::{AtomicOp, Proto};
 use activerma_core::counters::bump;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 
-/// Applies `op` to the word at `word`; returns the previous value.
-pub(crate) fn apply(word: &AtomicU64, op: AtomicOp) -> u64 {
-    match op {
-        AtomicOp::Fetch => word.load(Ordering::SeqCst),
-        AtomicOp::FetchAdd(v) => word.fetch_add(v, Ordering::SeqCst),
-        AtomicOp::Swap(v) => word.swap(v, Ordering::SeqCst),
-        AtomicOp::CompareSwap { expected, new } => match word.compare_exchange(expected, new, Ordering::SeqCst, Ordering::SeqCst) {
-            Ok(v) | Err(v) => v,
-        },
-    }
-}
+pub(crate) use activerma_transport::apply_atomic as apply;
 
 #[inline]
 pub(crate) fn run(p: &Proto, local: *mut u8, op: AtomicOp) -> u64 {

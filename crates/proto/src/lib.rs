@@ -10,18 +10,24 @@
 //! | get_cma       | process_vm_readv out of it                                       |
 //! | atomic_direct | CPU atomics on the target's segment mapped here                  |
 //! | atomic_am     | request to the target, which runs the atomic on its private memory |
+//! | rma_conduit   | put_rma/get_rma/atomic_rma: the conduit's one-sided engine (segment on another host) |
+//! | put_am/get_am | the data travels in an active message; the target checks and copies |
 //!
 //! Completion (`smp`): a blocking put or get returns when the data is in the target's memory
 //! (remote completion); non-blocking and implicit operations are started and their data moved
 //! before the call returns, and complete (modelled network included) by `wait` / `flush`.
 
+mod am_request;
 mod atomic_am;
 mod atomic_direct;
 mod completion;
+mod get_am;
 mod get_cma;
 mod get_direct;
+mod put_am;
 mod put_cma;
 mod put_direct;
+mod rma_conduit;
 mod select;
 
 pub use completion::OpHandle;
@@ -36,22 +42,18 @@ use activerma_transport::{Conduit, Window};
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// A 64-bit remote atomic.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AtomicOp {
-    Fetch,
-    FetchAdd(u64),
-    Swap(u64),
-    CompareSwap { expected: u64, new: u64 },
-}
+pub use activerma_transport::AtomicOp;
 
 pub struct Proto {
     conduit: Arc<dyn Conduit>,
     am: Arc<Am>,
     net: Arc<NetModel>,
     counters: Arc<Counters>,
-    tables: Vec<OriginTable>,
+    /// Per rank: its table, if this process can read it (same host).
+    tables: Vec<Option<OriginTable>>,
     heaps: Vec<Option<Window>>,
+    /// Bytes in every rank's symmetric heap.
+    heap_len: usize,
     /// Per target: when the last implicit operation completes under the modelled network.
     pending_until: Vec<AtomicU64>,
     verbose: bool,
@@ -61,7 +63,10 @@ pub struct Proto {
 impl Proto {
     /// Registers the protocol handlers; call before the job's first barrier.
     pub fn register_handlers(am: &Am) -> Result<()> {
-        atomic_am::register(am)
+        am_request::register_response(am)?;
+        atomic_am::register(am)?;
+        put_am::register(am)?;
+        get_am::register(am)
     }
 
     /// Attaches to every rank's table; call after the barrier that follows table init.
@@ -70,9 +75,12 @@ impl Proto {
         let mut tables = Vec::with_capacity(n);
         let mut heaps = Vec::with_capacity(n);
         for r in 0..n {
-            let w = conduit.table_window(r).ok_or_else(|| Error::Unsupported("conduit without table windows".into()))?;
-            tables.push(OriginTable::attach(w, r)?);
+            tables.push(conduit.table_window(r).map(|w| OriginTable::attach(w, r)).transpose()?);
             heaps.push(conduit.heap_window(r));
+        }
+        let heap_len = heaps[conduit.rank()].ok_or_else(|| Error::Unsupported("conduit without a local heap".into()))?.len;
+        if tables[conduit.rank()].is_none() {
+            return Err(Error::Unsupported("conduit without a table window of our own".into()));
         }
         Ok(Proto {
             pending_until: (0..n).map(|_| AtomicU64::new(0)).collect(),
@@ -84,6 +92,7 @@ impl Proto {
             counters,
             tables,
             heaps,
+            heap_len,
         })
     }
 
@@ -98,7 +107,7 @@ impl Proto {
     /// Blocking put: returns when `src` is in the target's memory.
     #[inline]
     pub fn put(&self, rank: Rank, addr: usize, src: &[u8]) -> Result<()> {
-        let at = self.put_start(rank, addr, src)?;
+        let at = self.put_start(rank, addr, src, true)?;
         completion::spin_until(at);
         Ok(())
     }
@@ -113,7 +122,7 @@ impl Proto {
 
     /// Non-blocking put; the handle completes when the data is remotely visible.
     pub fn put_nb(&self, rank: Rank, addr: usize, src: &[u8]) -> Result<OpHandle> {
-        Ok(OpHandle::new(self.put_start(rank, addr, src)?))
+        Ok(OpHandle::new(self.put_start(rank, addr, src, true)?))
     }
 
     pub fn get_nb(&self, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<OpHandle> {
@@ -122,7 +131,7 @@ impl Proto {
 
     /// Implicit non-blocking put, completed by `flush(rank)` / `flush_all()`.
     pub fn put_nbi(&self, rank: Rank, addr: usize, src: &[u8]) -> Result<()> {
-        let at = self.put_start(rank, addr, src)?;
+        let at = self.put_start(rank, addr, src, false)?;
         self.note_pending(rank, at);
         Ok(())
     }
@@ -145,12 +154,14 @@ impl Proto {
     /// Returns when every implicit operation this origin issued to `rank` is remotely complete.
     pub fn flush(&self, rank: Rank) -> Result<()> {
         self.check_rank(rank)?;
+        self.conduit.rma_flush(Some(rank))?;
         completion::spin_until(self.pending_until[rank].load(Ordering::Acquire));
         fence(Ordering::SeqCst);
         Ok(())
     }
 
     pub fn flush_all(&self) -> Result<()> {
+        self.conduit.rma_flush(None)?;
         let last = self.pending_until.iter().map(|p| p.load(Ordering::Acquire)).max().unwrap_or(0);
         completion::spin_until(last);
         fence(Ordering::SeqCst);
@@ -169,10 +180,10 @@ impl Proto {
         if !addr.is_multiple_of(8) {
             return Err(Error::Misaligned { rank, addr });
         }
-        let kind = if op == AtomicOp::Fetch { AccessKind::AtomicRead } else { AccessKind::Atomic };
-        let choice = self.choose(rank, addr, 8, kind)?;
+        let choice = self.choose(rank, addr, 8, atomic_am::kind(op))?;
         let old = match choice.protocol {
             Protocol::AtomicDirect => atomic_direct::run(self, choice.local, op),
+            Protocol::AtomicRma => rma_conduit::atomic(self, rank, addr, op)?,
             Protocol::AtomicAm => {
                 drop(choice);
                 atomic_am::run(self, rank, addr, op)?
@@ -184,7 +195,7 @@ impl Proto {
     }
 
     #[inline]
-    fn put_start(&self, rank: Rank, addr: usize, src: &[u8]) -> Result<u64> {
+    fn put_start(&self, rank: Rank, addr: usize, src: &[u8], complete: bool) -> Result<u64> {
         self.check_rank(rank)?;
         if src.is_empty() {
             return Ok(0);
@@ -193,6 +204,8 @@ impl Proto {
         match c.protocol {
             Protocol::PutDirect => put_direct::run(self, c.local, src),
             Protocol::PutCma => put_cma::run(self, rank, addr, src)?,
+            Protocol::PutRma => rma_conduit::put(self, rank, addr, src, complete)?,
+            Protocol::PutAm => put_am::run(self, rank, addr, src)?,
             _ => unreachable!("puts choose a put protocol"),
         }
         Ok(self.net.completion_time(src.len()))
@@ -208,6 +221,8 @@ impl Proto {
         match c.protocol {
             Protocol::GetDirect => get_direct::run(self, c.local, dst),
             Protocol::GetCma => get_cma::run(self, rank, addr, dst)?,
+            Protocol::GetRma => rma_conduit::get(self, rank, addr, dst)?,
+            Protocol::GetAm => get_am::run(self, rank, addr, dst)?,
             _ => unreachable!("gets choose a get protocol"),
         }
         Ok(self.net.completion_time(dst.len()))

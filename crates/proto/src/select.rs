@@ -1,5 +1,8 @@
 //! Protocol selection: the translation table says whether the target address is segment or
 //! private memory (and checks protection); the conduit says whether the segment is mapped here.
+//! For a rank whose table this process cannot read (another host), segments are checked against
+//! our own copy of the segment map — identical on every rank, as allocation is collective — and
+//! moved by the conduit's one-sided engine; private memory goes to the target, which checks.
 //! Every choice can be explained (`explain`), and with ACTIVERMA_VERBOSE=1 the first use of each
 //! protocol towards each target is printed — never a silent fallback.
 
@@ -15,6 +18,11 @@ pub enum Protocol {
     GetCma,
     AtomicDirect,
     AtomicAm,
+    PutRma,
+    GetRma,
+    AtomicRma,
+    PutAm,
+    GetAm,
 }
 
 impl Protocol {
@@ -26,6 +34,11 @@ impl Protocol {
             Protocol::GetCma => "get_cma",
             Protocol::AtomicDirect => "atomic_direct",
             Protocol::AtomicAm => "atomic_am",
+            Protocol::PutRma => "put_rma",
+            Protocol::GetRma => "get_rma",
+            Protocol::AtomicRma => "atomic_rma",
+            Protocol::PutAm => "put_am",
+            Protocol::GetAm => "get_am",
         }
     }
 
@@ -35,6 +48,12 @@ impl Protocol {
             Protocol::PutCma | Protocol::GetCma => "the address is private memory the target exposed: one cross-memory-attach system call",
             Protocol::AtomicDirect => "the address is in the target's segment, mapped here: a CPU atomic instruction",
             Protocol::AtomicAm => "the address is private memory, which only the target's own CPU can update atomically: a request to the target's progress engine",
+            Protocol::PutRma | Protocol::GetRma | Protocol::AtomicRma => {
+                "the address is in the segment of a rank on another host: the conduit's one-sided engine moves it (checked against the segment map, which every rank shares)"
+            }
+            Protocol::PutAm | Protocol::GetAm => {
+                "the address is private memory of a rank on another host: the data travels in an active message and the target checks and copies it"
+            }
         }
     }
 }
@@ -44,13 +63,16 @@ pub struct Choice<'a> {
     pub protocol: Protocol,
     /// Local pointer for direct protocols.
     pub local: *mut u8,
-    _lookup: Lookup<'a>,
+    _lookup: Option<Lookup<'a>>,
 }
 
 impl Proto {
     #[inline]
     pub(crate) fn choose(&self, rank: Rank, addr: usize, len: usize, kind: AccessKind) -> Result<Choice<'_>> {
-        let lookup = self.tables[rank].check(addr, len, kind)?;
+        let Some(table) = &self.tables[rank] else {
+            return self.choose_remote(rank, addr, len, kind);
+        };
+        let lookup = table.check(addr, len, kind)?;
         let (protocol, local) = if lookup.private {
             let p = match kind {
                 AccessKind::Put => Protocol::PutCma,
@@ -71,7 +93,36 @@ impl Proto {
         if self.verbose {
             self.note_choice(protocol, rank);
         }
-        Ok(Choice { protocol, local, _lookup: lookup })
+        Ok(Choice { protocol, local, _lookup: Some(lookup) })
+    }
+
+    /// A rank whose table we cannot read: its segments by one-sided RMA after checking our own
+    /// copy of the segment map; anything else through the target.
+    fn choose_remote(&self, rank: Rank, addr: usize, len: usize, kind: AccessKind) -> Result<Choice<'_>> {
+        let me = self.conduit.rank();
+        let (theirs, mine) = (self.conduit.heap_base(rank), self.conduit.heap_base(me));
+        let in_heap = addr.checked_sub(theirs).filter(|&off| off.checked_add(len).is_some_and(|end| end <= self.heap_len));
+        let protocol = match in_heap {
+            Some(off) => {
+                // Same offsets, same allocations, same protection: check ours, report theirs.
+                let own = self.tables[me].as_ref().expect("own table");
+                own.check(mine + off, len, kind).map_err(|e| retarget(e, rank, addr, len))?;
+                match kind {
+                    AccessKind::Put => Protocol::PutRma,
+                    AccessKind::Get => Protocol::GetRma,
+                    AccessKind::Atomic | AccessKind::AtomicRead => Protocol::AtomicRma,
+                }
+            }
+            None => match kind {
+                AccessKind::Put => Protocol::PutAm,
+                AccessKind::Get => Protocol::GetAm,
+                AccessKind::Atomic | AccessKind::AtomicRead => Protocol::AtomicAm,
+            },
+        };
+        if self.verbose {
+            self.note_choice(protocol, rank);
+        }
+        Ok(Choice { protocol, local: std::ptr::null_mut(), _lookup: None })
     }
 
     #[cold]
@@ -86,5 +137,14 @@ impl Proto {
         self.check_rank(rank)?;
         let c = self.choose(rank, addr, len.max(1), kind)?;
         Ok((c.protocol, c.protocol.why()))
+    }
+}
+
+/// An error found in our copy of the segment map, restated for the rank and address asked.
+fn retarget(e: Error, rank: Rank, addr: usize, len: usize) -> Error {
+    match e {
+        Error::NotExposed { .. } => Error::NotExposed { rank, addr, len },
+        Error::Protection { op, prot, .. } => Error::Protection { rank, addr, len, op, prot },
+        other => other,
     }
 }

@@ -10,6 +10,28 @@ pub mod smp;
 
 use activerma_core::{Rank, Result};
 
+/// A 64-bit remote atomic, as conduits with one-sided atomics execute it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AtomicOp {
+    Fetch,
+    FetchAdd(u64),
+    Swap(u64),
+    CompareSwap { expected: u64, new: u64 },
+}
+
+/// Applies `op` to a word this process can reach; returns the previous value.
+pub fn apply_atomic(word: &std::sync::atomic::AtomicU64, op: AtomicOp) -> u64 {
+    use std::sync::atomic::Ordering::SeqCst;
+    match op {
+        AtomicOp::Fetch => word.load(SeqCst),
+        AtomicOp::FetchAdd(v) => word.fetch_add(v, SeqCst),
+        AtomicOp::Swap(v) => word.swap(v, SeqCst),
+        AtomicOp::CompareSwap { expected, new } => match word.compare_exchange(expected, new, SeqCst, SeqCst) {
+            Ok(v) | Err(v) => v,
+        },
+    }
+}
+
 /// The 16-byte header an active-message fragment carries; its meaning belongs to the `am` layer.
 pub type FragHeader = [u64; 2];
 
@@ -68,10 +90,42 @@ pub trait Conduit: Send + Sync {
     /// Hands every arrived fragment (up to `budget`) to `f`; returns how many.
     fn am_poll(&self, budget: usize, f: &mut dyn FnMut(Rank, FragHeader, &[u8])) -> usize;
 
-    /// The rank's symmetric heap (segments live here), if it is directly reachable from here.
+    /// The rank's symmetric heap (segments live here), if it is mapped in this process.
     fn heap_window(&self, rank: Rank) -> Option<Window>;
-    /// The rank's translation-table window, readable by origins (the software IOMMU).
+    /// Where the rank's symmetric heap starts in the rank's own address space.
+    fn heap_base(&self, rank: Rank) -> usize {
+        self.heap_window(rank).map(|w| w.remote_base).unwrap_or(0)
+    }
+    /// The rank's translation-table window, if origins here can read it (the software IOMMU).
+    /// Always `Some` for our own rank.
     fn table_window(&self, rank: Rank) -> Option<Window>;
+
+    /// Makes `[addr, addr+len)` of our memory a target of one-sided `rma_*` operations
+    /// (MPI: attach to the dynamic window). Conduits that map memory directly need nothing.
+    fn register(&self, _addr: usize, _len: usize) -> Result<()> {
+        Ok(())
+    }
+    fn deregister(&self, _addr: usize, _len: usize) -> Result<()> {
+        Ok(())
+    }
+    /// One-sided put into registered memory of a rank whose heap is not mapped here; with
+    /// `complete`, returns once the data is in the target's memory, otherwise at the next
+    /// `rma_flush`.
+    fn rma_put(&self, _rank: Rank, _addr: usize, _src: &[u8], _complete: bool) -> Result<()> {
+        Err(activerma_core::Error::Unsupported(format!("conduit {} has no one-sided put", self.name())))
+    }
+    /// One-sided get; `dst` holds the data on return.
+    fn rma_get(&self, _rank: Rank, _addr: usize, _dst: &mut [u8]) -> Result<()> {
+        Err(activerma_core::Error::Unsupported(format!("conduit {} has no one-sided get", self.name())))
+    }
+    /// One-sided 64-bit atomic (addr 8-byte aligned); returns the previous value.
+    fn rma_atomic(&self, _rank: Rank, _addr: usize, _op: AtomicOp) -> Result<u64> {
+        Err(activerma_core::Error::Unsupported(format!("conduit {} has no one-sided atomics", self.name())))
+    }
+    /// Completes every `rma_put` issued without `complete` to `rank` (all ranks: `None`).
+    fn rma_flush(&self, _rank: Option<Rank>) -> Result<()> {
+        Ok(())
+    }
     /// Copies into / out of a range of another process's private memory.
     fn cma_write(&self, rank: Rank, addr: usize, src: &[u8]) -> Result<()>;
     fn cma_read(&self, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<()>;

@@ -82,6 +82,14 @@ pub fn main() -> i32 {
     });
     jobs.push(Job { case: "small_queues", ranks: 3, env: vec![("ACTIVERMA_AM_SLOTS", "4"), ("ACTIVERMA_AM_SLOT_SIZE", "128")] });
     jobs.push(Job { case: "peer_exits_early", ranks: 2, env: vec![] });
+    // The cross-host paths (one-sided engine for segments, the target for private memory),
+    // exercised on one host by hiding every peer's mappings.
+    for case in ["put_get_segment", "nonblocking_and_flush", "private_memory", "atomics", "bad_input", "randomized"] {
+        for ranks in [2, 3] {
+            jobs.push(Job { case, ranks, env: vec![("ACTIVERMA_SMP_EMULATE_REMOTE", "1")] });
+        }
+    }
+    jobs.push(Job { case: "randomized", ranks: 4, env: vec![("ACTIVERMA_SMP_EMULATE_REMOTE", "1"), ("ACTIVERMA_PROGRESS", "thread")] });
 
     for job in &jobs {
         let name = format!("{} ({} ranks{})", job.case, job.ranks, job.env.iter().map(|(k, v)| format!(", {k}={v}")).collect::<String>());

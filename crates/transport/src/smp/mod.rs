@@ -143,6 +143,8 @@ pub struct SmpConduit {
     send_locks: Vec<AtomicBool>,
     poll_lock: AtomicBool,
     timeout_s: f64,
+    /// Peers' heaps and tables are not offered to upper layers (ACTIVERMA_SMP_EMULATE_REMOTE).
+    emulate_remote: bool,
 }
 
 fn env_fd(name: &str) -> Result<RawFd> {
@@ -214,6 +216,7 @@ impl SmpConduit {
             send_locks: (0..n).map(|_| AtomicBool::new(false)).collect(),
             poll_lock: AtomicBool::new(false),
             timeout_s: settings::get_f64(settings::TIMEOUT_S)?,
+            emulate_remote: settings::get_bool(settings::SMP_EMULATE_REMOTE)?,
         };
         let me = c.info(rank);
         me.pid.store(std::process::id(), Ordering::Release);
@@ -375,13 +378,43 @@ impl Conduit for SmpConduit {
     }
 
     fn heap_window(&self, rank: Rank) -> Option<Window> {
-        let base = self.info(rank).heap_base.load(Ordering::Acquire) as usize;
-        // SAFETY: rank's heap lies inside our mapping of all heaps.
-        let local = unsafe { self.heaps.ptr.add(rank * self.params.heap_size as usize) };
-        Some(Window { local, remote_base: if base == 0 { local as usize } else { base }, len: self.params.heap_size as usize })
+        if self.emulate_remote && rank != self.rank {
+            return None;
+        }
+        self.mapped_heap(rank)
+    }
+
+    fn heap_base(&self, rank: Rank) -> usize {
+        self.mapped_heap(rank).map(|w| w.remote_base).unwrap_or(0)
+    }
+
+    fn rma_put(&self, rank: Rank, addr: usize, src: &[u8], _complete: bool) -> Result<()> {
+        let dst = self.emulated_engine(rank, addr, src.len())?;
+        // SAFETY: the engine checked the range lies in rank's heap mapping.
+        unsafe { std::ptr::copy(src.as_ptr(), dst, src.len()) };
+        std::sync::atomic::fence(Ordering::Release);
+        Ok(())
+    }
+
+    fn rma_get(&self, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<()> {
+        let src = self.emulated_engine(rank, addr, dst.len())?;
+        std::sync::atomic::fence(Ordering::Acquire);
+        // SAFETY: as above.
+        unsafe { std::ptr::copy(src, dst.as_mut_ptr(), dst.len()) };
+        Ok(())
+    }
+
+    fn rma_atomic(&self, rank: Rank, addr: usize, op: crate::AtomicOp) -> Result<u64> {
+        let p = self.emulated_engine(rank, addr, 8)?;
+        // SAFETY: inside the mapping; the caller checked 8-byte alignment.
+        let word = unsafe { &*(p as *const std::sync::atomic::AtomicU64) };
+        Ok(crate::apply_atomic(word, op))
     }
 
     fn table_window(&self, rank: Rank) -> Option<Window> {
+        if self.emulate_remote && rank != self.rank {
+            return None;
+        }
         // SAFETY: rank's table lies inside the control mapping.
         let local = unsafe { self.ctrl.ptr.add(self.off.tables + rank * self.off.table_bytes) };
         Some(Window { local, remote_base: 0, len: self.off.table_bytes })
@@ -426,6 +459,20 @@ impl Conduit for SmpConduit {
 }
 
 impl SmpConduit {
+    /// Rank's heap as mapped here (every heap of the job is).
+    fn mapped_heap(&self, rank: Rank) -> Option<Window> {
+        let base = self.info(rank).heap_base.load(Ordering::Acquire) as usize;
+        // SAFETY: rank's heap lies inside our mapping of all heaps.
+        let local = unsafe { self.heaps.ptr.add(rank * self.params.heap_size as usize) };
+        Some(Window { local, remote_base: if base == 0 { local as usize } else { base }, len: self.params.heap_size as usize })
+    }
+
+    /// The emulated one-sided engine's address check: like a NIC, it only reaches the
+    /// target's registered heap (upper layers have checked the segment map already).
+    fn emulated_engine(&self, rank: Rank, addr: usize, len: usize) -> Result<*mut u8> {
+        self.mapped_heap(rank).and_then(|w| w.translate(addr, len)).ok_or(Error::NotExposed { rank, addr, len })
+    }
+
     #[inline]
     fn wake_if_sleeping(&self, dst: Rank) {
         // Pairs with the SeqCst store of `sleeping` in `sleep`: either the sleeper sees our

@@ -44,6 +44,16 @@ pub fn pattern(src: usize, region: usize, offset: usize) -> u8 {
     (src.wrapping_mul(131) ^ region.wrapping_mul(29) ^ offset.wrapping_mul(7) ^ (offset >> 8)) as u8
 }
 
+/// The protocol expected towards another rank: the on-host one, or the cross-host one when
+/// the job emulates other hosts (ACTIVERMA_SMP_EMULATE_REMOTE=1).
+pub fn expect_protocol(on_host: &'static str, cross_host: &'static str) -> &'static str {
+    if std::env::var("ACTIVERMA_SMP_EMULATE_REMOTE").is_ok_and(|v| v == "1") {
+        cross_host
+    } else {
+        on_host
+    }
+}
+
 /// Shares one u64 per rank (e.g. an address) with every rank.
 pub fn share_u64(world: &World, v: u64) -> Result<Vec<u64>> {
     Ok(world.allgather(&v.to_le_bytes())?.iter().map(|b| u64::from_le_bytes(b[..8].try_into().unwrap())).collect())

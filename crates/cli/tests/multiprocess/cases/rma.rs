@@ -1,6 +1,6 @@
 //! Plain RMA: puts, gets, handles, flush, private memory, atomics.
 
-use super::{pattern, share_u64};
+use super::{expect_protocol, pattern, share_u64};
 use activerma::{Error, Prot, RemotePtr, Result};
 
 const REGION: usize = 20_000; // not a page multiple: regions straddle pages
@@ -34,7 +34,9 @@ pub fn put_get_segment() -> Result<()> {
         }
     }
     let (p, why) = w.explain(seg.remote((me + 1) % n, 0), 8, "put")?;
-    assert_eq!(p.name(), "put_direct", "{why}");
+    assert_eq!(p.name(), expect_protocol("put_direct", "put_rma"), "{why}");
+    let (p, why) = w.explain(seg.remote((me + 1) % n, 8), 8, "atomic")?;
+    assert_eq!(p.name(), expect_protocol("atomic_direct", "atomic_rma"), "{why}");
     w.finalize()
 }
 
@@ -102,7 +104,7 @@ pub fn private_memory() -> Result<()> {
         assert!(matches!(e, Error::NotExposed { .. }), "{e}");
         if t != me {
             let (p, _) = w.explain(at, 8, "put")?;
-            assert_eq!(p.name(), "put_cma");
+            assert_eq!(p.name(), expect_protocol("put_cma", "put_am"));
         }
     }
     w.barrier()?;

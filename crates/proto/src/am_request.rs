@@ -1,0 +1,113 @@
+//! The request/response pattern of the protocols the target's CPU carries out (atomics on
+//! private memory, puts and gets to memory origins cannot reach directly): the origin takes a
+//! completion cell, sends the request with the cell's index as token, and waits making
+//! progress; the target checks the access against its own translation table, does the work,
+//! and answers with a status, a value and optional bytes.
+
+use crate::Proto;
+use activerma_am::{Am, AmCtx, HandlerId};
+use activerma_core::{Error, Rank, Result};
+use activerma_mem::{AccessKind, Lookup, OriginTable, Prot};
+use activerma_transport::Conduit;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, OnceLock};
+
+/// Handler ids of the runtime's own requests (users start at FIRST_USER_HANDLER).
+pub const ATOMIC: HandlerId = 1;
+pub const RESPONSE: HandlerId = 2;
+pub const PUT: HandlerId = 3;
+pub const GET: HandlerId = 4;
+
+/// The target's own table, attached on first use (it is initialized before any request).
+pub(crate) struct OwnTable {
+    table: OnceLock<OriginTable>,
+    conduit: Arc<dyn Conduit>,
+}
+
+impl OwnTable {
+    pub fn new(conduit: Arc<dyn Conduit>) -> OwnTable {
+        OwnTable { table: OnceLock::new(), conduit }
+    }
+    pub fn check(&self, addr: usize, len: usize, kind: AccessKind) -> Result<Lookup<'_>> {
+        let me = self.conduit.rank();
+        self.table
+            .get_or_init(|| OriginTable::attach(self.conduit.table_window(me).expect("own table"), me).expect("own table initialized"))
+            .check(addr, len, kind)
+    }
+}
+
+/// Sends the outcome back: status 0 with a value and bytes, or the error's code (and, for a
+/// protection error, the target's protection bits so the origin can name them).
+pub(crate) fn respond(ctx: &AmCtx, outcome: Result<(u64, &[u8])>) {
+    let (status, value, data): (i32, u64, &[u8]) = match outcome {
+        Ok((v, d)) => (0, v, d),
+        Err(Error::Protection { prot, .. }) => (Error::Protection { rank: 0, addr: 0, len: 0, op: "", prot }.code(), prot_bits(prot), &[]),
+        Err(e) => (e.code(), 0, &[]),
+    };
+    let mut msg = Vec::with_capacity(12 + data.len());
+    msg.extend_from_slice(&status.to_le_bytes());
+    msg.extend_from_slice(&value.to_le_bytes());
+    msg.extend_from_slice(data);
+    ctx.reply(RESPONSE, ctx.token, &msg);
+}
+
+fn prot_bits(prot: &str) -> u64 {
+    match prot {
+        "read-only" => Prot::ReadOnly.bits() as u64,
+        "read-write" => Prot::ReadWrite.bits() as u64,
+        _ => 0,
+    }
+}
+
+pub(crate) fn register_response(am: &Am) -> Result<()> {
+    am.register(
+        RESPONSE,
+        Arc::new(|ctx: &AmCtx, msg: &[u8]| {
+            let status = i32::from_le_bytes(msg[..4].try_into().unwrap());
+            let value = u64::from_le_bytes(msg[4..12].try_into().unwrap());
+            if let Some(c) = ctx.am().completions.get(ctx.token) {
+                c.complete(status, value, &msg[12..]);
+            }
+        }),
+    )
+}
+
+/// What the origin asked for, to rebuild the target's error with the origin's words.
+pub(crate) struct Asked {
+    pub rank: Rank,
+    pub addr: usize,
+    pub len: usize,
+    pub op: &'static str,
+}
+
+/// Sends a request and waits for its response; returns the value and the bytes.
+pub(crate) fn request(p: &Proto, handler: HandlerId, payload: &[u8], asked: Asked) -> Result<(u64, Vec<u8>)> {
+    let cell = loop {
+        if let Some(c) = p.am.completions.take() {
+            break c;
+        }
+        p.am.progress();
+    };
+    let result = (|| {
+        p.am.send(asked.rank, handler, cell as u64, payload)?;
+        let c = p.am.completions.get(cell as u64).unwrap();
+        p.am.wait_completion(c, asked.rank, &format!("the answer to a {}", asked.op))?;
+        let value = c.value.load(Ordering::Relaxed);
+        match c.status.load(Ordering::Relaxed) {
+            0 => Ok((value, std::mem::take(&mut *c.data.lock().unwrap()))),
+            code => Err(rebuild_error(code, value, &asked)),
+        }
+    })();
+    p.am.completions.give_back(cell);
+    result
+}
+
+fn rebuild_error(code: i32, value: u64, a: &Asked) -> Error {
+    let (rank, addr, len) = (a.rank, a.addr, a.len);
+    match code {
+        2 => Error::NotExposed { rank, addr, len },
+        3 => Error::Protection { rank, addr, len, op: a.op, prot: Prot::describe(value as u32) },
+        4 => Error::Misaligned { rank, addr },
+        _ => Error::InvalidArgument(format!("rank {rank} refused the {} at {addr:#x}+{len} (error code {code})", a.op)),
+    }
+}

@@ -1,0 +1,44 @@
+//! get_am: the reference path for reading memory the origin cannot reach itself: the target's
+//! progress engine checks its table and answers with the bytes.
+
+use crate::am_request::{self, Asked, OwnTable, GET};
+use crate::Proto;
+use activerma_am::{Am, AmCtx};
+use activerma_core::counters::bump;
+use activerma_core::{Error, Rank, Result};
+use activerma_mem::AccessKind;
+use std::sync::Arc;
+
+pub(crate) fn register(am: &Am) -> Result<()> {
+    let table = OwnTable::new(am.conduit().clone());
+    am.register(
+        GET,
+        Arc::new(move |ctx: &AmCtx, msg: &[u8]| {
+            let outcome = (|| {
+                if msg.len() != 16 {
+                    return Err(Error::InvalidArgument("malformed get request".into()));
+                }
+                let addr = u64::from_le_bytes(msg[..8].try_into().unwrap()) as usize;
+                let len = u64::from_le_bytes(msg[8..].try_into().unwrap()) as usize;
+                let _inside = table.check(addr, len, AccessKind::Get)?;
+                // SAFETY: the table says [addr, addr+len) is our memory, exposed readable.
+                Ok((0, unsafe { std::slice::from_raw_parts(addr as *const u8, len) }))
+            })();
+            am_request::respond(ctx, outcome);
+        }),
+    )
+}
+
+pub(crate) fn run(p: &Proto, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<()> {
+    let mut msg = [0u8; 16];
+    msg[..8].copy_from_slice(&(addr as u64).to_le_bytes());
+    msg[8..].copy_from_slice(&(dst.len() as u64).to_le_bytes());
+    let (_, bytes) = am_request::request(p, GET, &msg, Asked { rank, addr, len: dst.len(), op: "get" })?;
+    if bytes.len() != dst.len() {
+        return Err(Error::InvalidArgument(format!("rank {rank} answered a get of {} bytes with {}", dst.len(), bytes.len())));
+    }
+    dst.copy_from_slice(&bytes);
+    bump(&p.counters.get_am, 1);
+    bump(&p.counters.bytes_got, dst.len() as u64);
+    Ok(())
+}
