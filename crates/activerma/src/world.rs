@@ -38,15 +38,20 @@ pub struct World {
 /// becomes a one-rank job.
 pub fn init() -> Result<World> {
     settings::validate_all()?;
-    let conduit: Arc<dyn Conduit> = match settings::get_enum(settings::CONDUIT)? {
-        "smp" => {
-            let heap_size = activerma_core::page::page_ceil(settings::get_u64(settings::SEGMENT_SIZE)? as usize);
-            match SmpConduit::from_env()? {
-                Some(c) => Arc::new(c),
-                None => Arc::new(SmpConduit::standalone(TableLayout::from_settings(heap_size)?.bytes() as u64)?),
-            }
+    let heap_size = activerma_core::page::page_ceil(settings::get_u64(settings::SEGMENT_SIZE)? as usize);
+    let table_bytes = TableLayout::from_settings(heap_size)?.bytes();
+    let use_mpi = match settings::get_enum(settings::CONDUIT)? {
+        "mpi" => true,
+        "smp" => false,
+        _ => std::env::var_os(activerma_transport::smp::ENV_RANK).is_none() && activerma_transport::started_by_mpi_launcher(),
+    };
+    let conduit: Arc<dyn Conduit> = if use_mpi {
+        mpi_conduit(heap_size, table_bytes)?
+    } else {
+        match SmpConduit::from_env()? {
+            Some(c) => Arc::new(c),
+            None => Arc::new(SmpConduit::standalone(table_bytes as u64)?),
         }
-        other => return Err(Error::Unsupported(format!("conduit {other} is not built in this version; use {}=smp", settings::CONDUIT))),
     };
     let counters = Arc::new(Counters::default());
     let net = Arc::new(NetModel::from_settings()?);
@@ -82,6 +87,19 @@ pub fn init() -> Result<World> {
     };
     *world.inner.progress_thread.lock().unwrap() = ProgressThread::start(am, mode)?;
     Ok(world)
+}
+
+#[cfg(feature = "mpi")]
+fn mpi_conduit(heap_size: usize, table_bytes: usize) -> Result<Arc<dyn Conduit>> {
+    Ok(Arc::new(activerma_transport::mpi::MpiConduit::init(heap_size, table_bytes)?))
+}
+
+#[cfg(not(feature = "mpi"))]
+fn mpi_conduit(_heap_size: usize, _table_bytes: usize) -> Result<Arc<dyn Conduit>> {
+    Err(Error::Unsupported(format!(
+        "this program was started by an MPI launcher (or {}=mpi) but built without the mpi conduit: build it with `scripts/build-mpi.sh openmpi|mpich` (cargo feature \"mpi\"), or start it with `activerma run`",
+        settings::CONDUIT
+    )))
 }
 
 impl World {

@@ -48,8 +48,8 @@ pub const VERBOSE: &str = "ACTIVERMA_VERBOSE";
 pub const SMP_EMULATE_REMOTE: &str = "ACTIVERMA_SMP_EMULATE_REMOTE";
 
 pub static TABLE: &[Setting] = &[
-    Setting { name: CONDUIT, kind: Kind::Enum(&["smp", "mpi"]), default: "smp",
-        description: "conduit: smp = processes on one host over shared memory and cross-memory attach" },
+    Setting { name: CONDUIT, kind: Kind::Enum(&["auto", "smp", "mpi"]), default: "auto",
+        description: "conduit: smp = one host, shared memory and cross-memory attach; mpi = many hosts, started by mpirun/srun (builds with the mpi feature); auto = mpi when started by an MPI launcher, else smp" },
     Setting { name: PROGRESS, kind: Kind::Enum(&["app", "thread", "wake"]), default: "app",
         description: "who runs active-message handlers at a target: the application's progress()/blocking calls, a polling thread, or a thread sleeping on a futex wake-up" },
     Setting { name: SEGMENT_SIZE, kind: Kind::Size, default: "1G",

@@ -5,10 +5,17 @@
 //! movement on registered memory, cross-memory access to private memory, wake-ups, and peer
 //! liveness. Everything above (active messages, translation table, protocols) is written once.
 
+#[cfg(feature = "mpi")]
+pub mod mpi;
 pub mod netmodel;
 pub mod smp;
 
 use activerma_core::{Rank, Result};
+
+/// True when this process looks like it was started by an MPI launcher (mpirun, mpiexec, srun).
+pub fn started_by_mpi_launcher() -> bool {
+    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMI_RANK", "PMIX_RANK", "MPI_LOCALNRANKS"].iter().any(|v| std::env::var_os(v).is_some())
+}
 
 /// A 64-bit remote atomic, as conduits with one-sided atomics execute it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -12,7 +12,46 @@ struct Job<'a> {
     env: Vec<(&'a str, &'a str)>,
 }
 
+/// The MPI launcher to run the cases under (ACTIVERMA_TEST_MPI=openmpi|mpich), if any; the
+/// test binary must then be built with the `mpi` feature against that MPI.
+fn mpi_launcher() -> Option<&'static str> {
+    match std::env::var("ACTIVERMA_TEST_MPI").ok()?.as_str() {
+        "openmpi" => Some("openmpi"),
+        "mpich" => Some("mpich"),
+        other => panic!("ACTIVERMA_TEST_MPI={other}: expected openmpi or mpich"),
+    }
+}
+
+/// `mpirun`/`mpiexec` with the job's settings passed to every rank; bounded by `timeout`.
+fn launch_mpi(mpi: &str, job: &Job) -> (Output, Duration) {
+    let me = std::env::current_exe().unwrap();
+    let started = Instant::now();
+    let mut cmd = Command::new("timeout");
+    cmd.args(["-k", "5", "120"]);
+    match mpi {
+        // Open MPI: root and more ranks than cores need saying; settings travel with -x.
+        "openmpi" => {
+            cmd.args(["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe", "-x", "ACTIVERMA_CONDUIT"]);
+            for (k, _) in &job.env {
+                cmd.args(["-x", k]);
+            }
+        }
+        _ => {
+            cmd.arg("mpiexec.mpich");
+        }
+    }
+    cmd.args(["-n", &job.ranks.to_string()]).arg(&me).args(["--rank", job.case]).env("ACTIVERMA_CONDUIT", "mpi");
+    for (k, v) in &job.env {
+        cmd.env(k, v);
+    }
+    let out = cmd.stdin(Stdio::null()).output().expect("mpirun runs");
+    (out, started.elapsed())
+}
+
 fn launch(job: &Job, extra: &[&str]) -> (Output, Duration) {
+    if let Some(mpi) = mpi_launcher() {
+        return launch_mpi(mpi, job);
+    }
     let me = std::env::current_exe().unwrap();
     let started = Instant::now();
     let mut cmd = Command::new(LAUNCHER);
@@ -62,6 +101,10 @@ pub fn main() -> i32 {
     let filter = std::env::args().nth(1).filter(|a| !a.starts_with('-'));
     let mut t = Tally { passed: 0, failed: vec![] };
     let shm_before = shm_entries();
+
+    if let Some(mpi) = mpi_launcher() {
+        return run_under_mpi(mpi, filter.as_deref(), &mut t);
+    }
 
     // Cases that must succeed on every rank.
     let mut jobs: Vec<Job> = Vec::new();
@@ -117,6 +160,46 @@ pub fn main() -> i32 {
         }
         1
     }
+}
+
+/// The same cases under an MPI's own launcher (the `mpi` conduit), then a rank that dies.
+fn run_under_mpi(mpi: &str, filter: Option<&str>, t: &mut Tally) -> i32 {
+    let mut jobs: Vec<Job> = Vec::new();
+    for case in ["put_get_segment", "nonblocking_and_flush", "private_memory", "atomics", "active_messages", "bad_input", "randomized"] {
+        for ranks in [2, 3, 4] {
+            jobs.push(Job { case, ranks, env: vec![] });
+        }
+    }
+    jobs.push(Job { case: "progress_without_target_calls", ranks: 2, env: vec![("ACTIVERMA_PROGRESS", "thread")] });
+    jobs.push(Job { case: "randomized", ranks: 3, env: vec![("ACTIVERMA_PROGRESS", "thread")] });
+    jobs.push(Job { case: "active_messages", ranks: 2, env: vec![("ACTIVERMA_PROGRESS", "wake")] });
+    jobs.push(Job {
+        case: "modelled_network",
+        ranks: 2,
+        env: vec![("ACTIVERMA_NET_LATENCY_NS", "20000"), ("ACTIVERMA_NET_BANDWIDTH_MBS", "100")],
+    });
+    for job in &jobs {
+        let name =
+            format!("{mpi}: {} ({} ranks{})", job.case, job.ranks, job.env.iter().map(|(k, v)| format!(", {k}={v}")).collect::<String>());
+        if filter.is_some_and(|f| !name.contains(f)) {
+            continue;
+        }
+        let (out, took) = launch_mpi(mpi, job);
+        t.check(format!("{name} [{:.1} s]", took.as_secs_f64()), out.status.success(), || show(&out));
+    }
+    if filter.is_none() {
+        let (out, took) = launch_mpi(mpi, &Job { case: "rank_crashes", ranks: 3, env: vec![] });
+        t.check(
+            format!("{mpi}: a crashing rank ends the job, not hangs it [{:.1} s]", took.as_secs_f64()),
+            !out.status.success() && took < Duration::from_secs(60),
+            || show(&out),
+        );
+    }
+    println!("multiprocess ({mpi}): {} passed, {} failed", t.passed, t.failed.len());
+    for f in &t.failed {
+        println!("failed: {f}");
+    }
+    i32::from(!t.failed.is_empty())
 }
 
 /// The launcher's own contract: crashes and error exits stop the job with a clear message,

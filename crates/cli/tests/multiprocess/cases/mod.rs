@@ -44,10 +44,11 @@ pub fn pattern(src: usize, region: usize, offset: usize) -> u8 {
     (src.wrapping_mul(131) ^ region.wrapping_mul(29) ^ offset.wrapping_mul(7) ^ (offset >> 8)) as u8
 }
 
-/// The protocol expected towards another rank: the on-host one, or the cross-host one when
-/// the job emulates other hosts (ACTIVERMA_SMP_EMULATE_REMOTE=1).
+/// The protocol expected towards another rank: the on-host one, or the cross-host one on the
+/// mpi conduit or when the job emulates other hosts (ACTIVERMA_SMP_EMULATE_REMOTE=1).
 pub fn expect_protocol(on_host: &'static str, cross_host: &'static str) -> &'static str {
-    if std::env::var("ACTIVERMA_SMP_EMULATE_REMOTE").is_ok_and(|v| v == "1") {
+    let env_is = |k: &str, v: &str| std::env::var(k).is_ok_and(|x| x == v);
+    if env_is("ACTIVERMA_SMP_EMULATE_REMOTE", "1") || env_is("ACTIVERMA_CONDUIT", "mpi") {
         cross_host
     } else {
         on_host

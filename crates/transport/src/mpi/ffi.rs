@@ -1,0 +1,209 @@
+//! The MPI calls the conduit makes, over the `mpi-sys` bindings, with every return code
+//! checked and turned into an error that names the call and MPI's own message. `Mpi` is only
+//! ever used under the conduit's lock.
+
+use activerma_core::{Error, Rank, Result};
+use mpi_sys::*;
+use std::os::raw::c_int;
+
+pub fn check(call: &'static str, code: c_int) -> Result<()> {
+    if code == MPI_SUCCESS as c_int {
+        return Ok(());
+    }
+    let mut buf = vec![0u8; MPI_MAX_ERROR_STRING as usize + 1];
+    let mut len: c_int = 0;
+    // SAFETY: the buffer holds MPI_MAX_ERROR_STRING bytes as the call requires.
+    unsafe { MPI_Error_string(code, buf.as_mut_ptr() as *mut _, &mut len) };
+    buf.truncate(len.max(0) as usize);
+    Err(Error::Os { call, errno_text: format!("MPI error {code}: {}", String::from_utf8_lossy(&buf)) })
+}
+
+fn thread_level_name(l: c_int) -> &'static str {
+    // SAFETY: reading MPI's constants.
+    unsafe {
+        if l == RSMPI_THREAD_SINGLE {
+            "MPI_THREAD_SINGLE"
+        } else if l == RSMPI_THREAD_FUNNELED {
+            "MPI_THREAD_FUNNELED"
+        } else if l == RSMPI_THREAD_SERIALIZED {
+            "MPI_THREAD_SERIALIZED"
+        } else {
+            "MPI_THREAD_MULTIPLE"
+        }
+    }
+}
+
+pub struct Mpi {
+    pub comm: MPI_Comm,
+    pub win: MPI_Win,
+    rank: Rank,
+    size: usize,
+}
+
+// SAFETY: MPI handles are plain values; every use is serialized by the conduit's lock and the
+// library provides at least MPI_THREAD_SERIALIZED (checked in init).
+unsafe impl Send for Mpi {}
+
+/// A pending non-blocking MPI operation.
+pub struct Request(pub MPI_Request);
+
+unsafe impl Send for Request {}
+
+impl Mpi {
+    pub fn init() -> Result<Mpi> {
+        // SAFETY: straightforward MPI initialization; out-parameters are ours.
+        unsafe {
+            let mut initialized: c_int = 0;
+            MPI_Initialized(&mut initialized);
+            let mut provided: c_int = 0;
+            if initialized == 0 {
+                check(
+                    "MPI_Init_thread",
+                    MPI_Init_thread(std::ptr::null_mut(), std::ptr::null_mut(), RSMPI_THREAD_MULTIPLE, &mut provided),
+                )?;
+            } else {
+                check("MPI_Query_thread", MPI_Query_thread(&mut provided))?;
+            }
+            if provided < RSMPI_THREAD_SERIALIZED {
+                return Err(Error::Unsupported(format!(
+                    "the MPI library provides only {}; activerma's mpi conduit needs MPI_THREAD_SERIALIZED or better (rebuild or reconfigure MPI with thread support)",
+                    thread_level_name(provided)
+                )));
+            }
+            let mut comm: MPI_Comm = std::mem::zeroed();
+            check("MPI_Comm_dup", MPI_Comm_dup(RSMPI_COMM_WORLD, &mut comm))?;
+            check("MPI_Comm_set_errhandler", MPI_Comm_set_errhandler(comm, RSMPI_ERRORS_RETURN))?;
+            let (mut r, mut s) = (0, 0);
+            MPI_Comm_rank(comm, &mut r);
+            MPI_Comm_size(comm, &mut s);
+            let mut win: MPI_Win = std::mem::zeroed();
+            check("MPI_Win_create_dynamic", MPI_Win_create_dynamic(RSMPI_INFO_NULL, comm, &mut win))?;
+            check("MPI_Win_set_errhandler", MPI_Win_set_errhandler(win, RSMPI_ERRORS_RETURN))?;
+            // One passive-target epoch to every rank for the whole job.
+            check("MPI_Win_lock_all", MPI_Win_lock_all(0, win))?;
+            Ok(Mpi { comm, win, rank: r as Rank, size: s as usize })
+        }
+    }
+
+    pub fn rank(&self) -> Rank {
+        self.rank
+    }
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// Blocking allgather of one u64 per rank (start-up only, before handlers exist).
+    pub fn allgather_u64(&mut self, mine: u64) -> Result<Vec<u64>> {
+        let mut out = vec![0u64; self.size];
+        // SAFETY: buffers of one and `size` u64s.
+        check("MPI_Allgather", unsafe {
+            MPI_Allgather(&mine as *const u64 as *const _, 1, RSMPI_UINT64_T, out.as_mut_ptr() as *mut _, 1, RSMPI_UINT64_T, self.comm)
+        })?;
+        Ok(out)
+    }
+
+    pub fn ibarrier(&mut self) -> Result<Request> {
+        // SAFETY: request out-parameter.
+        unsafe {
+            let mut r: MPI_Request = std::mem::zeroed();
+            check("MPI_Ibarrier", MPI_Ibarrier(self.comm, &mut r))?;
+            Ok(Request(r))
+        }
+    }
+
+    /// `mine` and `out` must stay put until the request completes.
+    pub fn iallgather_u64(&mut self, mine: &u64, out: &mut [u64]) -> Result<Request> {
+        // SAFETY: as documented; the caller waits for the request before touching the buffers.
+        unsafe {
+            let mut r: MPI_Request = std::mem::zeroed();
+            check(
+                "MPI_Iallgather",
+                MPI_Iallgather(
+                    mine as *const u64 as *const _,
+                    1,
+                    RSMPI_UINT64_T,
+                    out.as_mut_ptr() as *mut _,
+                    1,
+                    RSMPI_UINT64_T,
+                    self.comm,
+                    &mut r,
+                ),
+            )?;
+            Ok(Request(r))
+        }
+    }
+
+    pub fn iallgatherv(&mut self, mine: &[u8], out: &mut [u8], lens: &[u64]) -> Result<Request> {
+        let counts: Vec<c_int> = lens.iter().map(|&l| l as c_int).collect();
+        let mut displs = Vec::with_capacity(lens.len());
+        let mut off = 0;
+        for &l in lens {
+            displs.push(off as c_int);
+            off += l;
+        }
+        // The count and displacement arrays must outlive the operation too.
+        let counts = Box::leak(counts.into_boxed_slice());
+        let displs = Box::leak(displs.into_boxed_slice());
+        // SAFETY: as above.
+        unsafe {
+            let mut r: MPI_Request = std::mem::zeroed();
+            check(
+                "MPI_Iallgatherv",
+                MPI_Iallgatherv(
+                    mine.as_ptr() as *const _,
+                    mine.len() as c_int,
+                    RSMPI_UINT8_T,
+                    out.as_mut_ptr() as *mut _,
+                    counts.as_ptr(),
+                    displs.as_ptr(),
+                    RSMPI_UINT8_T,
+                    self.comm,
+                    &mut r,
+                ),
+            )?;
+            Ok(Request(r))
+        }
+    }
+
+    /// True once the request completed (it is then freed by MPI).
+    pub fn test(&mut self, r: &mut Request) -> Result<bool> {
+        let mut flag: c_int = 0;
+        // SAFETY: a live request of ours.
+        check("MPI_Test", unsafe { MPI_Test(&mut r.0, &mut flag, RSMPI_STATUS_IGNORE) })?;
+        Ok(flag != 0)
+    }
+
+    pub fn attach(&mut self, addr: usize, len: usize) -> Result<()> {
+        // SAFETY: the caller owns [addr, addr+len) until detach.
+        check("MPI_Win_attach", unsafe { MPI_Win_attach(self.win, addr as *mut _, len as MPI_Aint) })
+    }
+
+    pub fn detach(&mut self, addr: usize) -> Result<()> {
+        // SAFETY: detaching what we attached.
+        check("MPI_Win_detach", unsafe { MPI_Win_detach(self.win, addr as *const _) })
+    }
+
+    pub fn flush(&mut self, rank: Option<Rank>) -> Result<()> {
+        // SAFETY: our window, inside the lock_all epoch.
+        match rank {
+            Some(r) => check("MPI_Win_flush", unsafe { MPI_Win_flush(r as c_int, self.win) }),
+            None => check("MPI_Win_flush_all", unsafe { MPI_Win_flush_all(self.win) }),
+        }
+    }
+
+    /// Completes our side of every operation to `rank`: buffers may be reused.
+    pub fn flush_local(&mut self, rank: Rank) -> Result<()> {
+        // SAFETY: our window, inside the lock_all epoch.
+        check("MPI_Win_flush_local", unsafe { MPI_Win_flush_local(rank as c_int, self.win) })
+    }
+
+    pub fn finalize(&mut self) -> Result<()> {
+        // SAFETY: end of the epoch, the window, the communicator and MPI, in that order.
+        unsafe {
+            check("MPI_Win_unlock_all", MPI_Win_unlock_all(self.win))?;
+            check("MPI_Win_free", MPI_Win_free(&mut self.win))?;
+            check("MPI_Comm_free", MPI_Comm_free(&mut self.comm))?;
+            check("MPI_Finalize", MPI_Finalize())
+        }
+    }
+}

@@ -1,0 +1,282 @@
+//! The `mpi` conduit: ranks are MPI processes, possibly on many hosts, started by the
+//! cluster's own `mpirun` / `srun`.
+//!
+//! - bootstrap: MPI (rank, size, non-blocking barrier and allgather, so handlers keep running)
+//! - active messages: point-to-point, fragments of up to FRAGMENT bytes (`am.rs`)
+//! - one-sided: a dynamic window under a `lock_all` epoch; attaching memory is this conduit's
+//!   registration (`rma.rs`)
+//! - no memory of another rank is mapped here and no other rank's translation table is
+//!   readable: upper layers check segments against their own segment map and send private
+//!   memory accesses to the target.
+//!
+//! All MPI calls are serialized by one lock, so MPI_THREAD_SERIALIZED suffices.
+
+mod am;
+mod ffi;
+mod rma;
+
+use crate::{AtomicOp, Conduit, FragHeader, PeerStatus, Window};
+use activerma_core::clock::Deadline;
+use activerma_core::{settings, Error, Rank, Result};
+use ffi::Mpi;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+/// Where the heap is mapped if the address is free (the same hint as smp: symmetric addresses).
+const HEAP_HINT: usize = 0x6000_0000_0000;
+
+pub struct MpiConduit {
+    rank: Rank,
+    size: usize,
+    mpi: Mutex<Mpi>,
+    heap: Region,
+    table: Region,
+    heap_bases: Vec<usize>,
+    am: am::Endpoints,
+    /// Per target: puts not yet remotely complete. MPI does not order a get or an atomic after
+    /// them, so those flush first — a get sees this origin's earlier puts, as on one host.
+    unflushed: Vec<AtomicBool>,
+    finalized: AtomicBool,
+    /// One poller at a time, from taking fragments to the end of their handlers: fragments of
+    /// one message must be handled in order.
+    poll_lock: AtomicBool,
+    timeout_s: f64,
+}
+
+/// Anonymous memory of ours, unmapped on drop.
+struct Region {
+    ptr: *mut u8,
+    len: usize,
+}
+
+unsafe impl Send for Region {}
+unsafe impl Sync for Region {}
+
+impl Region {
+    fn map(len: usize, hint: usize) -> Result<Region> {
+        // SAFETY: a fresh private anonymous mapping; the hint never replaces existing maps.
+        unsafe {
+            let prot = libc::PROT_READ | libc::PROT_WRITE;
+            let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE;
+            let mut p =
+                if hint != 0 { libc::mmap(hint as *mut _, len, prot, flags | libc::MAP_FIXED_NOREPLACE, -1, 0) } else { libc::MAP_FAILED };
+            if p == libc::MAP_FAILED {
+                p = libc::mmap(std::ptr::null_mut(), len, prot, flags, -1, 0);
+            }
+            if p == libc::MAP_FAILED {
+                return Err(Error::last_os("mmap (symmetric heap)"));
+            }
+            Ok(Region { ptr: p as *mut u8, len })
+        }
+    }
+}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        // SAFETY: our own mapping.
+        unsafe { libc::munmap(self.ptr as *mut _, self.len) };
+    }
+}
+
+impl MpiConduit {
+    /// Initializes MPI and the job: heap, table, window, active-message endpoints.
+    pub fn init(heap_size: usize, table_bytes: usize) -> Result<MpiConduit> {
+        let mut mpi = Mpi::init()?;
+        let (rank, size) = (mpi.rank(), mpi.size());
+        let heap = Region::map(heap_size, HEAP_HINT)?;
+        let table = Region::map(table_bytes, 0)?;
+        let bases = mpi.allgather_u64(heap.ptr as u64)?;
+        let am = am::Endpoints::new(&mut mpi, size)?;
+        Ok(MpiConduit {
+            rank,
+            size,
+            heap_bases: bases.into_iter().map(|b| b as usize).collect(),
+            mpi: Mutex::new(mpi),
+            heap,
+            table,
+            am,
+            unflushed: (0..size).map(|_| AtomicBool::new(false)).collect(),
+            finalized: AtomicBool::new(false),
+            poll_lock: AtomicBool::new(false),
+            timeout_s: settings::get_f64(settings::TIMEOUT_S)?,
+        })
+    }
+
+    fn order_after_puts(&self, mpi: &mut Mpi, rank: Rank) -> Result<()> {
+        if self.unflushed[rank].swap(false, Ordering::Relaxed) {
+            mpi.flush(Some(rank))?;
+        }
+        Ok(())
+    }
+
+    fn live(&self) -> Result<std::sync::MutexGuard<'_, Mpi>> {
+        if self.finalized.load(Ordering::Acquire) {
+            return Err(Error::Finalized);
+        }
+        Ok(self.mpi.lock().unwrap())
+    }
+
+    /// Runs `start` once, then tests the request it returns until it completes, releasing the
+    /// MPI lock and running `progress` between tests (so handlers run while we wait).
+    fn wait_collective(&self, what: &str, progress: &mut dyn FnMut(), mut test: impl FnMut(&mut Mpi) -> Result<bool>) -> Result<()> {
+        let deadline = Deadline::after_secs(self.timeout_s);
+        let mut backoff = activerma_core::backoff::Backoff::new();
+        loop {
+            if test(&mut *self.live()?)? {
+                return Ok(());
+            }
+            progress();
+            if backoff.snooze() && deadline.expired() {
+                return Err(Error::Timeout { what: what.into(), secs: deadline.secs() });
+            }
+        }
+    }
+}
+
+impl Conduit for MpiConduit {
+    fn name(&self) -> &'static str {
+        "mpi"
+    }
+    fn rank(&self) -> Rank {
+        self.rank
+    }
+    fn size(&self) -> usize {
+        self.size
+    }
+
+    fn barrier(&self, progress: &mut dyn FnMut()) -> Result<()> {
+        let mut req = self.live()?.ibarrier()?;
+        self.wait_collective("a barrier", progress, |m| m.test(&mut req))
+    }
+
+    fn allgather(&self, mine: &[u8], progress: &mut dyn FnMut()) -> Result<Vec<Vec<u8>>> {
+        let mut lens = vec![0u64; self.size];
+        let my_len = mine.len() as u64;
+        let mut req = self.live()?.iallgather_u64(&my_len, &mut lens)?;
+        self.wait_collective("an allgather", progress, |m| m.test(&mut req))?;
+        let total: u64 = lens.iter().sum();
+        if total > i32::MAX as u64 {
+            return Err(Error::SizeLimit(format!("allgather of {total} bytes in all: at most 2 GiB")));
+        }
+        let mut out = vec![0u8; total as usize];
+        let mut req = self.live()?.iallgatherv(mine, &mut out, &lens)?;
+        self.wait_collective("an allgather", progress, |m| m.test(&mut req))?;
+        let mut parts = Vec::with_capacity(self.size);
+        let mut off = 0;
+        for l in lens {
+            parts.push(out[off..off + l as usize].to_vec());
+            off += l as usize;
+        }
+        Ok(parts)
+    }
+
+    fn am_fragment_capacity(&self) -> usize {
+        am::FRAGMENT - am::HEADER
+    }
+
+    fn am_try_send(&self, dst: Rank, header: FragHeader, payload: &[u8], deliver_at_ns: u64) -> Result<bool> {
+        let mut mpi = self.live()?;
+        self.am.try_send(&mut mpi, dst, header, payload, deliver_at_ns)
+    }
+
+    fn am_poll(&self, budget: usize, f: &mut dyn FnMut(Rank, FragHeader, &[u8])) -> usize {
+        if self.poll_lock.swap(true, Ordering::Acquire) {
+            return 0; // another thread of this rank is polling
+        }
+        // Take arrived fragments out under the MPI lock, run handlers without it: a handler
+        // may itself send.
+        let arrived = match self.live() {
+            Ok(mut mpi) => self.am.poll(&mut mpi, budget),
+            Err(_) => Vec::new(),
+        };
+        let n = arrived.len();
+        for (src, header, bytes) in arrived {
+            f(src, header, &bytes);
+        }
+        self.poll_lock.store(false, Ordering::Release);
+        n
+    }
+
+    fn heap_window(&self, rank: Rank) -> Option<Window> {
+        (rank == self.rank).then(|| Window { local: self.heap.ptr, remote_base: self.heap.ptr as usize, len: self.heap.len })
+    }
+
+    fn heap_base(&self, rank: Rank) -> usize {
+        self.heap_bases[rank]
+    }
+
+    fn table_window(&self, rank: Rank) -> Option<Window> {
+        (rank == self.rank).then(|| Window { local: self.table.ptr, remote_base: 0, len: self.table.len })
+    }
+
+    fn register(&self, addr: usize, len: usize) -> Result<()> {
+        self.live()?.attach(addr, len)
+    }
+
+    fn deregister(&self, addr: usize, _len: usize) -> Result<()> {
+        self.live()?.detach(addr)
+    }
+
+    fn rma_put(&self, rank: Rank, addr: usize, src: &[u8], complete: bool) -> Result<()> {
+        let mut mpi = self.live()?;
+        rma::put(&mut mpi, rank, addr, src, complete)?;
+        self.unflushed[rank].store(!complete, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn rma_get(&self, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<()> {
+        let mut mpi = self.live()?;
+        self.order_after_puts(&mut mpi, rank)?;
+        rma::get(&mut mpi, rank, addr, dst)
+    }
+
+    fn rma_atomic(&self, rank: Rank, addr: usize, op: AtomicOp) -> Result<u64> {
+        let mut mpi = self.live()?;
+        self.order_after_puts(&mut mpi, rank)?;
+        rma::atomic(&mut mpi, rank, addr, op)
+    }
+
+    fn rma_flush(&self, rank: Option<Rank>) -> Result<()> {
+        let mut mpi = self.live()?;
+        mpi.flush(rank)?;
+        match rank {
+            Some(r) => self.unflushed[r].store(false, Ordering::Relaxed),
+            None => self.unflushed.iter().for_each(|u| u.store(false, Ordering::Relaxed)),
+        }
+        Ok(())
+    }
+
+    fn cma_write(&self, rank: Rank, _addr: usize, _src: &[u8]) -> Result<()> {
+        Err(Error::Unsupported(format!("cross-memory attach to rank {rank}: the mpi conduit reaches private memory through the target")))
+    }
+
+    fn cma_read(&self, rank: Rank, _addr: usize, _dst: &mut [u8]) -> Result<()> {
+        Err(Error::Unsupported(format!("cross-memory attach to rank {rank}: the mpi conduit reaches private memory through the target")))
+    }
+
+    fn wake(&self, _rank: Rank) {
+        // No cross-host futex: a sleeping progress thread polls every WAKE_INTERVAL_US.
+    }
+
+    fn sleep(&self, timeout_ns: u64, still_idle: &mut dyn FnMut() -> bool) {
+        if still_idle() {
+            // Short naps: MPI has no wake-up we can wait on without holding the MPI lock.
+            std::thread::sleep(std::time::Duration::from_nanos(timeout_ns.min(50_000)));
+        }
+    }
+
+    fn peer_status(&self, _rank: Rank) -> PeerStatus {
+        // MPI reports failed processes by aborting the job (mpirun stops every rank).
+        PeerStatus::Running
+    }
+
+    fn mark_finalized(&self) {
+        if !self.finalized.swap(true, Ordering::AcqRel) {
+            let mut mpi = self.mpi.lock().unwrap();
+            self.am.cancel(&mut mpi);
+            if let Err(e) = mpi.finalize() {
+                eprintln!("activerma: rank {}: MPI finalize: {e}", self.rank);
+            }
+        }
+    }
+}
