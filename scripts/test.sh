@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: unit tests of every layer, the multi-process tests through the
-# launcher (2, 3 and 4 ranks, every progress mode, faults, the randomized test), and the C
-# tests against an installed copy of the C API.
+# launcher (2, 3 and 4 ranks, every progress mode, faults, the randomized test), the same
+# suite on the mpi conduit under Open MPI and MPICH, and the C tests against an installed copy
+# of the C API.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -13,6 +14,9 @@ cargo test --workspace --release
 echo "== benchmark smoke run (checks the data it moves; timings are reported, not judged)"
 target/release/activerma bench --quick > /tmp/activerma-bench-smoke.txt
 tail -n 3 /tmp/activerma-bench-smoke.txt
+
+echo "== the mpi conduit: the same multi-process suite under Open MPI and MPICH (shared memory, then TCP)"
+bash scripts/test-mpi.sh
 
 echo "== C API: install into a temporary prefix, then build and run the C tests against it"
 prefix=$(mktemp -d /tmp/activerma-prefix.XXXXXX)

@@ -32,6 +32,11 @@ pub fn print() -> i32 {
         Some(b) => format!("{} KiB", b / 1024),
     };
     println!("conduit          {}", settings::raw(settings::CONDUIT));
+    println!(
+        "conduits built   smp{}",
+        if cfg!(feature = "mpi") { ", mpi" } else { " (mpi: build with scripts/build-mpi.sh openmpi|mpich)" }
+    );
+    println!("MPI launcher     {}", if activerma_transport::started_by_mpi_launcher() { "detected" } else { "not detected" });
     println!("page size        {} B", activerma_core::page::page_size());
     println!("memlock limit    {memlock}{}", if unsafe { libc::geteuid() } == 0 { " (root: not enforced)" } else { "" });
     println!("progress mode    {}", settings::raw(settings::PROGRESS));
@@ -39,7 +44,8 @@ pub fn print() -> i32 {
         Ok(n) => println!("modelled network {}", n.describe()),
         Err(e) => println!("modelled network error: {e}"),
     }
-    println!("protocols        put_direct get_direct atomic_direct (segment) · put_cma get_cma atomic_am (private memory)");
+    println!("protocols        same host: put_direct get_direct atomic_direct (segment) · put_cma get_cma atomic_am (private memory)");
+    println!("                 other host: put_rma get_rma atomic_rma (segment) · put_am get_am atomic_am (private memory)");
     if bad > 0 {
         1
     } else {

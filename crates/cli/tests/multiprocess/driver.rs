@@ -22,17 +22,40 @@ fn mpi_launcher() -> Option<&'static str> {
     }
 }
 
+/// With ACTIVERMA_TEST_MPI_TCP=1, the MPI's settings that send all traffic (two-sided and
+/// one-sided) through TCP sockets, so that it crosses the kernel's network stack.
+fn tcp_settings(mpi: &str) -> Vec<(&'static str, &'static str)> {
+    if !std::env::var("ACTIVERMA_TEST_MPI_TCP").is_ok_and(|v| v == "1") {
+        return vec![];
+    }
+    match mpi {
+        // ob1 + the tcp BTL for messages; osc/rdma cannot make dynamic windows over tcp, so
+        // one-sided goes through osc/ucx, whose UCX is limited to tcp too.
+        "openmpi" => vec![("OMPI_MCA_pml", "ob1"), ("OMPI_MCA_btl", "tcp,self"), ("OMPI_MCA_osc", "ucx"), ("UCX_TLS", "tcp,self")],
+        _ => vec![("UCX_TLS", "tcp,self")],
+    }
+}
+
+fn mpi_label(mpi: &str) -> String {
+    if tcp_settings(mpi).is_empty() {
+        mpi.to_string()
+    } else {
+        format!("{mpi} over tcp")
+    }
+}
+
 /// `mpirun`/`mpiexec` with the job's settings passed to every rank; bounded by `timeout`.
 fn launch_mpi(mpi: &str, job: &Job) -> (Output, Duration) {
     let me = std::env::current_exe().unwrap();
     let started = Instant::now();
+    let env: Vec<(&str, &str)> = job.env.iter().copied().chain(tcp_settings(mpi)).collect();
     let mut cmd = Command::new("timeout");
     cmd.args(["-k", "5", "120"]);
     match mpi {
         // Open MPI: root and more ranks than cores need saying; settings travel with -x.
         "openmpi" => {
             cmd.args(["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe", "-x", "ACTIVERMA_CONDUIT"]);
-            for (k, _) in &job.env {
+            for (k, _) in &env {
                 cmd.args(["-x", k]);
             }
         }
@@ -41,7 +64,7 @@ fn launch_mpi(mpi: &str, job: &Job) -> (Output, Duration) {
         }
     }
     cmd.args(["-n", &job.ranks.to_string()]).arg(&me).args(["--rank", job.case]).env("ACTIVERMA_CONDUIT", "mpi");
-    for (k, v) in &job.env {
+    for (k, v) in &env {
         cmd.env(k, v);
     }
     let out = cmd.stdin(Stdio::null()).output().expect("mpirun runs");
@@ -179,8 +202,13 @@ fn run_under_mpi(mpi: &str, filter: Option<&str>, t: &mut Tally) -> i32 {
         env: vec![("ACTIVERMA_NET_LATENCY_NS", "20000"), ("ACTIVERMA_NET_BANDWIDTH_MBS", "100")],
     });
     for job in &jobs {
-        let name =
-            format!("{mpi}: {} ({} ranks{})", job.case, job.ranks, job.env.iter().map(|(k, v)| format!(", {k}={v}")).collect::<String>());
+        let name = format!(
+            "{}: {} ({} ranks{})",
+            mpi_label(mpi),
+            job.case,
+            job.ranks,
+            job.env.iter().map(|(k, v)| format!(", {k}={v}")).collect::<String>()
+        );
         if filter.is_some_and(|f| !name.contains(f)) {
             continue;
         }
@@ -190,12 +218,12 @@ fn run_under_mpi(mpi: &str, filter: Option<&str>, t: &mut Tally) -> i32 {
     if filter.is_none() {
         let (out, took) = launch_mpi(mpi, &Job { case: "rank_crashes", ranks: 3, env: vec![] });
         t.check(
-            format!("{mpi}: a crashing rank ends the job, not hangs it [{:.1} s]", took.as_secs_f64()),
+            format!("{}: a crashing rank ends the job, not hangs it [{:.1} s]", mpi_label(mpi), took.as_secs_f64()),
             !out.status.success() && took < Duration::from_secs(60),
             || show(&out),
         );
     }
-    println!("multiprocess ({mpi}): {} passed, {} failed", t.passed, t.failed.len());
+    println!("multiprocess ({}): {} passed, {} failed", mpi_label(mpi), t.passed, t.failed.len());
     for f in &t.failed {
         println!("failed: {f}");
     }

@@ -38,6 +38,9 @@ pub struct Mpi {
     pub win: MPI_Win,
     rank: Rank,
     size: usize,
+    /// Ranges attached to the window: detached before it is freed (Open MPI 4.1's osc/ucx
+    /// crashes freeing a dynamic window that still has regions attached).
+    attached: Vec<usize>,
 }
 
 // SAFETY: MPI handles are plain values; every use is serialized by the conduit's lock and the
@@ -81,7 +84,7 @@ impl Mpi {
             check("MPI_Win_set_errhandler", MPI_Win_set_errhandler(win, RSMPI_ERRORS_RETURN))?;
             // One passive-target epoch to every rank for the whole job.
             check("MPI_Win_lock_all", MPI_Win_lock_all(0, win))?;
-            Ok(Mpi { comm, win, rank: r as Rank, size: s as usize })
+            Ok(Mpi { comm, win, rank: r as Rank, size: s as usize, attached: Vec::new() })
         }
     }
 
@@ -175,12 +178,16 @@ impl Mpi {
 
     pub fn attach(&mut self, addr: usize, len: usize) -> Result<()> {
         // SAFETY: the caller owns [addr, addr+len) until detach.
-        check("MPI_Win_attach", unsafe { MPI_Win_attach(self.win, addr as *mut _, len as MPI_Aint) })
+        check("MPI_Win_attach", unsafe { MPI_Win_attach(self.win, addr as *mut _, len as MPI_Aint) })?;
+        self.attached.push(addr);
+        Ok(())
     }
 
     pub fn detach(&mut self, addr: usize) -> Result<()> {
         // SAFETY: detaching what we attached.
-        check("MPI_Win_detach", unsafe { MPI_Win_detach(self.win, addr as *const _) })
+        check("MPI_Win_detach", unsafe { MPI_Win_detach(self.win, addr as *const _) })?;
+        self.attached.retain(|&a| a != addr);
+        Ok(())
     }
 
     pub fn flush(&mut self, rank: Option<Rank>) -> Result<()> {
@@ -201,6 +208,11 @@ impl Mpi {
         // SAFETY: end of the epoch, the window, the communicator and MPI, in that order.
         unsafe {
             check("MPI_Win_unlock_all", MPI_Win_unlock_all(self.win))?;
+            for addr in std::mem::take(&mut self.attached) {
+                check("MPI_Win_detach", MPI_Win_detach(self.win, addr as *const _))?;
+            }
+            // Everyone is done with every message and access before anyone tears down.
+            check("MPI_Barrier", MPI_Barrier(self.comm))?;
             check("MPI_Win_free", MPI_Win_free(&mut self.win))?;
             check("MPI_Comm_free", MPI_Comm_free(&mut self.comm))?;
             check("MPI_Finalize", MPI_Finalize())
