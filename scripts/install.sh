@@ -1,12 +1,16 @@
 #!/bin/sh
 # Builds activerma in release and installs the C library, header, pkg-config file and the
-# `activerma` launcher:  scripts/install.sh [--prefix DIR]   (default /usr/local)
+# `activerma` launcher:  scripts/install.sh [--prefix DIR] [--mpi openmpi|mpich]
+# (default prefix /usr/local; --mpi builds the library with the mpi conduit against that MPI)
 # Safe to run again: every file is replaced (unlinked first, so running programs keep theirs).
 set -eu
 
 prefix=/usr/local
+mpi=""
 while [ $# -gt 0 ]; do
     case "$1" in
+        --mpi) [ $# -ge 2 ] || { echo "install.sh: --mpi needs openmpi or mpich" >&2; exit 2; }
+               mpi=$2; shift 2 ;;
         --prefix) [ $# -ge 2 ] || { echo "install.sh: --prefix needs a directory" >&2; exit 2; }
                   prefix=$2; shift 2 ;;
         --prefix=*) prefix=${1#--prefix=}; shift ;;
@@ -23,7 +27,15 @@ prefix=${prefix%/}
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-cargo build --release -p activerma-capi -p activerma-cli
+features=""
+if [ -n "$mpi" ]; then
+    case "$mpi" in openmpi|mpich) ;; *) echo "install.sh: --mpi takes openmpi or mpich" >&2; exit 2 ;; esac
+    bash scripts/setup.sh --mpi
+    export MPICC=mpicc.$mpi CARGO_TARGET_DIR=$root/target/$mpi
+    features="--features mpi"
+fi
+# shellcheck disable=SC2086 # empty or one flag
+cargo build --release -p activerma-capi -p activerma-cli $features
 target=${CARGO_TARGET_DIR:-$root/target}/release
 # "path+file:///…/crates/capi#activerma-capi@0.1.0" (or "…#0.1.0" on older cargo)
 version=$(cargo pkgid -p activerma-capi | sed 's/.*[#@]//')

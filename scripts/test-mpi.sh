@@ -18,4 +18,13 @@ for mpi in "${mpis[@]}"; do
         MPICC=mpicc.$mpi CARGO_TARGET_DIR=target/$mpi ACTIVERMA_TEST_MPI=$mpi ACTIVERMA_TEST_MPI_TCP=$tcp \
             cargo test --release --features mpi -p activerma-cli --test multiprocess
     done
+    echo "== C API on the mpi conduit: $mpi"
+    prefix=$(mktemp -d /tmp/activerma-prefix-$mpi.XXXXXX)
+    bash scripts/install.sh --prefix "$prefix" --mpi "$mpi" >/dev/null
+    case "$mpi" in
+        openmpi) launch="mpirun.openmpi --allow-run-as-root --oversubscribe -n" ;;
+        mpich) launch="mpiexec.mpich -n" ;;
+    esac
+    PREFIX="$prefix" LAUNCH="$launch" bash tests/c/run.sh
+    rm -rf "$prefix"
 done

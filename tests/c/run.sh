@@ -6,7 +6,8 @@
 #
 # Without PREFIX, activerma must be on PATH and known to pkg-config. Prints one PASS/FAIL line
 # per run and a summary line; exits non-zero on any failure. TIMEOUT (seconds, default 120)
-# bounds each run; CC picks the compiler.
+# bounds each run; CC picks the compiler. LAUNCH replaces the launcher with another one that
+# takes the rank count last, e.g. LAUNCH="mpiexec.mpich -n" (a library built with --mpi).
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -39,7 +40,13 @@ for t in hello test_rma test_errors; do
             continue
         fi
         # The launcher's own timeout names the stuck job; `timeout` is the backstop.
-        if timeout "$limit" activerma run -n "$n" --label --timeout "$((limit - 5))" -- "$build/$t" >"$build/$t.$n.log" 2>&1; then
+        if [ -n "${LAUNCH:-}" ]; then
+            # shellcheck disable=SC2086 # LAUNCH is a command and its options
+            timeout "$limit" $LAUNCH "$n" "$build/$t" >"$build/$t.$n.log" 2>&1
+        else
+            timeout "$limit" activerma run -n "$n" --label --timeout "$((limit - 5))" -- "$build/$t" >"$build/$t.$n.log" 2>&1
+        fi
+        if [ $? -eq 0 ]; then
             echo "PASS $t ($n ranks)"
             passed=$((passed + 1))
         else

@@ -256,8 +256,7 @@ impl World {
         self.live()?.proto.flush_all()
     }
     pub fn fence(&self) -> Result<()> {
-        self.live()?.proto.fence();
-        Ok(())
+        self.live()?.proto.fence()
     }
 
     pub fn atomic(&self, at: RemotePtr, op: AtomicOp) -> Result<u64> {

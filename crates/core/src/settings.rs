@@ -46,6 +46,7 @@ pub const NET_BANDWIDTH_MBS: &str = "ACTIVERMA_NET_BANDWIDTH_MBS";
 pub const TIMEOUT_S: &str = "ACTIVERMA_TIMEOUT_S";
 pub const VERBOSE: &str = "ACTIVERMA_VERBOSE";
 pub const SMP_EMULATE_REMOTE: &str = "ACTIVERMA_SMP_EMULATE_REMOTE";
+pub const MPI_ASYNC_PROGRESS_US: &str = "ACTIVERMA_MPI_ASYNC_PROGRESS_US";
 
 pub static TABLE: &[Setting] = &[
     Setting { name: CONDUIT, kind: Kind::Enum(&["auto", "smp", "mpi"]), default: "auto",
@@ -72,6 +73,8 @@ pub static TABLE: &[Setting] = &[
         description: "give up a blocking wait (barrier, reply, full queue) after this many seconds; 0 = never (dead ranks are still detected)" },
     Setting { name: VERBOSE, kind: Kind::Bool, default: "0",
         description: "print protocol choices and job events to stderr" },
+    Setting { name: MPI_ASYNC_PROGRESS_US, kind: Kind::Int, default: "100",
+        description: "mpi: a background thread drives MPI's progress engine this often (us), so one-sided operations to a rank complete even while its code computes; 0 = off (then some MPIs need the target to call in)" },
     Setting { name: SMP_EMULATE_REMOTE, kind: Kind::Bool, default: "0",
         description: "smp: treat other ranks as if on other hosts (no direct mapping: one-sided engine for segments, the target for private memory) — tests the cross-host paths on one host" },
 ];

@@ -54,6 +54,8 @@ pub struct Proto {
     heaps: Vec<Option<Window>>,
     /// Bytes in every rank's symmetric heap.
     heap_len: usize,
+    /// CPU atomics on mapped segments mix safely with the conduit's one-sided atomics.
+    cpu_atomics_coherent: bool,
     /// Per target: when the last implicit operation completes under the modelled network.
     pending_until: Vec<AtomicU64>,
     verbose: bool,
@@ -79,6 +81,7 @@ impl Proto {
             heaps.push(conduit.heap_window(r));
         }
         let heap_len = heaps[conduit.rank()].ok_or_else(|| Error::Unsupported("conduit without a local heap".into()))?.len;
+        let conduit_atomics = conduit.cpu_atomics_coherent();
         if tables[conduit.rank()].is_none() {
             return Err(Error::Unsupported("conduit without a table window of our own".into()));
         }
@@ -93,6 +96,7 @@ impl Proto {
             tables,
             heaps,
             heap_len,
+            cpu_atomics_coherent: conduit_atomics,
         })
     }
 
@@ -169,9 +173,12 @@ impl Proto {
     }
 
     /// Orders: operations issued before the fence are visible at their targets before any
-    /// issued after it (they are moved in issue order here, so a memory fence suffices).
-    pub fn fence(&self) {
+    /// issued after it. On one host they are moved in issue order, so a memory fence suffices;
+    /// a conduit whose engine reorders (MPI does not order puts) completes what is pending.
+    pub fn fence(&self) -> Result<()> {
+        self.conduit.rma_fence()?;
         fence(Ordering::SeqCst);
+        Ok(())
     }
 
     /// 64-bit atomic on the target; returns the previous value (for `Fetch`: the value).

@@ -86,7 +86,8 @@ impl Proto {
             let p = match kind {
                 AccessKind::Put => Protocol::PutDirect,
                 AccessKind::Get => Protocol::GetDirect,
-                AccessKind::Atomic | AccessKind::AtomicRead => Protocol::AtomicDirect,
+                AccessKind::Atomic | AccessKind::AtomicRead if self.cpu_atomics_coherent => Protocol::AtomicDirect,
+                AccessKind::Atomic | AccessKind::AtomicRead => Protocol::AtomicRma,
             };
             (p, local)
         };

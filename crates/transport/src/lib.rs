@@ -133,6 +133,17 @@ pub trait Conduit: Send + Sync {
     fn rma_flush(&self, _rank: Option<Rank>) -> Result<()> {
         Ok(())
     }
+    /// Whether a CPU atomic on mapped memory is atomic with respect to this conduit's
+    /// `rma_atomic` from other ranks. MPI atomics are only atomic among MPI atomics (MPICH runs
+    /// them in software at the target), so on such a conduit a rank's atomics on its own
+    /// segment go through the engine too.
+    fn cpu_atomics_coherent(&self) -> bool {
+        true
+    }
+    /// Orders: one-sided operations issued before are visible before any issued after.
+    fn rma_fence(&self) -> Result<()> {
+        self.rma_flush(None)
+    }
     /// Copies into / out of a range of another process's private memory.
     fn cma_write(&self, rank: Rank, addr: usize, src: &[u8]) -> Result<()>;
     fn cma_read(&self, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<()>;

@@ -198,6 +198,13 @@ impl Mpi {
         }
     }
 
+    /// Runs MPI's progress engine once (a probe for a tag nobody sends).
+    pub fn poke(&mut self) {
+        let mut flag: c_int = 0;
+        // SAFETY: a probe on our communicator; the status is ignored.
+        unsafe { MPI_Iprobe(RSMPI_ANY_SOURCE, 0x7ead, self.comm, &mut flag, RSMPI_STATUS_IGNORE) };
+    }
+
     /// Completes our side of every operation to `rank`: buffers may be reused.
     pub fn flush_local(&mut self, rank: Rank) -> Result<()> {
         // SAFETY: our window, inside the lock_all epoch.

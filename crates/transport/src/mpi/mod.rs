@@ -20,7 +20,7 @@ use activerma_core::clock::Deadline;
 use activerma_core::{settings, Error, Rank, Result};
 use ffi::Mpi;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Where the heap is mapped if the address is free (the same hint as smp: symmetric addresses).
 const HEAP_HINT: usize = 0x6000_0000_0000;
@@ -28,7 +28,9 @@ const HEAP_HINT: usize = 0x6000_0000_0000;
 pub struct MpiConduit {
     rank: Rank,
     size: usize,
-    mpi: Mutex<Mpi>,
+    mpi: Arc<Mutex<Mpi>>,
+    /// Drives MPI's progress engine in the background (see `progress_pump`).
+    pump: Mutex<Option<(Arc<AtomicBool>, std::thread::JoinHandle<()>)>>,
     heap: Region,
     table: Region,
     heap_bases: Vec<usize>,
@@ -87,11 +89,14 @@ impl MpiConduit {
         let table = Region::map(table_bytes, 0)?;
         let bases = mpi.allgather_u64(heap.ptr as u64)?;
         let am = am::Endpoints::new(&mut mpi, size)?;
+        let mpi = Arc::new(Mutex::new(mpi));
+        let pump = progress_pump(mpi.clone(), settings::get_u64(settings::MPI_ASYNC_PROGRESS_US)?)?;
         Ok(MpiConduit {
             rank,
             size,
             heap_bases: bases.into_iter().map(|b| b as usize).collect(),
-            mpi: Mutex::new(mpi),
+            mpi,
+            pump: Mutex::new(pump),
             heap,
             table,
             am,
@@ -155,6 +160,9 @@ impl Conduit for MpiConduit {
         let mut req = self.live()?.iallgather_u64(&my_len, &mut lens)?;
         self.wait_collective("an allgather", progress, |m| m.test(&mut req))?;
         let total: u64 = lens.iter().sum();
+        if total == 0 {
+            return Ok(vec![Vec::new(); self.size]); // MPI refuses an allgatherv of nothing
+        }
         if total > i32::MAX as u64 {
             return Err(Error::SizeLimit(format!("allgather of {total} bytes in all: at most 2 GiB")));
         }
@@ -246,6 +254,21 @@ impl Conduit for MpiConduit {
         Ok(())
     }
 
+    fn cpu_atomics_coherent(&self) -> bool {
+        false
+    }
+
+    fn rma_fence(&self) -> Result<()> {
+        // MPI does not order puts: complete those still pending, target by target.
+        let mut mpi = self.live()?;
+        for (r, u) in self.unflushed.iter().enumerate() {
+            if u.swap(false, Ordering::Relaxed) {
+                mpi.flush(Some(r))?;
+            }
+        }
+        Ok(())
+    }
+
     fn cma_write(&self, rank: Rank, _addr: usize, _src: &[u8]) -> Result<()> {
         Err(Error::Unsupported(format!("cross-memory attach to rank {rank}: the mpi conduit reaches private memory through the target")))
     }
@@ -272,6 +295,10 @@ impl Conduit for MpiConduit {
 
     fn mark_finalized(&self) {
         if !self.finalized.swap(true, Ordering::AcqRel) {
+            if let Some((stop, thread)) = self.pump.lock().unwrap().take() {
+                stop.store(true, Ordering::Release);
+                let _ = thread.join();
+            }
             let mut mpi = self.mpi.lock().unwrap();
             self.am.cancel(&mut mpi);
             if let Err(e) = mpi.finalize() {
@@ -279,4 +306,29 @@ impl Conduit for MpiConduit {
             }
         }
     }
+}
+
+/// Some MPI libraries (MPICH over UCX among them) complete one-sided operations on a dynamic
+/// window only while the *target* calls into MPI. A rank whose code computes, or spins on a
+/// flag a put will set, would stall its origins. This thread drives MPI's progress engine
+/// every `interval_us` (an `MPI_Iprobe` that matches nothing), taking the MPI lock only when it
+/// is free. It runs no active-message handlers: those follow ACTIVERMA_PROGRESS as on one host.
+fn progress_pump(mpi: Arc<Mutex<Mpi>>, interval_us: u64) -> Result<Option<(Arc<AtomicBool>, std::thread::JoinHandle<()>)>> {
+    if interval_us == 0 {
+        return Ok(None);
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let s = stop.clone();
+    let thread = std::thread::Builder::new()
+        .name("activerma-mpi-progress".into())
+        .spawn(move || {
+            while !s.load(Ordering::Acquire) {
+                std::thread::sleep(std::time::Duration::from_micros(interval_us));
+                if let Ok(mut m) = mpi.try_lock() {
+                    m.poke();
+                }
+            }
+        })
+        .map_err(|e| Error::Os { call: "spawn the MPI progress thread", errno_text: e.to_string() })?;
+    Ok(Some((stop, thread)))
 }

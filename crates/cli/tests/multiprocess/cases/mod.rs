@@ -13,6 +13,7 @@ pub fn run(case: &str) -> i32 {
         "nonblocking_and_flush" => rma::nonblocking_and_flush(),
         "private_memory" => rma::private_memory(),
         "atomics" => rma::atomics(),
+        "passive_target_spins" => rma::passive_target_spins(),
         "active_messages" => am::active_messages(),
         "small_queues" => am::active_messages(),
         "progress_without_target_calls" => am::progress_without_target_calls(),

@@ -135,7 +135,7 @@ pub fn atomics() -> Result<()> {
     // SAFETY: `private` outlives the exposure (dropped before it below).
     let exposed = unsafe { w.expose_raw(private.as_mut_ptr() as *mut u8, 64, Prot::ReadWrite)? };
     let paddr = share_u64(&w, exposed.addr() as u64)?;
-    const ITERS: u64 = 500;
+    const ITERS: u64 = 1500; // enough contention to expose a non-atomic mix of local and remote atomics
 
     // fetch-add from every rank on rank 0's segment and on rank 0's private memory.
     let counter = seg.remote(0, 0);
@@ -183,5 +183,34 @@ pub fn atomics() -> Result<()> {
     w.barrier()?;
     drop(exposed);
     drop(private);
+    w.finalize()
+}
+
+/// One-sided means the target's code takes no part: every rank puts data, fences, puts a flag
+/// into its right neighbour's segment, then spins on its own flag without calling the runtime.
+/// The data must be there once the flag is (fence ordering), and nothing may stall.
+pub fn passive_target_spins() -> Result<()> {
+    let w = activerma::init()?;
+    let (me, n) = (w.rank(), w.size());
+    let seg = w.alloc_segment(64 * 1024)?;
+    let right = (me + 1) % n;
+    for round in 1..=20u64 {
+        let data: Vec<u8> = (0..4000).map(|i| pattern(me, round as usize, i)).collect();
+        w.put_nbi(seg.remote(right, 64), &data)?;
+        w.fence()?;
+        w.put(seg.remote(right, 0), &round.to_le_bytes())?;
+        let flag = seg.as_ptr() as *const std::sync::atomic::AtomicU64;
+        let started = std::time::Instant::now();
+        // SAFETY: the flag word lies in our own segment; our left neighbour writes it.
+        while unsafe { &*flag }.load(std::sync::atomic::Ordering::Acquire) != round {
+            assert!(started.elapsed().as_secs() < 30, "round {round}: the flag never arrived (one-sided put stalled)");
+            std::hint::spin_loop();
+        }
+        let left = (me + n - 1) % n;
+        let mut got = vec![0u8; 4000];
+        seg.read_local(64, &mut got);
+        assert!(got.iter().enumerate().all(|(i, &b)| b == pattern(left, round as usize, i)), "round {round}: data before the fenced flag");
+        w.barrier()?;
+    }
     w.finalize()
 }
