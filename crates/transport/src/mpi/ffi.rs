@@ -198,6 +198,18 @@ impl Mpi {
         }
     }
 
+    /// The library's own version text (e.g. "Open MPI v4.1.4, ..." or "MPICH Version: 4.0.2 ...").
+    pub fn library_version() -> String {
+        // SAFETY: reading a constant the bindings' C shim exports.
+        let max = unsafe { RSMPI_MAX_LIBRARY_VERSION_STRING } as usize;
+        let mut buf = vec![0u8; max + 1];
+        let mut len: c_int = 0;
+        // SAFETY: the buffer holds MPI_MAX_LIBRARY_VERSION_STRING bytes as the call requires.
+        unsafe { MPI_Get_library_version(buf.as_mut_ptr() as *mut _, &mut len) };
+        buf.truncate(len.max(0) as usize);
+        String::from_utf8_lossy(&buf).trim().to_string()
+    }
+
     /// Runs MPI's progress engine once (a probe for a tag nobody sends).
     pub fn poke(&mut self) {
         let mut flag: c_int = 0;

@@ -39,6 +39,10 @@ pub struct MpiConduit {
     /// them, so those flush first — a get sees this origin's earlier puts, as on one host.
     unflushed: Vec<AtomicBool>,
     finalized: AtomicBool,
+    /// See `Conduit::cpu_atomics_coherent`: Open MPI applies one-sided atomics with CPU atomics
+    /// at the target (and its osc/rdma crashes on an atomic to oneself over shared memory);
+    /// MPICH runs them in software that a CPU atomic does not take part in.
+    cpu_atomics_coherent: bool,
     /// One poller at a time, from taking fragments to the end of their handlers: fragments of
     /// one message must be handled in order.
     poll_lock: AtomicBool,
@@ -102,6 +106,7 @@ impl MpiConduit {
             am,
             unflushed: (0..size).map(|_| AtomicBool::new(false)).collect(),
             finalized: AtomicBool::new(false),
+            cpu_atomics_coherent: Mpi::library_version().starts_with("Open MPI"),
             poll_lock: AtomicBool::new(false),
             timeout_s: settings::get_f64(settings::TIMEOUT_S)?,
         })
@@ -255,7 +260,7 @@ impl Conduit for MpiConduit {
     }
 
     fn cpu_atomics_coherent(&self) -> bool {
-        false
+        self.cpu_atomics_coherent
     }
 
     fn rma_fence(&self) -> Result<()> {
