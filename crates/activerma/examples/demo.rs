@@ -5,7 +5,14 @@
 
 use activerma::Result;
 
-fn main() -> Result<()> {
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("demo: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<()> {
     let world = activerma::init()?;
     let (me, n) = (world.rank(), world.size());
     let seg = world.alloc_segment(4096)?;
