@@ -9,6 +9,10 @@
 //! - one raw process_vm_writev / process_vm_readv call into rank 1's exposed buffer (the same
 //!   buffer the private-memory benchmarks use), bypassing activerma;
 //! - a local atomic fetch-add (the floor of an atomic on shared memory nobody else touches).
+//!
+//! On the mpi conduit (`Origin::host_limits` false) the hand-off and the raw system calls are
+//! not measured: they need both ranks on one host, and there the limit is what the MPI library
+//! itself does with the same operation (`bench/compare_mpi_conduit.sh` runs the MPI peers).
 
 use super::report::{Row, Style};
 use super::timing::measure;
@@ -68,9 +72,21 @@ impl Origin<'_> {
 
         self.handoff(show)?;
 
+        if !self.host_limits && show {
+            self.report.section(
+                &format!("limits: cache-line hand-off, raw process_vm_writev / process_vm_readv: n/a on the {} conduit", self.world.conduit_name()),
+                &[
+                    "they need both ranks on one host, reaching each other's memory through the kernel; the ranks of an MPI job may be on two".into(),
+                    "the limits for this conduit are plain MPI_Put / MPI_Get + MPI_Win_flush on the same MPI: bench/compare_mpi_conduit.sh".into(),
+                ],
+                Style::Note,
+                true,
+            );
+        }
         let pid = self.peer_pid;
         let addr = self.private.addr;
-        for write in [true, false] {
+        let calls: &[bool] = if self.host_limits { &[true, false] } else { &[] };
+        for &write in calls {
             let (call, bench) = if write { ("process_vm_writev", "limit_cma_write") } else { ("process_vm_readv", "limit_cma_read") };
             self.report.section(
                 &format!("limit: one raw {call} call per operation, into rank 1's exposed private buffer (pid {pid})"),
@@ -111,7 +127,9 @@ impl Origin<'_> {
     /// Cache-line hand-off between rank 0 and rank 1 (rank 1 runs `SharedPage::echo`).
     fn handoff(&mut self, show: bool) -> BResult<()> {
         let Some(shm) = self.shm else {
-            eprintln!("activerma bench: no shared page between the ranks: hand-off limits not measured");
+            if self.host_limits {
+                eprintln!("activerma bench: no shared page between the ranks: hand-off limits not measured");
+            }
             return Ok(());
         };
         let plan = self.cfg.lat;

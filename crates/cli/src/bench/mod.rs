@@ -1,12 +1,16 @@
 //! `activerma bench`: OSU-style benchmarks that report ratios measured side by side in one run.
 //!
 //! `activerma bench` starts a 2-rank job of its own binary through the launcher (the ranks run
-//! `activerma bench --rank-worker ...`). Rank 0 measures and prints; rank 1 owns the target
+//! `activerma bench --rank-worker ...`). Started as a rank of an MPI job instead (2 ranks of
+//! `mpirun -n 2 activerma bench`, a build with the mpi conduit), it runs as that rank and measures
+//! the mpi conduit. Rank 0 measures and prints; rank 1 owns the target
 //! memory and, between measurements, calls `World::progress()` in a loop (app progress) until
 //! rank 0 tells it what to do next through a command word in its segment, which it polls
 //! locally. Every benchmark table carries a ratio to a physical limit measured in the same run
 //! (memcpy, a cache-line hand-off between the two processes, one raw process_vm_writev/readv),
-//! and a summary table checks the targets.
+//! and a summary table checks the targets. On the mpi conduit the limits that need one shared-memory
+//! host (the hand-off through a memfd opened via /proc, raw process_vm_writev/readv) are not
+//! measured: there the limits are the MPI peers' numbers (`bench/compare_mpi_conduit.sh`).
 
 mod limits;
 mod report;
@@ -151,9 +155,23 @@ impl Config {
     }
 }
 
+/// True when this process is a rank of a job that an MPI launcher started (and activerma will
+/// use the mpi conduit for it): then it runs as that rank instead of starting a job of its own.
+fn started_as_mpi_rank() -> bool {
+    if std::env::var_os(activerma_transport::smp::ENV_RANK).is_some() {
+        return false; // a rank of our own launcher
+    }
+    match settings::get_enum(settings::CONDUIT) {
+        Ok("mpi") => true,
+        Ok("smp") => false,
+        Ok(_) => activerma_transport::started_by_mpi_launcher(),
+        Err(_) => false, // the launcher reports the bad setting
+    }
+}
+
 /// Entry point of `activerma bench`.
 pub fn main(args: BenchArgs) -> i32 {
-    if args.rank_worker || std::env::var_os(activerma_transport::smp::ENV_RANK).is_some() {
+    if args.rank_worker || std::env::var_os(activerma_transport::smp::ENV_RANK).is_some() || started_as_mpi_rank() {
         return match rank_main(&args) {
             Ok(()) => 0,
             Err(e) => {
@@ -188,7 +206,8 @@ fn launch(args: &BenchArgs) -> i32 {
 }
 
 /// Pins the calling thread to the `rank`-th CPU it may run on (if there are two or more),
-/// as MPI launchers bind ranks to cores; returns the CPU.
+/// as MPI launchers bind ranks to cores; returns the CPU. A process that may run on one CPU
+/// only (an MPI launcher bound it already) stays there, and that CPU is returned.
 fn bind_to_cpu(rank: usize) -> Option<usize> {
     // SAFETY: cpu_set_t is plain data; the calls only read and write it.
     unsafe {
@@ -198,7 +217,7 @@ fn bind_to_cpu(rank: usize) -> Option<usize> {
         }
         let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).collect();
         if cpus.len() < 2 {
-            return None;
+            return cpus.first().copied();
         }
         let cpu = cpus[rank % cpus.len()];
         libc::CPU_ZERO(&mut set);
@@ -244,6 +263,10 @@ pub struct Origin<'a> {
     /// Rank 1's exposed private buffer.
     pub private: RemotePtr,
     pub peer_pid: i32,
+    /// Rank 1 is a process on this host whose memory the kernel lets us reach (smp conduit):
+    /// the raw process_vm_writev/readv and hand-off limits are measured. False on the mpi
+    /// conduit, where the limits are the MPI peers' (bench/compare_mpi_conduit.sh).
+    pub host_limits: bool,
     pub shm: Option<&'a SharedPage>,
     /// Source of puts and destination of gets: a whole window, touched.
     pub local: Vec<u8>,
@@ -288,12 +311,18 @@ fn load_avg() -> String {
 
 fn rank_main(args: &BenchArgs) -> BResult<()> {
     let cfg = Config::new(args);
+    let under_mpi = started_as_mpi_rank();
+    if under_mpi {
+        grow_segment_for_mpi(&cfg)?;
+    }
     let world = activerma::init()?;
     if world.size() != 2 {
-        return Err(
-            format!("the benchmarks run with exactly 2 ranks; this job has {} (start them with `activerma bench`)", world.size()).into()
-        );
+        let how = if under_mpi { "start it as `mpirun -n 2 activerma bench ...`" } else { "start it with `activerma bench`" };
+        return Err(format!("the benchmarks run with exactly 2 ranks; this job has {} ({how})", world.size()).into());
     }
+    // The limits that need both ranks on one host, reaching each other's memory through the
+    // kernel, are measured on smp only; on the mpi conduit the ranks may be on two hosts.
+    let host_limits = world.conduit_name() == "smp";
     let me = world.rank();
     let cpu = if args.no_bind { None } else { bind_to_cpu(me) };
 
@@ -314,7 +343,7 @@ fn rank_main(args: &BenchArgs) -> BResult<()> {
     // Rank 1's private memory: a whole window plus a page for the private atomic, touched.
     let mut private = if me == 1 { vec![0x5au8; cfg.window_bytes() + 4096] } else { Vec::new() };
     let exposed = if me == 1 { Some(world.expose(&mut private, Prot::ReadWrite)?) } else { None };
-    let (shm, shm_fd) = if me == 0 {
+    let (shm, shm_fd) = if me == 0 && host_limits {
         match SharedPage::create() {
             Ok((p, fd)) => (Some(p), fd),
             Err(e) => {
@@ -366,6 +395,7 @@ fn rank_main(args: &BenchArgs) -> BResult<()> {
         data: &data,
         private: RemotePtr::new(1, peer.priv_addr as usize),
         peer_pid: peer.pid as i32,
+        host_limits,
         shm: if shm_ok { shm.as_ref() } else { None },
         local: (0..local_len).map(|i| (i % 251) as u8).collect(),
         scratch: vec![1u8; cfg.max_size.max(4 << 20)],
@@ -384,6 +414,19 @@ fn rank_main(args: &BenchArgs) -> BResult<()> {
     result?;
     stop?;
     written?;
+    Ok(())
+}
+
+/// Under an MPI launcher nobody grows the symmetric heap for us (`activerma bench` asks its own
+/// launcher to): do it here, before init, identically on every rank, if the data segment needs
+/// more than ACTIVERMA_SEGMENT_SIZE.
+fn grow_segment_for_mpi(cfg: &Config) -> BResult<()> {
+    let need = cfg.segment_bytes_needed();
+    let have = settings::get_u64(settings::SEGMENT_SIZE)?;
+    if have < need {
+        // Still single-threaded: MPI and activerma start their threads in init, below.
+        std::env::set_var(settings::SEGMENT_SIZE, need.next_multiple_of(1 << 20).to_string());
+    }
     Ok(())
 }
 

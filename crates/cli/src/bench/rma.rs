@@ -62,7 +62,15 @@ impl Origin<'_> {
                 (_, true) => ("limit_cma_write", "one raw process_vm_writev of the same size"),
                 (_, false) => ("limit_cma_read", "one raw process_vm_readv of the same size"),
             };
-            let notes = [self.protocol(at, 8, op), format!("ratio-to-limit = latency / {} (1.00 = at the limit)", limit.1)];
+            let ratio_note = if target == "private" && !self.host_limits {
+                format!(
+                    "limit: n/a on the {} conduit (no raw system call reaches another rank's memory; see bench/compare_mpi_conduit.sh)",
+                    world.conduit_name()
+                )
+            } else {
+                format!("ratio-to-limit = latency / {} (1.00 = at the limit)", limit.1)
+            };
+            let notes = [self.protocol(at, 8, op), ratio_note];
             self.report.section(
                 &format!("activerma {op} latency, blocking (remote complete), rank 0 -> rank 1 {target}"),
                 &notes,
@@ -175,10 +183,18 @@ impl Origin<'_> {
             } else {
                 "raw process_vm_readv"
             };
+            let limit_note = if target == "private" && !self.host_limits {
+                format!(
+                    "limit: n/a on the {} conduit (no raw system call reaches another rank's memory; see bench/compare_mpi_conduit.sh)",
+                    world.conduit_name()
+                )
+            } else {
+                format!("limit: the same window of {WINDOW} {limit} calls at offsets j*size, measured in this run (same memory footprint)")
+            };
             let notes = [
                 self.protocol(at, 8, op),
                 format!("window: {WINDOW} x {op}_nbi to offsets j*size, then flush(1); MB/s = 10^6 B/s"),
-                format!("limit: the same window of {WINDOW} {limit} calls at offsets j*size, measured in this run (same memory footprint)"),
+                limit_note,
                 "ratio-to-limit = bandwidth / limit bandwidth (1.00 = at the limit)".into(),
             ];
             self.report.section(&format!("activerma {op} bandwidth, rank 0 -> rank 1 {target}"), &notes, Style::Bandwidth, true);
@@ -208,7 +224,7 @@ impl Origin<'_> {
                         Ok::<(), activerma::Error>(())
                     })?
                 };
-                self.report.row(Row { bench, target: Some(target), size: Some(size), stats: st, bytes: window, limit_ns: Some(limit_ns) });
+                self.report.row(Row { bench, target: Some(target), size: Some(size), stats: st, bytes: window, limit_ns });
                 let last = (WINDOW - 1) * size;
                 self.verify(at.offset(last), last, size, &format!("{op}_bw {target} {size} B"))?;
             }
@@ -219,14 +235,18 @@ impl Origin<'_> {
     /// Time of the bandwidth window's physical limit: the same 64 copies at offsets j*size as a
     /// plain memcpy in this process (segment), or as raw system calls (private). Measured once
     /// per size and kind, and recorded as `limit_memcpy_window` / `limit_cma_*_window` rows.
-    fn window_limit(&mut self, target: &str, put: bool, size: usize) -> BResult<f64> {
+    /// None for private memory on a conduit whose ranks may be on two hosts (mpi).
+    fn window_limit(&mut self, target: &str, put: bool, size: usize) -> BResult<Option<f64>> {
         let bench = match (target, put) {
             ("segment", _) => "limit_memcpy_window",
             (_, true) => "limit_cma_write_window",
             (_, false) => "limit_cma_read_window",
         };
+        if target != "segment" && !self.host_limits {
+            return Ok(None);
+        }
         if let Some(ns) = self.report.ns(bench, "", size) {
-            return Ok(ns);
+            return Ok(Some(ns));
         }
         let plan = self.cfg.bw;
         let st = if target == "segment" {
@@ -256,7 +276,7 @@ impl Origin<'_> {
             })?
         };
         self.report.record(Row { bench, target: None, size: Some(size), stats: st, bytes: WINDOW * size, limit_ns: None });
-        Ok(st.median_ns)
+        Ok(Some(st.median_ns))
     }
 
     /// 8-byte fetch-add latency; the private word is served by rank 1's progress loop.
@@ -268,7 +288,13 @@ impl Origin<'_> {
             format!("segment: {}", self.protocol(words[0], 8, "atomic")),
             format!("private: {}", self.protocol(words[1], 8, "atomic")),
             format!("rank 1 serves private-memory atomics from {}", self.target_progress()),
-            "ratio-to-limit = latency / limit: segment vs a local atomic fetch-add, private vs the cache-line hand-off round trip".into(),
+            if self.host_limits {
+                "ratio-to-limit = latency / limit: segment vs a local atomic fetch-add, private vs the cache-line hand-off round trip"
+                    .into()
+            } else {
+                "ratio-to-limit = latency / limit: segment vs a local atomic fetch-add; private: n/a on this conduit (no hand-off limit)"
+                    .into()
+            },
         ];
         self.report.section("activerma atomic latency: 8 B fetch-add, blocking, rank 0 -> rank 1", &notes, Style::Latency, true);
         for (target, at) in TARGETS.into_iter().zip(words) {
@@ -306,7 +332,11 @@ impl Origin<'_> {
         let notes = [
             format!("rank 0: send_am(1, handler {PING}, 8 B) then World::progress() until the pong handler bumped a counter"),
             format!("rank 1: the ping handler answers with ctx.reply; it runs from {}", self.target_progress()),
-            "ratio-to-limit = round trip / cache-line hand-off round trip".into(),
+            if self.host_limits {
+                "ratio-to-limit = round trip / cache-line hand-off round trip".into()
+            } else {
+                "ratio-to-limit: n/a on this conduit (no hand-off limit)".into()
+            },
         ];
         self.report.section("activerma active-message round trip (short, polling)", &notes, Style::Latency, true);
         let pongs = &*self.pongs;

@@ -29,6 +29,9 @@ pub struct MpiConduit {
     rank: Rank,
     size: usize,
     mpi: Arc<Mutex<Mpi>>,
+    /// Bumped by every MPI call of ours: the progress thread stays out of the way of a rank
+    /// that is calling MPI anyway.
+    calls: Arc<std::sync::atomic::AtomicU64>,
     /// Drives MPI's progress engine in the background (see `progress_pump`).
     pump: Mutex<Option<(Arc<AtomicBool>, std::thread::JoinHandle<()>)>>,
     heap: Region,
@@ -94,12 +97,14 @@ impl MpiConduit {
         let bases = mpi.allgather_u64(heap.ptr as u64)?;
         let am = am::Endpoints::new(&mut mpi, size)?;
         let mpi = Arc::new(Mutex::new(mpi));
-        let pump = progress_pump(mpi.clone(), settings::get_u64(settings::MPI_ASYNC_PROGRESS_US)?)?;
+        let calls = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let pump = progress_pump(mpi.clone(), calls.clone(), settings::get_u64(settings::MPI_ASYNC_PROGRESS_US)?)?;
         Ok(MpiConduit {
             rank,
             size,
             heap_bases: bases.into_iter().map(|b| b as usize).collect(),
             mpi,
+            calls,
             pump: Mutex::new(pump),
             heap,
             table,
@@ -123,6 +128,7 @@ impl MpiConduit {
         if self.finalized.load(Ordering::Acquire) {
             return Err(Error::Finalized);
         }
+        self.calls.fetch_add(1, Ordering::Relaxed);
         Ok(self.mpi.lock().unwrap())
     }
 
@@ -316,9 +322,14 @@ impl Conduit for MpiConduit {
 /// Some MPI libraries (MPICH over UCX among them) complete one-sided operations on a dynamic
 /// window only while the *target* calls into MPI. A rank whose code computes, or spins on a
 /// flag a put will set, would stall its origins. This thread drives MPI's progress engine
-/// every `interval_us` (an `MPI_Iprobe` that matches nothing), taking the MPI lock only when it
-/// is free. It runs no active-message handlers: those follow ACTIVERMA_PROGRESS as on one host.
-fn progress_pump(mpi: Arc<Mutex<Mpi>>, interval_us: u64) -> Result<Option<(Arc<AtomicBool>, std::thread::JoinHandle<()>)>> {
+/// every `interval_us` (an `MPI_Iprobe` that matches nothing) — only when the rank made no MPI
+/// call of its own since the last wake-up, and only if the MPI lock is free. It runs no
+/// active-message handlers: those follow ACTIVERMA_PROGRESS as on one host.
+fn progress_pump(
+    mpi: Arc<Mutex<Mpi>>,
+    calls: Arc<std::sync::atomic::AtomicU64>,
+    interval_us: u64,
+) -> Result<Option<(Arc<AtomicBool>, std::thread::JoinHandle<()>)>> {
     if interval_us == 0 {
         return Ok(None);
     }
@@ -327,11 +338,16 @@ fn progress_pump(mpi: Arc<Mutex<Mpi>>, interval_us: u64) -> Result<Option<(Arc<A
     let thread = std::thread::Builder::new()
         .name("activerma-mpi-progress".into())
         .spawn(move || {
+            let mut seen = calls.load(Ordering::Relaxed);
             while !s.load(Ordering::Acquire) {
                 std::thread::sleep(std::time::Duration::from_micros(interval_us));
-                if let Ok(mut m) = mpi.try_lock() {
-                    m.poke();
+                let now = calls.load(Ordering::Relaxed);
+                if now == seen {
+                    if let Ok(mut m) = mpi.try_lock() {
+                        m.poke();
+                    }
                 }
+                seen = now;
             }
         })
         .map_err(|e| Error::Os { call: "spawn the MPI progress thread", errno_text: e.to_string() })?;
