@@ -13,7 +13,11 @@ missing MPI rows show as n/a), 2 when the activerma file cannot be read or holds
 
 import argparse
 import json
+import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_rows import fmt, read_jsonl  # noqa: E402
 
 MIB = 1 << 20
 
@@ -30,32 +34,6 @@ METRICS = [
 ]
 
 IMPL_NAMES = {"openmpi": "Open MPI osc/sm", "mpich": "MPICH"}
-
-
-def read_jsonl(path):
-    rows = []
-    try:
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                line = line.strip()
-                if not line.startswith("{"):
-                    continue
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError:
-                    pass
-    except OSError as e:
-        print(f"compare_mpi.py: cannot read {path}: {e}", file=sys.stderr)
-        return None
-    return rows
-
-
-def fmt(v, kind):
-    if v is None:
-        return "n/a"
-    if kind == "bw":
-        return f"{v:.1f}"
-    return f"{v:.4f}" if v < 10 else f"{v:.2f}"
 
 
 def main():

@@ -22,7 +22,11 @@ the mpi conduit, or --impl is ambiguous.
 
 import argparse
 import json
+import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_rows import fmt, read_jsonl  # noqa: E402
 
 KIB, MIB = 1 << 10, 1 << 20
 
@@ -49,32 +53,6 @@ for _s in (64 * KIB, MIB):
                     ("osu_put_bw", _s), "bw", BW_TARGET))
 METRICS.append(("8 B fetch-add latency (us)", ("atomic_latency", "segment", 8, "latency_us"),
                 ("osu_fop_latency", 8), "lat", None))
-
-
-def read_jsonl(path, what):
-    rows = []
-    try:
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                line = line.strip()
-                if not line.startswith("{"):
-                    continue
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError:
-                    pass
-    except OSError as e:
-        print(f"compare_mpi_conduit.py: cannot read {what} {path}: {e}", file=sys.stderr)
-        return None
-    return rows
-
-
-def fmt(v, kind):
-    if v is None:
-        return "n/a"
-    if kind == "bw":
-        return f"{v:.1f}"
-    return f"{v:.4f}" if v < 10 else f"{v:.2f}"
 
 
 def main():
