@@ -6,6 +6,18 @@ use std::time::{Duration, Instant};
 
 const LAUNCHER: &str = env!("CARGO_BIN_EXE_activerma");
 
+/// The cases every conduit runs with 2, 3 and 4 ranks.
+const CORE_CASES: [&str; 8] = [
+    "put_get_segment",
+    "nonblocking_and_flush",
+    "passive_target_spins",
+    "private_memory",
+    "atomics",
+    "active_messages",
+    "bad_input",
+    "randomized",
+];
+
 struct Job<'a> {
     case: &'a str,
     ranks: u32,
@@ -135,16 +147,7 @@ pub fn main() -> i32 {
 
     // Cases that must succeed on every rank.
     let mut jobs: Vec<Job> = Vec::new();
-    for case in [
-        "put_get_segment",
-        "nonblocking_and_flush",
-        "passive_target_spins",
-        "private_memory",
-        "atomics",
-        "active_messages",
-        "bad_input",
-        "randomized",
-    ] {
+    for case in CORE_CASES {
         for ranks in [2, 3, 4] {
             jobs.push(Job { case, ranks, env: vec![] });
         }
@@ -200,16 +203,7 @@ pub fn main() -> i32 {
 /// The same cases under an MPI's own launcher (the `mpi` conduit), then a rank that dies.
 fn run_under_mpi(mpi: &str, filter: Option<&str>, t: &mut Tally) -> i32 {
     let mut jobs: Vec<Job> = Vec::new();
-    for case in [
-        "put_get_segment",
-        "nonblocking_and_flush",
-        "passive_target_spins",
-        "private_memory",
-        "atomics",
-        "active_messages",
-        "bad_input",
-        "randomized",
-    ] {
+    for case in CORE_CASES {
         for ranks in [2, 3, 4] {
             jobs.push(Job { case, ranks, env: vec![] });
         }

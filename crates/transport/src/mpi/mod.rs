@@ -217,7 +217,7 @@ impl Conduit for MpiConduit {
     }
 
     fn heap_window(&self, rank: Rank) -> Option<Window> {
-        (rank == self.rank).then(|| Window { local: self.heap.ptr, remote_base: self.heap.ptr as usize, len: self.heap.len })
+        (rank == self.rank).then_some(Window { local: self.heap.ptr, remote_base: self.heap.ptr as usize, len: self.heap.len })
     }
 
     fn heap_base(&self, rank: Rank) -> usize {
@@ -225,7 +225,7 @@ impl Conduit for MpiConduit {
     }
 
     fn table_window(&self, rank: Rank) -> Option<Window> {
-        (rank == self.rank).then(|| Window { local: self.table.ptr, remote_base: 0, len: self.table.len })
+        (rank == self.rank).then_some(Window { local: self.table.ptr, remote_base: 0, len: self.table.len })
     }
 
     fn register(&self, addr: usize, len: usize) -> Result<()> {

@@ -11,23 +11,26 @@ use std::os::raw::c_int;
 
 const CHUNK: usize = 1 << 30;
 
-pub fn put(m: &mut Mpi, rank: Rank, addr: usize, src: &[u8], complete: bool) -> Result<()> {
-    for (i, piece) in src.chunks(CHUNK).enumerate() {
-        let disp = (addr + i * CHUNK) as MPI_Aint;
-        // SAFETY: `src` stays valid until the flush or flush_local below.
-        check("MPI_Put", unsafe {
-            MPI_Put(
-                piece.as_ptr() as *const _,
-                piece.len() as c_int,
-                RSMPI_UINT8_T,
-                rank as c_int,
-                disp,
-                piece.len() as c_int,
-                RSMPI_UINT8_T,
-                m.win,
-            )
-        })?;
+/// Calls `op(offset, disp, count)` for each chunk of `len` bytes at target address `addr`.
+fn by_chunks(addr: usize, len: usize, mut op: impl FnMut(usize, MPI_Aint, c_int) -> c_int, call: &'static str) -> Result<()> {
+    let mut off = 0;
+    while off < len {
+        let n = (len - off).min(CHUNK);
+        check(call, op(off, (addr + off) as MPI_Aint, n as c_int))?;
+        off += n;
     }
+    Ok(())
+}
+
+pub fn put(m: &mut Mpi, rank: Rank, addr: usize, src: &[u8], complete: bool) -> Result<()> {
+    let win = m.win;
+    // SAFETY: `src` stays valid until the flush or flush_local below.
+    by_chunks(
+        addr,
+        src.len(),
+        |off, disp, n| unsafe { MPI_Put(src[off..].as_ptr() as *const _, n, RSMPI_UINT8_T, rank as c_int, disp, n, RSMPI_UINT8_T, win) },
+        "MPI_Put",
+    )?;
     if complete {
         m.flush(Some(rank))
     } else {
@@ -36,22 +39,15 @@ pub fn put(m: &mut Mpi, rank: Rank, addr: usize, src: &[u8], complete: bool) -> 
 }
 
 pub fn get(m: &mut Mpi, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<()> {
-    for (i, piece) in dst.chunks_mut(CHUNK).enumerate() {
-        let disp = (addr + i * CHUNK) as MPI_Aint;
-        // SAFETY: `dst` is ours and filled by the flush below.
-        check("MPI_Get", unsafe {
-            MPI_Get(
-                piece.as_mut_ptr() as *mut _,
-                piece.len() as c_int,
-                RSMPI_UINT8_T,
-                rank as c_int,
-                disp,
-                piece.len() as c_int,
-                RSMPI_UINT8_T,
-                m.win,
-            )
-        })?;
-    }
+    let win = m.win;
+    let base = dst.as_mut_ptr();
+    // SAFETY: `dst` is ours and filled by the flush below.
+    by_chunks(
+        addr,
+        dst.len(),
+        |off, disp, n| unsafe { MPI_Get(base.add(off) as *mut _, n, RSMPI_UINT8_T, rank as c_int, disp, n, RSMPI_UINT8_T, win) },
+        "MPI_Get",
+    )?;
     m.flush(Some(rank))
 }
 
