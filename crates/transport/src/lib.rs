@@ -5,6 +5,7 @@
 //! movement on registered memory, cross-memory access to private memory, wake-ups, and peer
 //! liveness. Everything above (active messages, translation table, protocols) is written once.
 
+pub mod mapping;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 pub mod netmodel;

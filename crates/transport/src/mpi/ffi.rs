@@ -136,17 +136,8 @@ impl Mpi {
         }
     }
 
-    pub fn iallgatherv(&mut self, mine: &[u8], out: &mut [u8], lens: &[u64]) -> Result<Request> {
-        let counts: Vec<c_int> = lens.iter().map(|&l| l as c_int).collect();
-        let mut displs = Vec::with_capacity(lens.len());
-        let mut off = 0;
-        for &l in lens {
-            displs.push(off as c_int);
-            off += l;
-        }
-        // The count and displacement arrays must outlive the operation too.
-        let counts = Box::leak(counts.into_boxed_slice());
-        let displs = Box::leak(displs.into_boxed_slice());
+    /// `counts` and `displs` (per rank, in bytes) must stay put until the request completes.
+    pub fn iallgatherv(&mut self, mine: &[u8], out: &mut [u8], counts: &[c_int], displs: &[c_int]) -> Result<Request> {
         // SAFETY: as above.
         unsafe {
             let mut r: MPI_Request = std::mem::zeroed();

@@ -15,15 +15,13 @@ mod am;
 mod ffi;
 mod rma;
 
+use crate::mapping::{Mapping, HEAP_HINT};
 use crate::{AtomicOp, Conduit, FragHeader, PeerStatus, Window};
 use activerma_core::clock::Deadline;
 use activerma_core::{settings, Error, Rank, Result};
 use ffi::Mpi;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-
-/// Where the heap is mapped if the address is free (the same hint as smp: symmetric addresses).
-const HEAP_HINT: usize = 0x6000_0000_0000;
 
 pub struct MpiConduit {
     rank: Rank,
@@ -34,8 +32,8 @@ pub struct MpiConduit {
     calls: Arc<std::sync::atomic::AtomicU64>,
     /// Drives MPI's progress engine in the background (see `progress_pump`).
     pump: Mutex<Option<(Arc<AtomicBool>, std::thread::JoinHandle<()>)>>,
-    heap: Region,
-    table: Region,
+    heap: Mapping,
+    table: Mapping,
     heap_bases: Vec<usize>,
     am: am::Endpoints,
     /// Per target: puts not yet remotely complete. MPI does not order a get or an atomic after
@@ -52,48 +50,13 @@ pub struct MpiConduit {
     timeout_s: f64,
 }
 
-/// Anonymous memory of ours, unmapped on drop.
-struct Region {
-    ptr: *mut u8,
-    len: usize,
-}
-
-unsafe impl Send for Region {}
-unsafe impl Sync for Region {}
-
-impl Region {
-    fn map(len: usize, hint: usize) -> Result<Region> {
-        // SAFETY: a fresh private anonymous mapping; the hint never replaces existing maps.
-        unsafe {
-            let prot = libc::PROT_READ | libc::PROT_WRITE;
-            let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE;
-            let mut p =
-                if hint != 0 { libc::mmap(hint as *mut _, len, prot, flags | libc::MAP_FIXED_NOREPLACE, -1, 0) } else { libc::MAP_FAILED };
-            if p == libc::MAP_FAILED {
-                p = libc::mmap(std::ptr::null_mut(), len, prot, flags, -1, 0);
-            }
-            if p == libc::MAP_FAILED {
-                return Err(Error::last_os("mmap (symmetric heap)"));
-            }
-            Ok(Region { ptr: p as *mut u8, len })
-        }
-    }
-}
-
-impl Drop for Region {
-    fn drop(&mut self) {
-        // SAFETY: our own mapping.
-        unsafe { libc::munmap(self.ptr as *mut _, self.len) };
-    }
-}
-
 impl MpiConduit {
     /// Initializes MPI and the job: heap, table, window, active-message endpoints.
     pub fn init(heap_size: usize, table_bytes: usize) -> Result<MpiConduit> {
         let mut mpi = Mpi::init()?;
         let (rank, size) = (mpi.rank(), mpi.size());
-        let heap = Region::map(heap_size, HEAP_HINT)?;
-        let table = Region::map(table_bytes, 0)?;
+        let heap = Mapping::anonymous(heap_size, HEAP_HINT)?;
+        let table = Mapping::anonymous(table_bytes, 0)?;
         let bases = mpi.allgather_u64(heap.ptr as u64)?;
         let am = am::Endpoints::new(&mut mpi, size)?;
         let mpi = Arc::new(Mutex::new(mpi));
@@ -178,7 +141,10 @@ impl Conduit for MpiConduit {
             return Err(Error::SizeLimit(format!("allgather of {total} bytes in all: at most 2 GiB")));
         }
         let mut out = vec![0u8; total as usize];
-        let mut req = self.live()?.iallgatherv(mine, &mut out, &lens)?;
+        // Counts and displacements must outlive the operation: they live here until it ends.
+        let counts: Vec<i32> = lens.iter().map(|&l| l as i32).collect();
+        let displs: Vec<i32> = lens.iter().scan(0i32, |off, &l| Some(std::mem::replace(off, *off + l as i32))).collect();
+        let mut req = self.live()?.iallgatherv(mine, &mut out, &counts, &displs)?;
         self.wait_collective("an allgather", progress, |m| m.test(&mut req))?;
         let mut parts = Vec::with_capacity(self.size);
         let mut off = 0;

@@ -3,7 +3,7 @@
 //! freed when the last process of the job closes it, however the job ends.
 
 use activerma_core::{Error, Result};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 
 pub fn memfd(name: &str, len: u64, inheritable: bool) -> Result<OwnedFd> {
     let cname = std::ffi::CString::new(name).expect("no NUL in memfd name");
@@ -30,53 +30,5 @@ pub fn file_len(fd: RawFd) -> Result<u64> {
             return Err(Error::last_os("fstat (job shared memory)"));
         }
         Ok(st.st_size as u64)
-    }
-}
-
-/// A shared mapping of a whole memfd, unmapped on drop.
-pub struct Mapping {
-    pub ptr: *mut u8,
-    pub len: usize,
-}
-
-unsafe impl Send for Mapping {}
-unsafe impl Sync for Mapping {}
-
-impl Mapping {
-    /// Maps `fd` shared; tries `hint` first (so that all ranks get the same addresses), then
-    /// lets the kernel choose.
-    pub fn map(fd: &OwnedFd, len: usize, hint: usize) -> Result<Mapping> {
-        let prot = libc::PROT_READ | libc::PROT_WRITE;
-        // SAFETY: mapping a memfd we hold; MAP_FIXED_NOREPLACE never clobbers existing maps.
-        unsafe {
-            if hint != 0 {
-                let p = libc::mmap(
-                    hint as *mut _,
-                    len,
-                    prot,
-                    libc::MAP_SHARED | libc::MAP_FIXED_NOREPLACE | libc::MAP_NORESERVE,
-                    fd.as_raw_fd(),
-                    0,
-                );
-                if p != libc::MAP_FAILED {
-                    if p as usize == hint {
-                        return Ok(Mapping { ptr: p as *mut u8, len });
-                    }
-                    libc::munmap(p, len); // old kernels treat the flag as a hint only
-                }
-            }
-            let p = libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED | libc::MAP_NORESERVE, fd.as_raw_fd(), 0);
-            if p == libc::MAP_FAILED {
-                return Err(Error::last_os("mmap (job shared memory)"));
-            }
-            Ok(Mapping { ptr: p as *mut u8, len })
-        }
-    }
-}
-
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        // SAFETY: we own this mapping.
-        unsafe { libc::munmap(self.ptr as *mut _, self.len) };
     }
 }

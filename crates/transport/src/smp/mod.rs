@@ -8,11 +8,11 @@ pub mod files;
 pub mod layout;
 mod rings;
 
+use crate::mapping::{Mapping, HEAP_HINT};
 use crate::{Conduit, FragHeader, PeerStatus, Window};
 use activerma_core::backoff::Backoff;
 use activerma_core::clock::Deadline;
 use activerma_core::{futex, settings, Error, Rank, Result};
-use files::Mapping;
 use layout::*;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{fence, AtomicBool, Ordering};
@@ -22,9 +22,6 @@ pub const ENV_RANK: &str = "ACTIVERMA_RANK";
 pub const ENV_SIZE: &str = "ACTIVERMA_SIZE";
 pub const ENV_CTRL_FD: &str = "ACTIVERMA_SMP_CTRL_FD";
 pub const ENV_HEAP_FD: &str = "ACTIVERMA_SMP_HEAP_FD";
-
-/// Where every rank tries to map the heaps, so that segment addresses are the same everywhere.
-const HEAP_HINT: usize = 0x6000_0000_0000;
 
 /// The job's two memfds, as created by the launcher (or by a rank started without one).
 pub struct JobFiles {
@@ -63,7 +60,7 @@ impl JobFiles {
         let off = params.offsets();
         let ctrl = files::memfd("activerma-ctrl", off.total as u64, inheritable)?;
         let heaps = files::memfd("activerma-heaps", params.heap_size * params.nranks as u64, inheritable)?;
-        let map = Mapping::map(&ctrl, off.total, 0)?;
+        let map = Mapping::shared(&ctrl, off.total, 0)?;
         // SAFETY: the mapping is fresh, zeroed and at least a page long.
         unsafe {
             std::ptr::write(
@@ -97,7 +94,7 @@ impl JobFiles {
     /// Lets the launcher record what it knows about a rank's process.
     pub fn control(&self) -> Result<JobControl> {
         let off = self.params.offsets();
-        Ok(JobControl { map: Mapping::map(&self.ctrl, off.total, 0)?, off })
+        Ok(JobControl { map: Mapping::shared(&self.ctrl, off.total, 0)?, off })
     }
 }
 
@@ -182,7 +179,7 @@ impl SmpConduit {
         if total < activerma_core::page::page_size() {
             return Err(Error::InvalidArgument("job control memory is too small: not an activerma job".into()));
         }
-        let ctrl = Mapping::map(&ctrl_fd, total, 0)?;
+        let ctrl = Mapping::shared(&ctrl_fd, total, 0)?;
         // SAFETY: at least one page is mapped; the header is plain data written before spawn.
         let h = unsafe { &*(ctrl.ptr as *const Header) };
         if h.magic != MAGIC || h.version != VERSION {
@@ -204,7 +201,7 @@ impl SmpConduit {
         if rank >= params.nranks as usize {
             return Err(Error::InvalidRank { rank, size: params.nranks as usize });
         }
-        let heaps = Mapping::map(&heap_fd, (params.heap_size * params.nranks as u64) as usize, h.heap_hint as usize)?;
+        let heaps = Mapping::shared(&heap_fd, (params.heap_size * params.nranks as u64) as usize, h.heap_hint as usize)?;
         let n = params.nranks as usize;
         let c = SmpConduit {
             rank,

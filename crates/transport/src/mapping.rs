@@ -1,0 +1,59 @@
+//! Memory mappings owned by a conduit: a memfd shared by the job (smp) or anonymous memory of
+//! our own (mpi). Both first try a fixed hint address, so that every rank gets the same
+//! addresses when it is free, then let the kernel choose. Unmapped on drop.
+
+use activerma_core::{Error, Result};
+use std::os::fd::{AsRawFd, OwnedFd};
+
+/// Where every rank tries to map its symmetric heap, so that segment addresses are the same
+/// everywhere (a range the kernel does not use for anything else by default).
+pub const HEAP_HINT: usize = 0x6000_0000_0000;
+
+pub struct Mapping {
+    pub ptr: *mut u8,
+    pub len: usize,
+}
+
+unsafe impl Send for Mapping {}
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    /// Maps all of `fd` shared, at `hint` if that is free (0: anywhere).
+    pub fn shared(fd: &OwnedFd, len: usize, hint: usize) -> Result<Mapping> {
+        Self::map(libc::MAP_SHARED, fd.as_raw_fd(), len, hint, "mmap (job shared memory)")
+    }
+
+    /// Maps `len` bytes of private anonymous memory, at `hint` if that is free (0: anywhere).
+    pub fn anonymous(len: usize, hint: usize) -> Result<Mapping> {
+        Self::map(libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, len, hint, "mmap (symmetric heap)")
+    }
+
+    fn map(kind: libc::c_int, fd: libc::c_int, len: usize, hint: usize, what: &'static str) -> Result<Mapping> {
+        let prot = libc::PROT_READ | libc::PROT_WRITE;
+        let flags = kind | libc::MAP_NORESERVE;
+        // SAFETY: MAP_FIXED_NOREPLACE never clobbers an existing mapping; the result is ours.
+        unsafe {
+            if hint != 0 {
+                let p = libc::mmap(hint as *mut _, len, prot, flags | libc::MAP_FIXED_NOREPLACE, fd, 0);
+                if p != libc::MAP_FAILED {
+                    if p as usize == hint {
+                        return Ok(Mapping { ptr: p as *mut u8, len });
+                    }
+                    libc::munmap(p, len); // old kernels treat the flag as a hint only
+                }
+            }
+            let p = libc::mmap(std::ptr::null_mut(), len, prot, flags, fd, 0);
+            if p == libc::MAP_FAILED {
+                return Err(Error::last_os(what));
+            }
+            Ok(Mapping { ptr: p as *mut u8, len })
+        }
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: we own this mapping.
+        unsafe { libc::munmap(self.ptr as *mut _, self.len) };
+    }
+}
