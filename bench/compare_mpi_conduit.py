@@ -6,7 +6,7 @@ usage: compare_mpi_conduit.py OURS.jsonl PEERS.jsonl [--case TEXT] [--impl NAME]
 
 OURS.jsonl comes from `activerma bench --json` started as 2 ranks by the MPI launcher (the mpi
 conduit: put_rma / get_rma / atomic_rma through MPI_Put / MPI_Get / MPI_Fetch_and_op + flush on
-a dynamic window), PEERS.jsonl from bench/mpi_peers/run_mpi_peers.sh on the same MPI, launcher
+the heap's MPI_Win_allocate window), PEERS.jsonl from bench/mpi_peers/run_mpi_peers.sh on the same MPI, launcher
 options and one-sided component. --impl picks the peer rows (their "impl" field, e.g.
 openmpi-osc-rdma); without it the file must hold one impl only.
 
@@ -95,7 +95,7 @@ def main():
           f"  (activerma bench saw {meta.get('loadavg', '?')} -> {meta_end.get('loadavg', '?')})")
     print(f"# activerma: conduit {meta.get('conduit')}, progress {meta.get('progress', '?')}, binding "
           f"{meta.get('bind', '?')}, quick {meta.get('quick', '?')}; protocols put_rma / get_rma / atomic_rma "
-          "(MPI_Put / MPI_Get / MPI_Fetch_and_op + MPI_Win_flush on a dynamic window, lock_all)")
+          "(MPI_Put / MPI_Get + MPI_Win_flush on the heap's MPI_Win_allocate window, a shared lock per target; MPI_Fetch_and_op on it (MPICH) or on the dynamic window (Open MPI))")
     settings = meta.get("settings") or {}
     print("# activerma settings from the environment: "
           + (" ".join(f"{k}={v}" for k, v in sorted(settings.items())) or "none (defaults)"))

@@ -15,8 +15,8 @@
 #   --out DIR  keep the JSON lines and logs in DIR (default: a new /tmp/activerma-mpi-conduit.XXXXXX)
 # environment:
 #   COMPARE_OMPI_OSC  Open MPI osc component for the shared-memory case, on both sides (default
-#                     rdma: what Open MPI 4.1 picks for the conduit's dynamic window; osc/sm
-#                     cannot make dynamic windows)
+#                     rdma: what Open MPI 4.1 picks on one host; the conduit also keeps a
+#                     dynamic window, which osc/sm cannot make)
 #   COMPARE_TIMEOUT   time limit of one `activerma bench` run, seconds (default 900, quick 300)
 # Open MPI TCP case, for both sides: OMPI_MCA_pml=ob1 OMPI_MCA_btl=tcp,self OMPI_MCA_osc=ucx
 # UCX_TLS=tcp,self (osc/rdma cannot make dynamic windows over the tcp BTL).

@@ -1,5 +1,5 @@
 //! put_rma / get_rma / atomic_rma: the target's segment is registered with the conduit
-//! (MPI: attached to a dynamic window) but not mapped here; the conduit's one-sided engine
+//! (MPI: inside the heap's allocated window) but not mapped here; the conduit's one-sided engine
 //! moves the data. The origin has already checked the access against the segment map, which is
 //! the same on every rank because segment allocation is collective.
 

@@ -109,7 +109,8 @@ pub trait Conduit: Send + Sync {
     fn table_window(&self, rank: Rank) -> Option<Window>;
 
     /// Makes `[addr, addr+len)` of our memory a target of one-sided `rma_*` operations
-    /// (MPI: attach to the dynamic window). Conduits that map memory directly need nothing.
+    /// (MPI: attach to the dynamic window, unless it is in the heap's window already).
+    /// Conduits that map memory directly need nothing.
     fn register(&self, _addr: usize, _len: usize) -> Result<()> {
         Ok(())
     }

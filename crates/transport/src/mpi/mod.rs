@@ -3,8 +3,11 @@
 //!
 //! - bootstrap: MPI (rank, size, non-blocking barrier and allgather, so handlers keep running)
 //! - active messages: point-to-point, fragments of up to FRAGMENT bytes (`am.rs`)
-//! - one-sided: a dynamic window under a `lock_all` epoch; attaching memory is this conduit's
-//!   registration (`rma.rs`)
+//! - one-sided (`rma.rs`), in two windows, each under one `lock_all` epoch for the whole job:
+//!   - the symmetric heap (segments) is one `MPI_Win_allocate` window, registered up front as
+//!     a SHMEM symmetric heap is: MPI's fast path (on one host a shared mapping);
+//!   - any other memory goes into a dynamic window, where attaching is this conduit's
+//!     registration (the registration strategies manage it).
 //! - no memory of another rank is mapped here and no other rank's translation table is
 //!   readable: upper layers check segments against their own segment map and send private
 //!   memory accesses to the target.
@@ -15,12 +18,14 @@ mod am;
 mod ffi;
 mod rma;
 
-use crate::mapping::{Mapping, HEAP_HINT};
+use crate::mapping::Mapping;
 use crate::{AtomicOp, Conduit, FragHeader, PeerStatus, Window};
 use activerma_core::clock::Deadline;
+use activerma_core::page::page_size;
 use activerma_core::{settings, Error, Rank, Result};
 use ffi::Mpi;
-use std::sync::atomic::{AtomicBool, Ordering};
+use rma::Target;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
 pub struct MpiConduit {
@@ -32,17 +37,27 @@ pub struct MpiConduit {
     calls: Arc<std::sync::atomic::AtomicU64>,
     /// Drives MPI's progress engine in the background (see `progress_pump`).
     pump: Mutex<Option<(Arc<AtomicBool>, std::thread::JoinHandle<()>)>>,
-    heap: Mapping,
+    /// The heap window's memory (MPI owns it): page-aligned start here, and its length.
+    heap_ptr: usize,
+    heap_len: usize,
     table: Mapping,
+    /// Per rank: where its heap starts (page-aligned) and where its heap window starts (the
+    /// displacement origin, which MPI may not have page-aligned).
     heap_bases: Vec<usize>,
+    heap_win_bases: Vec<usize>,
     am: am::Endpoints,
-    /// Per target: puts not yet remotely complete. MPI does not order a get or an atomic after
-    /// them, so those flush first — a get sees this origin's earlier puts, as on one host.
-    unflushed: Vec<AtomicBool>,
+    /// Per target, a bit per window (HEAP, DYNAMIC): puts not yet remotely complete. MPI does
+    /// not order a get or an atomic after them, so those flush first — a get sees this
+    /// origin's earlier puts, as on one host.
+    unflushed: Vec<AtomicU8>,
     finalized: AtomicBool,
-    /// See `Conduit::cpu_atomics_coherent`: Open MPI applies one-sided atomics with CPU atomics
-    /// at the target (and its osc/rdma crashes on an atomic to oneself over shared memory);
-    /// MPICH runs them in software that a CPU atomic does not take part in.
+    /// See `Conduit::cpu_atomics_coherent`. Open MPI 4.1 applies one-sided atomics on a
+    /// *dynamic* window with CPU atomics at the target, so a rank's own atomics stay local;
+    /// on its allocated window (osc/rdma over shared memory) they lose updates against a CPU
+    /// atomic and crash when aimed at oneself. So on Open MPI every atomic goes through the
+    /// dynamic window, where segments are attached too. MPICH runs one-sided atomics in
+    /// software that a CPU atomic does not take part in: every atomic, own ones included, goes
+    /// through MPI, on the heap window.
     cpu_atomics_coherent: bool,
     /// One poller at a time, from taking fragments to the end of their handlers: fragments of
     /// one message must be handled in order.
@@ -55,9 +70,12 @@ impl MpiConduit {
     pub fn init(heap_size: usize, table_bytes: usize) -> Result<MpiConduit> {
         let mut mpi = Mpi::init()?;
         let (rank, size) = (mpi.rank(), mpi.size());
-        let heap = Mapping::anonymous(heap_size, HEAP_HINT)?;
+        // One spare page, so the heap itself can start on a page boundary.
+        let win_base = mpi.allocate_heap(heap_size + page_size())? as usize;
+        let heap_ptr = win_base.next_multiple_of(page_size());
         let table = Mapping::anonymous(table_bytes, 0)?;
-        let bases = mpi.allgather_u64(heap.ptr as u64)?;
+        let win_bases = mpi.allgather_u64(win_base as u64)?;
+        let bases = mpi.allgather_u64(heap_ptr as u64)?;
         let am = am::Endpoints::new(&mut mpi, size)?;
         let mpi = Arc::new(Mutex::new(mpi));
         let calls = Arc::new(std::sync::atomic::AtomicU64::new(0));
@@ -66,13 +84,15 @@ impl MpiConduit {
             rank,
             size,
             heap_bases: bases.into_iter().map(|b| b as usize).collect(),
+            heap_win_bases: win_bases.into_iter().map(|b| b as usize).collect(),
             mpi,
             calls,
             pump: Mutex::new(pump),
-            heap,
+            heap_ptr,
+            heap_len: heap_size,
             table,
             am,
-            unflushed: (0..size).map(|_| AtomicBool::new(false)).collect(),
+            unflushed: (0..size).map(|_| AtomicU8::new(0)).collect(),
             finalized: AtomicBool::new(false),
             cpu_atomics_coherent: Mpi::library_version().starts_with("Open MPI"),
             poll_lock: AtomicBool::new(false),
@@ -80,9 +100,40 @@ impl MpiConduit {
         })
     }
 
-    fn order_after_puts(&self, mpi: &mut Mpi, rank: Rank) -> Result<()> {
-        if self.unflushed[rank].swap(false, Ordering::Relaxed) {
-            mpi.flush(Some(rank))?;
+    fn in_heap(&self, rank: Rank, addr: usize) -> bool {
+        addr.checked_sub(self.heap_bases[rank]).is_some_and(|off| off < self.heap_len)
+    }
+
+    /// The heap window for the rank's heap, the dynamic window (absolute addresses) otherwise.
+    fn target(&self, mpi: &Mpi, rank: Rank, addr: usize) -> (Target, u8) {
+        match mpi.heap_win {
+            Some(win) if self.in_heap(rank, addr) => (Target { win, rank, disp: addr - self.heap_win_bases[rank] }, HEAP),
+            _ => (Target { win: mpi.win, rank, disp: addr }, DYNAMIC),
+        }
+    }
+
+    /// Where atomics go: see `cpu_atomics_coherent`.
+    fn atomic_target(&self, mpi: &Mpi, rank: Rank, addr: usize) -> Target {
+        if self.cpu_atomics_coherent {
+            Target { win: mpi.win, rank, disp: addr }
+        } else {
+            self.target(mpi, rank, addr).0
+        }
+    }
+
+    /// Completes at the target the puts still pending to `rank` (all ranks: None).
+    fn flush_pending(&self, mpi: &mut Mpi, rank: Option<Rank>) -> Result<()> {
+        let pending = match rank {
+            Some(r) => self.unflushed[r].swap(0, Ordering::Relaxed),
+            None => self.unflushed.iter().fold(0, |all, u| all | u.swap(0, Ordering::Relaxed)),
+        };
+        if pending & HEAP != 0 {
+            let win = mpi.heap_win.expect("a heap put went through the heap window");
+            mpi.flush(win, rank)?;
+        }
+        if pending & DYNAMIC != 0 {
+            let win = mpi.win;
+            mpi.flush(win, rank)?;
         }
         Ok(())
     }
@@ -111,6 +162,10 @@ impl MpiConduit {
         }
     }
 }
+
+/// Bits of `MpiConduit::unflushed`: which window has puts pending.
+const HEAP: u8 = 1;
+const DYNAMIC: u8 = 2;
 
 impl Conduit for MpiConduit {
     fn name(&self) -> &'static str {
@@ -183,7 +238,7 @@ impl Conduit for MpiConduit {
     }
 
     fn heap_window(&self, rank: Rank) -> Option<Window> {
-        (rank == self.rank).then_some(Window { local: self.heap.ptr, remote_base: self.heap.ptr as usize, len: self.heap.len })
+        (rank == self.rank).then_some(Window { local: self.heap_ptr as *mut u8, remote_base: self.heap_ptr, len: self.heap_len })
     }
 
     fn heap_base(&self, rank: Rank) -> usize {
@@ -194,41 +249,48 @@ impl Conduit for MpiConduit {
         (rank == self.rank).then_some(Window { local: self.table.ptr, remote_base: 0, len: self.table.len })
     }
 
+    /// The heap is in its window from the start; other memory is attached to the dynamic
+    /// window, and so are segments where atomics go through it (see `cpu_atomics_coherent`).
     fn register(&self, addr: usize, len: usize) -> Result<()> {
+        if self.in_heap(self.rank, addr) && !self.cpu_atomics_coherent {
+            return Ok(());
+        }
         self.live()?.attach(addr, len)
     }
 
     fn deregister(&self, addr: usize, _len: usize) -> Result<()> {
+        if self.in_heap(self.rank, addr) && !self.cpu_atomics_coherent {
+            return Ok(());
+        }
         self.live()?.detach(addr)
     }
 
     fn rma_put(&self, rank: Rank, addr: usize, src: &[u8], complete: bool) -> Result<()> {
         let mut mpi = self.live()?;
-        rma::put(&mut mpi, rank, addr, src, complete)?;
-        self.unflushed[rank].store(!complete, Ordering::Relaxed);
+        let (t, window) = self.target(&mpi, rank, addr);
+        rma::put(&mut mpi, t, src, complete)?;
+        if !complete {
+            self.unflushed[rank].fetch_or(window, Ordering::Relaxed);
+        }
         Ok(())
     }
 
     fn rma_get(&self, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<()> {
         let mut mpi = self.live()?;
-        self.order_after_puts(&mut mpi, rank)?;
-        rma::get(&mut mpi, rank, addr, dst)
+        self.flush_pending(&mut mpi, Some(rank))?;
+        let (t, _) = self.target(&mpi, rank, addr);
+        rma::get(&mut mpi, t, dst)
     }
 
     fn rma_atomic(&self, rank: Rank, addr: usize, op: AtomicOp) -> Result<u64> {
         let mut mpi = self.live()?;
-        self.order_after_puts(&mut mpi, rank)?;
-        rma::atomic(&mut mpi, rank, addr, op)
+        self.flush_pending(&mut mpi, Some(rank))?;
+        let t = self.atomic_target(&mpi, rank, addr);
+        rma::atomic(&mut mpi, t, op)
     }
 
     fn rma_flush(&self, rank: Option<Rank>) -> Result<()> {
-        let mut mpi = self.live()?;
-        mpi.flush(rank)?;
-        match rank {
-            Some(r) => self.unflushed[r].store(false, Ordering::Relaxed),
-            None => self.unflushed.iter().for_each(|u| u.store(false, Ordering::Relaxed)),
-        }
-        Ok(())
+        self.flush_pending(&mut *self.live()?, rank)
     }
 
     fn cpu_atomics_coherent(&self) -> bool {
@@ -236,14 +298,8 @@ impl Conduit for MpiConduit {
     }
 
     fn rma_fence(&self) -> Result<()> {
-        // MPI does not order puts: complete those still pending, target by target.
-        let mut mpi = self.live()?;
-        for (r, u) in self.unflushed.iter().enumerate() {
-            if u.swap(false, Ordering::Relaxed) {
-                mpi.flush(Some(r))?;
-            }
-        }
-        Ok(())
+        // MPI does not order puts: complete those still pending.
+        self.flush_pending(&mut *self.live()?, None)
     }
 
     fn cma_write(&self, rank: Rank, _addr: usize, _src: &[u8]) -> Result<()> {

@@ -1,7 +1,7 @@
-//! One-sided operations through the dynamic window: the target's address is the displacement
-//! (dynamic windows use absolute addresses). Counts are `int` in MPI, so transfers are split
-//! into chunks of at most 1 GiB. A put without `complete` is completed locally before it
-//! returns (the caller may reuse its buffer at once) and remotely by a later flush.
+//! One-sided operations at a `Target`: a window and a displacement in it (the conduit picks
+//! the heap window or the dynamic one). Counts are `int` in MPI, so transfers are split into
+//! chunks of at most 1 GiB. A put without `complete` is completed locally before it returns
+//! (the caller may reuse its buffer at once) and remotely by a later flush.
 
 use super::ffi::{check, Mpi};
 use crate::AtomicOp;
@@ -9,9 +9,17 @@ use activerma_core::{Rank, Result};
 use mpi_sys::*;
 use std::os::raw::c_int;
 
+/// Where an access lands: the window, the target rank and the byte displacement there.
+#[derive(Clone, Copy)]
+pub struct Target {
+    pub win: MPI_Win,
+    pub rank: Rank,
+    pub disp: usize,
+}
+
 const CHUNK: usize = 1 << 30;
 
-/// Calls `op(offset, disp, count)` for each chunk of `len` bytes at target address `addr`.
+/// Calls `op(offset, disp, count)` for each chunk of `len` bytes at displacement `addr`.
 fn by_chunks(addr: usize, len: usize, mut op: impl FnMut(usize, MPI_Aint, c_int) -> c_int, call: &'static str) -> Result<()> {
     let mut off = 0;
     while off < len {
@@ -22,8 +30,8 @@ fn by_chunks(addr: usize, len: usize, mut op: impl FnMut(usize, MPI_Aint, c_int)
     Ok(())
 }
 
-pub fn put(m: &mut Mpi, rank: Rank, addr: usize, src: &[u8], complete: bool) -> Result<()> {
-    let win = m.win;
+pub fn put(m: &mut Mpi, t: Target, src: &[u8], complete: bool) -> Result<()> {
+    let Target { win, rank, disp: addr } = t;
     // SAFETY: `src` stays valid until the flush or flush_local below.
     by_chunks(
         addr,
@@ -32,14 +40,14 @@ pub fn put(m: &mut Mpi, rank: Rank, addr: usize, src: &[u8], complete: bool) -> 
         "MPI_Put",
     )?;
     if complete {
-        m.flush(Some(rank))
+        m.flush(win, Some(rank))
     } else {
-        m.flush_local(rank)
+        m.flush_local(win, rank)
     }
 }
 
-pub fn get(m: &mut Mpi, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<()> {
-    let win = m.win;
+pub fn get(m: &mut Mpi, t: Target, dst: &mut [u8]) -> Result<()> {
+    let Target { win, rank, disp: addr } = t;
     let base = dst.as_mut_ptr();
     // SAFETY: `dst` is ours and filled by the flush below.
     by_chunks(
@@ -48,10 +56,10 @@ pub fn get(m: &mut Mpi, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<()> {
         |off, disp, n| unsafe { MPI_Get(base.add(off) as *mut _, n, RSMPI_UINT8_T, rank as c_int, disp, n, RSMPI_UINT8_T, win) },
         "MPI_Get",
     )?;
-    m.flush(Some(rank))
+    m.flush(win, Some(rank))
 }
 
-fn fetch_add(m: &mut Mpi, rank: Rank, addr: usize, v: u64) -> Result<u64> {
+fn fetch_add(m: &mut Mpi, t: Target, v: u64) -> Result<u64> {
     let mut old = 0u64;
     // SAFETY: one u64 in and out, completed by the flush.
     check("MPI_Fetch_and_op", unsafe {
@@ -59,17 +67,17 @@ fn fetch_add(m: &mut Mpi, rank: Rank, addr: usize, v: u64) -> Result<u64> {
             &v as *const u64 as *const _,
             &mut old as *mut u64 as *mut _,
             RSMPI_UINT64_T,
-            rank as c_int,
-            addr as MPI_Aint,
+            t.rank as c_int,
+            t.disp as MPI_Aint,
             RSMPI_SUM,
-            m.win,
+            t.win,
         )
     })?;
-    m.flush(Some(rank))?;
+    m.flush(t.win, Some(t.rank))?;
     Ok(old)
 }
 
-fn compare_swap(m: &mut Mpi, rank: Rank, addr: usize, expected: u64, new: u64) -> Result<u64> {
+fn compare_swap(m: &mut Mpi, t: Target, expected: u64, new: u64) -> Result<u64> {
     let mut old = 0u64;
     // SAFETY: as above.
     check("MPI_Compare_and_swap", unsafe {
@@ -78,26 +86,26 @@ fn compare_swap(m: &mut Mpi, rank: Rank, addr: usize, expected: u64, new: u64) -
             &expected as *const u64 as *const _,
             &mut old as *mut u64 as *mut _,
             RSMPI_UINT64_T,
-            rank as c_int,
-            addr as MPI_Aint,
-            m.win,
+            t.rank as c_int,
+            t.disp as MPI_Aint,
+            t.win,
         )
     })?;
-    m.flush(Some(rank))?;
+    m.flush(t.win, Some(t.rank))?;
     Ok(old)
 }
 
-pub fn atomic(m: &mut Mpi, rank: Rank, addr: usize, op: AtomicOp) -> Result<u64> {
+pub fn atomic(m: &mut Mpi, t: Target, op: AtomicOp) -> Result<u64> {
     match op {
         // A fetch is an atomic add of zero (the bindings expose no MPI_NO_OP).
-        AtomicOp::Fetch => fetch_add(m, rank, addr, 0),
-        AtomicOp::FetchAdd(v) => fetch_add(m, rank, addr, v),
-        AtomicOp::CompareSwap { expected, new } => compare_swap(m, rank, addr, expected, new),
+        AtomicOp::Fetch => fetch_add(m, t, 0),
+        AtomicOp::FetchAdd(v) => fetch_add(m, t, v),
+        AtomicOp::CompareSwap { expected, new } => compare_swap(m, t, expected, new),
         // No MPI_REPLACE in the bindings: swap by compare-and-swap until it sticks.
         AtomicOp::Swap(v) => {
-            let mut seen = fetch_add(m, rank, addr, 0)?;
+            let mut seen = fetch_add(m, t, 0)?;
             loop {
-                let old = compare_swap(m, rank, addr, seen, v)?;
+                let old = compare_swap(m, t, seen, v)?;
                 if old == seen {
                     return Ok(old);
                 }
