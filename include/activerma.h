@@ -115,6 +115,70 @@
 #define ARMA_PROT_READ_WRITE 3
 
 /**
+ * Page action W: remote puts write the page's memory. Without W and without ARMA_AA_WL, a put
+ * to the page fails at the origin with ARMA_ERR_PROTECTION.
+ */
+#define ARMA_AA_W (1 << 3)
+
+/**
+ * Page action R: remote gets read the page's memory.
+ */
+#define ARMA_AA_R (1 << 2)
+
+/**
+ * Page action WL: every put to the page is logged (metadata: origin, address, length) in the
+ * page's access log. With W=0 the put is an active put: it only goes to the log.
+ */
+#define ARMA_AA_WL (1 << 4)
+
+/**
+ * Page action WLD: the logged put carries its data too (with ARMA_AA_WL).
+ */
+#define ARMA_AA_WLD (1 << 5)
+
+/**
+ * Page action RL: every get from the page is logged in the page's access log.
+ */
+#define ARMA_AA_RL (1 << 6)
+
+/**
+ * Page action RLD: the logged get carries a copy of the bytes returned (with ARMA_AA_RL).
+ */
+#define ARMA_AA_RLD (1 << 7)
+
+/**
+ * Notification of a log's handler: the mode ACTIVERMA_AA_NOTIFY names (poll unless set), with
+ * ACTIVERMA_AA_WAKE_THRESHOLD for wake; the `wake_threshold` argument is ignored.
+ */
+#define ARMA_NOTIFY_DEFAULT 0
+
+/**
+ * The handler runs in this rank's progress: arma_progress and every blocking arma call.
+ */
+#define ARMA_NOTIFY_POLL 1
+
+/**
+ * A runtime thread sleeps until the log holds `wake_threshold` entries (0 counts as 1), or a
+ * short interval (ACTIVERMA_WAKE_INTERVAL_US) passed, then runs the handler.
+ */
+#define ARMA_NOTIFY_WAKE 2
+
+/**
+ * A dedicated runtime thread spins on the log and runs the handler.
+ */
+#define ARMA_NOTIFY_THREAD 3
+
+/**
+ * arma_log_entry_t.op of a logged put.
+ */
+#define ARMA_AA_OP_PUT 1
+
+/**
+ * arma_log_entry_t.op of a logged get.
+ */
+#define ARMA_AA_OP_GET 2
+
+/**
  * Exposed private memory, as returned by arma_expose.
  */
 typedef struct arma_exposure_t {
@@ -139,6 +203,58 @@ typedef struct arma_handle_t {
      */
     uint64_t opaque;
 } arma_handle_t;
+
+/**
+ * One access-log entry, as a handler sees it. A long access may come as several entries
+ * (chunks) with the same origin and seq; the one with `last` != 0 ends it.
+ */
+typedef struct arma_log_entry_t {
+    /**
+     * ARMA_AA_OP_PUT or ARMA_AA_OP_GET.
+     */
+    int op;
+    /**
+     * The rank that made the access.
+     */
+    int origin;
+    /**
+     * Per-origin sequence number of the access.
+     */
+    uint64_t seq;
+    /**
+     * Target address of this chunk (the access's address plus `offset`).
+     */
+    uint64_t addr;
+    /**
+     * Length of the whole access.
+     */
+    uint64_t total_len;
+    /**
+     * Offset of this chunk within the access.
+     */
+    uint64_t offset;
+    /**
+     * Non-zero if this chunk ends the access.
+     */
+    int last;
+    /**
+     * The logged bytes (put data with ARMA_AA_WLD, returned data with ARMA_AA_RLD), valid only
+     * during the handler call; NULL when `data_len` is 0 (metadata-only entry).
+     */
+    const void *data;
+    /**
+     * Number of bytes at `data`.
+     */
+    size_t data_len;
+} arma_log_entry_t;
+
+/**
+ * An access-log handler: runs once per entry, in log order; entries of one log never run
+ * concurrently. `entry` (and its data) is valid only during the call; `ctx` is the pointer
+ * given to arma_create_log / arma_set_fault_handler, passed back verbatim. Keep it short and
+ * do not call blocking arma functions from it.
+ */
+typedef void (*arma_log_handler_t)(const struct arma_log_entry_t *entry, void *ctx);
 
 #ifdef __cplusplus
 extern "C" {
@@ -345,6 +461,57 @@ int arma_cswap(int rank, uint64_t addr, uint64_t expected, uint64_t desired, uin
  * arma_get there). Completion and progress as for arma_fetch_add.
  */
 int arma_fetch(int rank, uint64_t addr, uint64_t *value);
+
+/**
+ * The paper's assoc_page, over a range: gives every page of [addr, addr+len) of this rank's
+ * segments or exposed private memory the actions `actions` (ARMA_AA_* flags or-ed; 0 = none)
+ * and logs its accesses into the access log of `domain` (see arma_create_log), or, with a
+ * negative `domain`, into the default fault log (see arma_set_fault_handler). Callable at any
+ * time; an access in flight sees a page's old marks or its new ones (order with
+ * arma_active_flush or arma_barrier). The actions replace the pages' W and R, which their
+ * segment or ARMA_PROT_* gave them: ARMA_AA_W | ARMA_AA_R with a negative domain makes a page
+ * plain read-write again. The range must lie in one segment or one exposure (else
+ * ARMA_ERR_NOT_EXPOSED); marking segment memory needs a job on one host (else
+ * ARMA_ERR_UNSUPPORTED: mark exposed private memory instead).
+ *
+ * The paper's Listing 1 maps one-to-one onto the C API: put(trgt_addr, data, trgt_id) is
+ * arma_put(trgt_id, trgt_addr, data, n), get(...) is arma_get, and assoc_page(addr, actions,
+ * domain) is arma_assoc_pages(addr, page size, actions, domain). Origins need no new calls:
+ * whether a put or get is active is decided by the target's marks on the pages it touches.
+ *
+ * Unknown action bits, len == 0 or an out-of-range domain give ARMA_ERR_INVALID_ARGUMENT.
+ */
+int arma_assoc_pages(const void *addr, size_t len, uint32_t actions, int domain);
+
+/**
+ * Creates the access log of `domain` (>= 0): `capacity` bytes (a power of two, at least 256)
+ * that pages marked with this domain log into, and whose entries run through `h` (called with
+ * `ctx`), notified as `notify` says (ARMA_NOTIFY_*; `wake_threshold` is for ARMA_NOTIFY_WAKE).
+ * With ARMA_NOTIFY_WAKE, ARMA_NOTIFY_THREAD, or ARMA_NOTIFY_DEFAULT (whose mode comes from
+ * ACTIVERMA_AA_NOTIFY), `h` runs on a runtime thread: the caller promises that `ctx` may be
+ * used from there. `h` and `ctx` must stay valid until arma_finalize. Not collective.
+ */
+int arma_create_log(int domain, size_t capacity, int notify, uint64_t wake_threshold, arma_log_handler_t h, void *ctx);
+
+/**
+ * Sets the handler of the default fault log, which pages marked with a negative domain log
+ * into (e.g. ARMA_AA_R | ARMA_AA_WL: puts are not written, only reported here). `notify`,
+ * `wake_threshold`, `h` and `ctx` as for arma_create_log. Once per rank.
+ */
+int arma_set_fault_handler(int notify, uint64_t wake_threshold, arma_log_handler_t h, void *ctx);
+
+/**
+ * Returns once rank `rank` has run the handlers of every active access (logged put or get)
+ * this rank made there. Independent of arma_flush, which completes plain RMA. A poll-mode
+ * target must make progress meanwhile (e.g. by waiting in arma_barrier).
+ */
+int arma_active_flush(int rank);
+
+/**
+ * Hits and misses of this rank's modelled IOTLB (ACTIVERMA_IOTLB_*; both stay 0 while the
+ * model is off). Either pointer may be NULL.
+ */
+int arma_iotlb_stats(uint64_t *hits, uint64_t *misses);
 
 #ifdef __cplusplus
 }  // extern "C"

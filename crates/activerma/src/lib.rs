@@ -15,15 +15,17 @@
 //! Start programs with `activerma run -n N -- PROGRAM`; started alone, a program is a
 //! one-rank job.
 
+mod active_access;
 mod exposed;
 mod remote_ptr;
 mod segment;
 mod world;
 
+pub use activerma_access::{Actions, EntryMeta, LogEntry, LogHandler, LogOp, Notify};
 pub use activerma_am::{AmCtx, Handler, HandlerId, ProgressMode, FIRST_USER_HANDLER};
 pub use activerma_core::counters::Counters;
 pub use activerma_core::{settings, Error, Rank, Result};
-pub use activerma_mem::Prot;
+pub use activerma_mem::{IotlbStats, Prot};
 pub use activerma_proto::{AtomicOp, OpHandle, Protocol};
 pub use exposed::Exposed;
 pub use remote_ptr::RemotePtr;

@@ -14,11 +14,12 @@ use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-struct Inner {
+pub(crate) struct Inner {
+    pub(crate) access: Arc<activerma_access::Access>,
     conduit: Arc<dyn Conduit>,
     am: Arc<Am>,
-    proto: Proto,
-    table: TargetTable,
+    pub(crate) proto: Proto,
+    pub(crate) table: TargetTable,
     heap: Mutex<SymHeap>,
     heap_bases: Vec<usize>,
     net: Arc<NetModel>,
@@ -62,7 +63,9 @@ pub fn init() -> Result<World> {
     let heap = conduit.heap_window(me).ok_or_else(|| Error::Unsupported("conduit without a local heap".into()))?;
     let table_window = conduit.table_window(me).ok_or_else(|| Error::Unsupported("conduit without a table window".into()))?;
     let max_regions = settings::get_u64(settings::MAX_REGIONS)?.max(2) as usize;
-    let table = TargetTable::init(table_window, heap.remote_base, heap.len, max_regions)?;
+    let layout = TableLayout::from_settings(heap.len)?;
+    let fault_log = settings::get_u64(settings::FAULT_LOG_SIZE)? as usize;
+    let table = TargetTable::init(table_window, heap.remote_base, heap.len, max_regions, layout.log_arena, fault_log)?;
     // Everyone's table and heap base must be in place before anyone looks at them.
     conduit.barrier(&mut || {
         am.progress();
@@ -70,8 +73,10 @@ pub fn init() -> Result<World> {
     let proto = Proto::new(conduit.clone(), am.clone(), net.clone(), counters.clone())?;
     let heap_bases = (0..conduit.size()).map(|r| conduit.heap_base(r)).collect();
     let mode = ProgressMode::from_settings()?;
+    let access = activerma_access::Access::new(&table, &am, counters.clone());
     let world = World {
         inner: Arc::new(Inner {
+            access,
             heap: Mutex::new(SymHeap::new(heap.len)),
             heap_bases,
             proto,
@@ -103,6 +108,20 @@ fn mpi_conduit(_heap_size: usize, _table_bytes: usize) -> Result<Arc<dyn Conduit
 }
 
 impl World {
+    pub(crate) fn live_inner(&self) -> Result<&Inner> {
+        self.live()
+    }
+
+    pub(crate) fn inner_ref(&self) -> &Inner {
+        &self.inner
+    }
+
+    /// True if `addr` lies in this rank's symmetric heap.
+    pub(crate) fn in_own_heap(&self, addr: usize) -> bool {
+        let me = self.rank();
+        addr.checked_sub(self.inner.heap_bases[me]).is_some_and(|off| off < self.inner.conduit.heap_window(me).map_or(0, |w| w.len))
+    }
+
     #[inline]
     fn live(&self) -> Result<&Inner> {
         if self.inner.finalized.load(Ordering::Relaxed) {
@@ -308,6 +327,7 @@ impl World {
         let i = self.live()?;
         let r = self.barrier();
         i.finalized.store(true, Ordering::Release);
+        i.access.stop();
         drop(i.progress_thread.lock().unwrap().take());
         i.conduit.mark_finalized();
         r

@@ -45,6 +45,10 @@ impl AmCtx<'_> {
 
 pub type Handler = Arc<dyn Fn(&AmCtx, &[u8]) + Send + Sync>;
 
+/// Extra work every progress step does after handling messages (the access layer's poll-mode
+/// log handlers); returns how many items it handled.
+pub type Poller = Arc<dyn Fn() -> usize + Send + Sync>;
+
 struct Deferred {
     dst: Rank,
     handler: HandlerId,
@@ -61,6 +65,7 @@ pub struct Am {
     send_locks: Vec<Mutex<()>>,
     deferred: Mutex<VecDeque<Deferred>>,
     reassembly: Mutex<Reassembly>,
+    pollers: RwLock<Vec<Poller>>,
     timeout_s: f64,
     pub completions: Completions,
 }
@@ -75,6 +80,7 @@ impl Am {
             send_locks: (0..n).map(|_| Mutex::new(())).collect(),
             deferred: Mutex::new(VecDeque::new()),
             reassembly: Mutex::new(Reassembly::new(n)),
+            pollers: RwLock::new(Vec::new()),
             timeout_s: settings::get_f64(settings::TIMEOUT_S)?,
             completions: Completions::new(4096),
             conduit,
@@ -222,13 +228,24 @@ impl Am {
         done
     }
 
-    /// One step of progress: handlers, then deferred replies.
+    /// One step of progress: handlers, then deferred replies, then the pollers.
     pub fn progress(&self) -> usize {
         let n = self.poll_inbox();
         if !self.deferred.lock().unwrap().is_empty() {
             self.flush_deferred();
         }
-        n
+        n + self.run_pollers()
+    }
+
+    /// Adds work to every progress step (a blocking call anywhere then runs it too, so a
+    /// program that only makes blocking calls never starves it).
+    pub fn add_poller(&self, p: Poller) {
+        self.pollers.write().unwrap().push(p);
+    }
+
+    pub fn run_pollers(&self) -> usize {
+        let ps = self.pollers.read().unwrap().clone();
+        ps.iter().map(|p| p()).sum()
     }
 
     /// Errors if `rank` is gone.
@@ -241,25 +258,56 @@ impl Am {
 
     /// Waits for a reply to arrive in `c`, making progress, watching `target` for death.
     pub fn wait_completion(&self, c: &Completion, target: Rank, what: &str) -> Result<()> {
-        let mut backoff = Backoff::new();
-        let mut deadline: Option<Deadline> = None;
-        while !c.is_done() {
-            self.progress();
-            if backoff.snooze() {
-                if c.is_done() {
-                    break;
-                }
-                self.check_peer(target)?;
-                let d = deadline.get_or_insert_with(|| Deadline::after_secs(self.timeout_s));
-                if d.expired() {
-                    return Err(Error::Timeout { what: format!("{what} from rank {target}"), secs: d.secs() });
-                }
-            }
+        self.wait_until(|| c.is_done(), target, what)
+    }
+
+    /// Waits until `done()`, making progress, watching `target` for death and the time limit.
+    pub fn wait_until(&self, mut done: impl FnMut() -> bool, target: Rank, what: &str) -> Result<()> {
+        let mut w = Waiter::default();
+        while !done() {
+            w.step(self, target, what)?;
         }
         Ok(())
     }
 
+    pub fn timeout_s(&self) -> f64 {
+        self.timeout_s
+    }
+
     pub fn counters(&self) -> &Counters {
         &self.counters
+    }
+}
+
+/// One waiting loop's state: make progress, back off, and give up when `target` died or the
+/// time limit passed. For loops whose condition lives elsewhere (a full log, a flush).
+#[derive(Default)]
+pub struct Waiter {
+    backoff: Backoff,
+    deadline: Option<Deadline>,
+}
+
+impl Waiter {
+    pub fn step(&mut self, am: &Am, target: Rank, what: &str) -> Result<()> {
+        am.progress();
+        self.pause(am, target, what)
+    }
+
+    /// A step for a loop inside a message handler: runs the pollers only (handlers do not
+    /// poll messages again from inside a handler).
+    pub fn step_in_handler(&mut self, am: &Am, target: Rank, what: &str) -> Result<()> {
+        am.run_pollers();
+        self.pause(am, target, what)
+    }
+
+    fn pause(&mut self, am: &Am, target: Rank, what: &str) -> Result<()> {
+        if self.backoff.snooze() {
+            am.check_peer(target)?;
+            let d = self.deadline.get_or_insert_with(|| Deadline::after_secs(am.timeout_s));
+            if d.expired() {
+                return Err(Error::Timeout { what: format!("{what} (rank {target})"), secs: d.secs() });
+            }
+        }
+        Ok(())
     }
 }

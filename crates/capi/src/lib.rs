@@ -22,11 +22,14 @@ mod rma; // puts, gets, handles, flush
 
 mod atomics;
 
+mod active_access; // Active Access: page actions, access logs, active flush
+
 mod state; // the process-global World and registries (not in the header)
 
 #[cfg(test)]
 mod one_rank_tests;
 
+pub use active_access::*;
 pub use atomics::*;
 pub use job::*;
 pub use memory::*;

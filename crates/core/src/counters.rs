@@ -36,6 +36,12 @@ counters! {
     am_received: "active messages handled",
     am_fragments: "active-message fragments sent",
     wakeups_sent: "futex wake-ups sent to sleeping targets",
+    put_active: "puts to pages marked for Active Access (written and/or logged)",
+    get_active: "gets from pages marked for Active Access (logged)",
+    log_entries_handled: "access-log entries run through their handler here",
+    active_flushes: "active flushes",
+    iotlb_hits: "modelled IOTLB hits (translation lookups of this rank)",
+    iotlb_misses: "modelled IOTLB misses",
 }
 
 /// Adds to a counter with a plain load and store, not a locked read-modify-write: counters sit

@@ -47,6 +47,14 @@ pub const TIMEOUT_S: &str = "ACTIVERMA_TIMEOUT_S";
 pub const VERBOSE: &str = "ACTIVERMA_VERBOSE";
 pub const SMP_EMULATE_REMOTE: &str = "ACTIVERMA_SMP_EMULATE_REMOTE";
 pub const MPI_ASYNC_PROGRESS_US: &str = "ACTIVERMA_MPI_ASYNC_PROGRESS_US";
+pub const LOG_ARENA: &str = "ACTIVERMA_LOG_ARENA";
+pub const FAULT_LOG_SIZE: &str = "ACTIVERMA_FAULT_LOG_SIZE";
+pub const AA_NOTIFY: &str = "ACTIVERMA_AA_NOTIFY";
+pub const AA_WAKE_THRESHOLD: &str = "ACTIVERMA_AA_WAKE_THRESHOLD";
+pub const IOTLB_ENTRIES: &str = "ACTIVERMA_IOTLB_ENTRIES";
+pub const IOTLB_WAYS: &str = "ACTIVERMA_IOTLB_WAYS";
+pub const IOTLB_EVICTION: &str = "ACTIVERMA_IOTLB_EVICTION";
+pub const IOTLB_MISS_NS: &str = "ACTIVERMA_IOTLB_MISS_NS";
 
 pub static TABLE: &[Setting] = &[
     Setting { name: CONDUIT, kind: Kind::Enum(&["auto", "smp", "mpi"]), default: "auto",
@@ -77,6 +85,22 @@ pub static TABLE: &[Setting] = &[
         description: "mpi: a background thread drives MPI's progress engine this often (us), so one-sided operations to a rank complete even while its code computes; 0 = off (then some MPIs need the target to call in)" },
     Setting { name: SMP_EMULATE_REMOTE, kind: Kind::Bool, default: "0",
         description: "smp: treat other ranks as if on other hosts (no direct mapping: one-sided engine for segments, the target for private memory) — tests the cross-host paths on one host" },
+    Setting { name: LOG_ARENA, kind: Kind::Size, default: "16M",
+        description: "Active Access: memory per rank for access logs, beside its translation table (virtual; pages cost memory only when touched)" },
+    Setting { name: FAULT_LOG_SIZE, kind: Kind::Size, default: "64K",
+        description: "Active Access: bytes of the default fault log (entries of pages marked E=0), a power of two" },
+    Setting { name: AA_NOTIFY, kind: Kind::Enum(&["poll", "wake", "thread"]), default: "poll",
+        description: "Active Access: default notification mode of a new access log: poll = the application's progress(); wake = a thread woken when a log holds AA_WAKE_THRESHOLD entries or every WAKE_INTERVAL_US (the paper's interrupt); thread = a dedicated thread that spins (the paper's scratchpad core)" },
+    Setting { name: AA_WAKE_THRESHOLD, kind: Kind::Int, default: "1",
+        description: "Active Access, wake mode: entries in a log before its thread is woken" },
+    Setting { name: IOTLB_ENTRIES, kind: Kind::Int, default: "0",
+        description: "modelled IOTLB: translations cached per rank; 0 = model off (lookups are never counted)" },
+    Setting { name: IOTLB_WAYS, kind: Kind::Enum(&["full", "direct", "2", "4", "8", "16"]), default: "full",
+        description: "modelled IOTLB associativity: fully associative, direct-mapped or n-way" },
+    Setting { name: IOTLB_EVICTION, kind: Kind::Enum(&["lru", "random"]), default: "lru",
+        description: "modelled IOTLB eviction policy" },
+    Setting { name: IOTLB_MISS_NS, kind: Kind::Int, default: "0",
+        description: "modelled IOTLB: cost charged per miss (ns, busy-waited by the origin)" },
 ];
 
 pub fn lookup(name: &str) -> &'static Setting {

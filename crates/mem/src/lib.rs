@@ -4,8 +4,12 @@
 //! Registration strategies (pin-all, bounce, rendezvous, firehose, PART) will live here too.
 
 pub mod entry;
+pub mod iotlb;
+pub mod log_table;
 pub mod symheap;
 pub mod table;
 
 pub use entry::{Entry, Prot};
+pub use iotlb::{Eviction, Iotlb, IotlbConfig, IotlbStats};
+pub use log_table::{LogArena, LogSlot, LogTable, FAULT_SLOT, MAX_DOMAINS, MAX_LOGS};
 pub use table::{AccessKind, Lookup, OriginTable, TableLayout, TargetTable};

@@ -7,6 +7,7 @@
 //! TableHeader                 magic (written last), limits, high-water mark of regions
 //! RegionDesc[max_regions]     state, kind, in-flight origins, base, len, first entry
 //! entries: u64[heap_pages + private_pages]   region 0 = the symmetric heap, then private pages
+//! log arena (page aligned)    the access-log table and the logs (`log_table.rs`)
 //! ```
 //! Region 0 always describes the symmetric heap; its pages are PRESENT while a segment
 //! allocation covers them. Other regions are exposed ranges of private memory, byte-exact.
@@ -14,6 +15,7 @@
 //! so `unexpose` can wait until no copy into that memory is still running.
 
 use crate::entry::{Entry, Prot};
+use crate::log_table::{LogArena, LogTable};
 use activerma_core::page::{page_floor, page_size, pages_spanned};
 use activerma_core::{Error, Rank, Result};
 use activerma_transport::Window;
@@ -35,6 +37,8 @@ struct TableHeader {
     private_pages: u64,
     /// One past the highest region index ever used: origins scan no further.
     hwm: AtomicU32,
+    log_off: u64,
+    log_bytes: u64,
 }
 
 #[repr(C, align(64))]
@@ -53,6 +57,8 @@ pub struct TableLayout {
     pub max_regions: usize,
     pub heap_pages: usize,
     pub private_pages: usize,
+    /// Bytes of the access-log arena at the end of the window.
+    pub log_arena: usize,
 }
 
 impl TableLayout {
@@ -62,8 +68,14 @@ impl TableLayout {
     fn entries_off(&self) -> usize {
         Self::regions_off() + self.max_regions * std::mem::size_of::<RegionDesc>()
     }
-    pub fn bytes(&self) -> usize {
+    fn entries_end(&self) -> usize {
         self.entries_off() + (self.heap_pages + self.private_pages) * 8
+    }
+    fn log_off(&self) -> usize {
+        activerma_core::page::page_ceil(self.entries_end())
+    }
+    pub fn bytes(&self) -> usize {
+        self.log_off() + self.log_arena
     }
     pub fn from_settings(heap_size: usize) -> Result<TableLayout> {
         use activerma_core::settings as s;
@@ -71,6 +83,7 @@ impl TableLayout {
             max_regions: (s::get_u64(s::MAX_REGIONS)? as usize).max(2),
             heap_pages: heap_size.div_ceil(page_size()),
             private_pages: s::get_u64(s::MAX_PRIVATE_PAGES)? as usize,
+            log_arena: activerma_core::page::page_ceil(s::get_u64(s::LOG_ARENA)? as usize),
         })
     }
 }
@@ -135,6 +148,11 @@ impl AccessKind {
 /// raised until dropped, so the target cannot unexpose the memory under a running copy.
 pub struct Lookup<'a> {
     pub private: bool,
+    /// Some page of the access carries Active Access bits for this kind of access (or forbids
+    /// the plain access but logs it): the access goes page by page (`OriginTable::entry_of`).
+    pub active: bool,
+    page_base: usize,
+    first_entry: usize,
     inflight: Option<&'a AtomicU32>,
 }
 
@@ -150,6 +168,7 @@ impl Drop for Lookup<'_> {
 pub struct OriginTable {
     raw: Raw,
     rank: Rank,
+    logs: Option<LogArena>,
 }
 
 impl OriginTable {
@@ -163,9 +182,29 @@ impl OriginTable {
         if h.magic.load(Ordering::Acquire) != MAGIC {
             return Err(Error::InvalidArgument(format!("rank {rank} has not initialized its translation table")));
         }
-        let layout =
-            TableLayout { max_regions: h.max_regions as usize, heap_pages: h.heap_pages as usize, private_pages: h.private_pages as usize };
-        Ok(OriginTable { raw: Raw { base: w.local, layout }, rank })
+        let layout = TableLayout {
+            max_regions: h.max_regions as usize,
+            heap_pages: h.heap_pages as usize,
+            private_pages: h.private_pages as usize,
+            log_arena: h.log_bytes as usize,
+        };
+        // SAFETY: the owner formatted the arena inside its window before setting the magic.
+        let logs = (h.log_bytes > 0)
+            .then(|| unsafe { LogArena::attach(w.local.add(h.log_off as usize), h.log_bytes as usize, rank) })
+            .transpose()?;
+        Ok(OriginTable { raw: Raw { base: w.local, layout }, rank, logs })
+    }
+
+    /// The target's access-log table.
+    pub fn logs(&self) -> Result<&LogArena> {
+        self.logs.as_ref().ok_or_else(|| Error::Unsupported(format!("rank {} has no access-log arena", self.rank)))
+    }
+
+    /// The entry of the page holding `addr`, inside an access `lookup` checked.
+    #[inline]
+    pub fn entry_of(&self, lookup: &Lookup, addr: usize) -> u64 {
+        let p = (addr - lookup.page_base) / page_size();
+        self.raw.entry(lookup.first_entry + p).load(Ordering::Acquire)
     }
 
     /// Checks an access of `len` bytes at the target's address `addr`. Zero-length accesses
@@ -177,8 +216,8 @@ impl OriginTable {
         let heap = self.raw.region(0);
         let hb = heap.base.load(Ordering::Relaxed) as usize;
         if addr >= hb && end <= hb + heap.len.load(Ordering::Relaxed) as usize {
-            self.check_pages(hb, 0, addr, len, kind)?;
-            return Ok(Lookup { private: false, inflight: None });
+            let active = self.check_pages(hb, 0, addr, len, kind)?;
+            return Ok(Lookup { private: false, active, page_base: hb, first_entry: 0, inflight: None });
         }
         let hwm = self.raw.header().hwm.load(Ordering::Acquire) as usize;
         for i in 1..hwm.min(self.raw.layout.max_regions) {
@@ -193,29 +232,33 @@ impl OriginTable {
             // Announce ourselves, then confirm the region is still the one we checked
             // (SeqCst pairs with `unexpose`, which marks DYING and then waits for zero).
             r.inflight.fetch_add(1, Ordering::SeqCst);
-            let lookup = Lookup { private: true, inflight: Some(&r.inflight) };
+            let (page_base, first_entry) = (page_floor(b), r.first_entry.load(Ordering::Acquire) as usize);
+            let mut lookup = Lookup { private: true, active: false, page_base, first_entry, inflight: Some(&r.inflight) };
             if r.state.load(Ordering::SeqCst) != ACTIVE
                 || r.base.load(Ordering::Acquire) as usize != b
                 || r.len.load(Ordering::Acquire) as usize != l
             {
                 continue; // dropping `lookup` releases the count
             }
-            self.check_pages(page_floor(b), r.first_entry.load(Ordering::Acquire) as usize, addr, len, kind)?;
+            lookup.active = self.check_pages(page_base, first_entry, addr, len, kind)?;
             return Ok(lookup);
         }
         Err(not_exposed())
     }
 
+    /// Checks every page; returns whether the access must take the Active Access path.
     #[inline]
-    fn check_pages(&self, page_base: usize, first_entry: usize, addr: usize, len: usize, kind: AccessKind) -> Result<()> {
+    fn check_pages(&self, page_base: usize, first_entry: usize, addr: usize, len: usize, kind: AccessKind) -> Result<bool> {
         let want = Entry::PRESENT as u64 | kind.needs();
         let pages = pages_spanned(page_base, addr, len.max(1));
         let last = pages.end - 1;
         let mut e = 0;
+        let mut active = false;
         for p in pages {
             e = self.raw.entry(first_entry + p).load(Ordering::Acquire);
+            // Fast path: present, permitted, no Active Access bits.
             if e & (want | Entry::ACTIVE as u64) != want {
-                return Err(self.explain(e, want, addr, len, kind));
+                active |= self.active_page(e, want, addr, len, kind)?;
             }
         }
         // A segment may end inside its last page: the bytes past its end are not exposed.
@@ -223,20 +266,27 @@ impl OriginTable {
         if limit != 0 && addr + len.max(1) - (page_base + last * page_size()) > limit {
             return Err(Error::NotExposed { rank: self.rank, addr, len });
         }
-        Ok(())
+        Ok(active)
     }
 
+    /// A page off the fast path: an Active Access page (true), or an error.
     #[cold]
-    fn explain(&self, e: u64, want: u64, addr: usize, len: usize, kind: AccessKind) -> Error {
+    fn active_page(&self, e: u64, want: u64, addr: usize, len: usize, kind: AccessKind) -> Result<bool> {
         if e & Entry::PRESENT as u64 == 0 {
-            Error::NotExposed { rank: self.rank, addr, len }
-        } else if e & want != want {
-            Error::Protection { rank: self.rank, addr, len, op: kind.name(), prot: Prot::describe(e as u32) }
-        } else {
-            Error::Unsupported(format!(
-                "rank {} marked {addr:#x} with Active Access bits, which this build does not process yet",
+            return Err(Error::NotExposed { rank: self.rank, addr, len });
+        }
+        let bits = e as u32;
+        match kind {
+            // W = 0 with logging is an active put that does not touch memory; W = 0 without is
+            // a protection fault.
+            AccessKind::Put if bits & (Entry::WL | Entry::WLD) != 0 => Ok(true),
+            AccessKind::Get if e & want == want && bits & (Entry::RL | Entry::RLD) != 0 => Ok(true),
+            AccessKind::Atomic | AccessKind::AtomicRead if e & want == want => Err(Error::Unsupported(format!(
+                "atomic at rank {} address {addr:#x}: the page is marked for Active Access (logged puts/gets), where atomics are not defined; unmark it or use puts",
                 self.rank
-            ))
+            ))),
+            _ if e & want != want => Err(Error::Protection { rank: self.rank, addr, len, op: kind.name(), prot: Prot::describe(bits) }),
+            _ => Ok(false), // bits for the other direction only (e.g. RL on a put)
         }
     }
 }
@@ -244,6 +294,7 @@ impl OriginTable {
 /// A rank's own table: the only writer of it.
 pub struct TargetTable {
     raw: Raw,
+    logs: LogTable,
     /// Free ranges of private entries (start, count), and free region slots.
     state: Mutex<TargetState>,
 }
@@ -258,16 +309,30 @@ struct TargetState {
 pub struct ExposureId(pub usize);
 
 impl TargetTable {
-    /// Initializes the table in our own window; region 0 describes our heap.
-    pub fn init(w: Window, heap_base: usize, heap_len: usize, max_regions: usize) -> Result<TargetTable> {
+    /// Initializes the table in our own window; region 0 describes our heap. The last
+    /// `log_arena` bytes of the window hold the access logs, the first of them the fault log
+    /// of `fault_log` bytes.
+    pub fn init(
+        w: Window,
+        heap_base: usize,
+        heap_len: usize,
+        max_regions: usize,
+        log_arena: usize,
+        fault_log: usize,
+    ) -> Result<TargetTable> {
         let heap_pages = heap_len.div_ceil(page_size());
-        let mut layout = TableLayout { max_regions, heap_pages, private_pages: 0 };
+        let mut layout = TableLayout { max_regions, heap_pages, private_pages: 0, log_arena };
         let fixed = layout.bytes();
         if fixed > w.len {
             return Err(Error::OutOfResources(format!("translation table needs {fixed} bytes but its window has {}", w.len)));
         }
-        layout.private_pages = (w.len - fixed) / 4;
+        // Whatever is left between the heap's entries and the arena holds private entries.
+        layout.private_pages = (w.len - fixed) / 8;
+        let log_off = w.len - log_arena;
+        debug_assert!(log_off >= layout.entries_end());
         let raw = Raw { base: w.local, layout };
+        // SAFETY: the arena is the end of our zeroed window; origins find it through the header.
+        let logs = unsafe { LogTable::init(w.local.add(log_off), log_arena, fault_log)? };
         // SAFETY: the window is ours and zeroed; nobody reads it before the magic is set.
         unsafe {
             std::ptr::write(
@@ -278,6 +343,8 @@ impl TargetTable {
                     heap_pages: heap_pages as u64,
                     private_pages: layout.private_pages as u64,
                     hwm: AtomicU32::new(1),
+                    log_off: log_off as u64,
+                    log_bytes: log_arena as u64,
                 },
             );
         }
@@ -290,12 +357,18 @@ impl TargetTable {
         raw.header().magic.store(MAGIC, Ordering::Release);
         Ok(TargetTable {
             raw,
+            logs,
             state: Mutex::new(TargetState { free_entries: vec![(heap_pages, layout.private_pages)], exposures: vec![] }),
         })
     }
 
     fn heap_base(&self) -> usize {
         self.raw.region(0).base.load(Ordering::Relaxed) as usize
+    }
+
+    /// Our access-log table.
+    pub fn logs(&self) -> &LogTable {
+        &self.logs
     }
 
     fn set_entries(&self, first: usize, count: usize, value: u64) {
@@ -442,7 +515,7 @@ mod tests {
         let p = page_size();
         let (w, _keep) = window(64 * 1024);
         let heap = 0x1000_0000;
-        let t = TargetTable::init(w, heap, 16 * p, 8).unwrap();
+        let t = TargetTable::init(w, heap, 16 * p, 8, 16 * 1024, 4096).unwrap();
         let o = OriginTable::attach(w, 3).unwrap();
         assert!(matches!(o.check(heap, 8, AccessKind::Put), Err(Error::NotExposed { rank: 3, .. })));
         t.map_segment(p, 2 * p);
@@ -462,7 +535,7 @@ mod tests {
     fn private_exposure_is_byte_exact_and_protected() {
         let p = page_size();
         let (w, _keep) = window(64 * 1024);
-        let t = TargetTable::init(w, 0x1000_0000, 4 * p, 8).unwrap();
+        let t = TargetTable::init(w, 0x1000_0000, 4 * p, 8, 16 * 1024, 4096).unwrap();
         let o = OriginTable::attach(w, 1).unwrap();
         let base = 0x2000_0010;
         let id = t.expose(base, 100, Prot::ReadOnly).unwrap();
@@ -478,14 +551,23 @@ mod tests {
         let id2 = t.expose(base, 100, Prot::ReadWrite).unwrap();
         assert!(o.check(base, 8, AccessKind::Atomic).is_ok());
         assert_eq!(t.update_bits(base, 8, Entry::WL, 0).unwrap(), 1);
-        assert!(matches!(o.check(base, 8, AccessKind::Put), Err(Error::Unsupported(_))));
+        assert!(o.check(base, 8, AccessKind::Put).unwrap().active, "W=1, WL=1: written and logged");
+        assert!(!o.check(base, 8, AccessKind::Get).unwrap().active, "put logging leaves gets plain");
+        assert!(matches!(o.check(base, 8, AccessKind::Atomic), Err(Error::Unsupported(_))), "atomics on active pages");
+        t.update_bits(base, 8, Entry::WLD, Entry::W | Entry::WL).unwrap();
+        assert!(o.check(base, 8, AccessKind::Put).unwrap().active, "W=0, WLD=1: an active put");
+        t.update_bits(base, 8, 0, Entry::WLD).unwrap();
+        assert!(matches!(o.check(base, 8, AccessKind::Put), Err(Error::Protection { .. })), "W=0 without logging: a fault");
+        t.update_bits(base, 8, Entry::RL, 0).unwrap();
+        assert!(o.check(base, 8, AccessKind::Get).unwrap().active, "R=1, RL=1: a logged get");
+        assert!(o.logs().unwrap().ring(crate::log_table::FAULT_SLOT).is_some(), "the fault log exists");
         t.unexpose(id2).unwrap();
     }
 
     #[test]
     fn unexpose_waits_for_inflight_origin() {
         let (w, _keep) = window(64 * 1024);
-        let t = TargetTable::init(w, 0x1000_0000, 4 * page_size(), 8).unwrap();
+        let t = TargetTable::init(w, 0x1000_0000, 4 * page_size(), 8, 16 * 1024, 4096).unwrap();
         let o = OriginTable::attach(w, 1).unwrap();
         let id = t.expose(0x3000_0000, 64, Prot::ReadWrite).unwrap();
         let guard = o.check(0x3000_0000, 8, AccessKind::Put).unwrap();

@@ -17,6 +17,7 @@ pub const ATOMIC: HandlerId = 1;
 pub const RESPONSE: HandlerId = 2;
 pub const PUT: HandlerId = 3;
 pub const GET: HandlerId = 4;
+pub const ACTIVE_FLUSH: HandlerId = 5;
 
 /// The target's own table, attached on first use (it is initialized before any request).
 pub(crate) struct OwnTable {
@@ -28,11 +29,13 @@ impl OwnTable {
     pub fn new(conduit: Arc<dyn Conduit>) -> OwnTable {
         OwnTable { table: OnceLock::new(), conduit }
     }
-    pub fn check(&self, addr: usize, len: usize, kind: AccessKind) -> Result<Lookup<'_>> {
+    pub fn get(&self) -> &OriginTable {
         let me = self.conduit.rank();
         self.table
             .get_or_init(|| OriginTable::attach(self.conduit.table_window(me).expect("own table"), me).expect("own table initialized"))
-            .check(addr, len, kind)
+    }
+    pub fn check(&self, addr: usize, len: usize, kind: AccessKind) -> Result<Lookup<'_>> {
+        self.get().check(addr, len, kind)
     }
 }
 
@@ -110,4 +113,35 @@ fn rebuild_error(code: i32, value: u64, a: &Asked) -> Error {
         4 => Error::Misaligned { rank, addr },
         _ => Error::InvalidArgument(format!("rank {rank} refused the {} at {addr:#x}+{len} (error code {code})", a.op)),
     }
+}
+
+/// The target's side of an active flush from another host: every log's position when the
+/// request arrived must be consumed before the answer goes back. Runs the log handlers itself
+/// meanwhile (poll mode), without polling messages again from inside a handler.
+pub(crate) fn register_active_flush(am: &Am) -> Result<()> {
+    let table = OwnTable::new(am.conduit().clone());
+    am.register(
+        ACTIVE_FLUSH,
+        Arc::new(move |ctx: &AmCtx, _msg: &[u8]| {
+            let outcome = (|| {
+                let logs = table.get().logs()?;
+                for slot in 0..activerma_mem::MAX_LOGS {
+                    if let Some(ring) = logs.ring(slot) {
+                        let upto = ring.reserved();
+                        let mut w = activerma_am::Waiter::default();
+                        while ring.tail() < upto {
+                            w.step_in_handler(ctx.am(), ctx.src, "an active flush")?;
+                        }
+                    }
+                }
+                Ok((0, &[][..]))
+            })();
+            respond(ctx, outcome);
+        }),
+    )
+}
+
+/// Active flush towards a rank whose logs we cannot see: ask it.
+pub(crate) fn active_flush_remote(p: &Proto, rank: Rank) -> Result<()> {
+    request(p, ACTIVE_FLUSH, &[], Asked { rank, addr: 0, len: 0, op: "active flush" }).map(|_| ())
 }

@@ -2,6 +2,7 @@
 //! progress engine checks its table and answers with the bytes.
 
 use crate::am_request::{self, Asked, OwnTable, GET};
+use crate::log_append::{self, Logged};
 use crate::Proto;
 use activerma_am::{Am, AmCtx};
 use activerma_core::counters::bump;
@@ -15,14 +16,22 @@ pub(crate) fn register(am: &Am) -> Result<()> {
         GET,
         Arc::new(move |ctx: &AmCtx, msg: &[u8]| {
             let outcome = (|| {
-                if msg.len() != 16 {
+                if msg.len() != 24 {
                     return Err(Error::InvalidArgument("malformed get request".into()));
                 }
                 let addr = u64::from_le_bytes(msg[..8].try_into().unwrap()) as usize;
-                let len = u64::from_le_bytes(msg[8..].try_into().unwrap()) as usize;
-                let _inside = table.check(addr, len, AccessKind::Get)?;
+                let len = u64::from_le_bytes(msg[8..16].try_into().unwrap()) as usize;
+                let seq = u64::from_le_bytes(msg[16..].try_into().unwrap());
+                let lookup = table.check(addr, len, AccessKind::Get)?;
                 // SAFETY: the table says [addr, addr+len) is our memory, exposed readable.
-                Ok((0, unsafe { std::slice::from_raw_parts(addr as *const u8, len) }))
+                let bytes = unsafe { std::slice::from_raw_parts(addr as *const u8, len) };
+                if lookup.active {
+                    let me = ctx.am().conduit().rank();
+                    let l = Logged { table: table.get(), lookup: &lookup, target: me, origin: ctx.src, seq };
+                    let mut w = activerma_am::Waiter::default();
+                    log_append::get(&l, addr, bytes, &mut || w.step_in_handler(ctx.am(), ctx.src, "room in an access log"))?;
+                }
+                Ok((0, bytes))
             })();
             am_request::respond(ctx, outcome);
         }),
@@ -30,9 +39,10 @@ pub(crate) fn register(am: &Am) -> Result<()> {
 }
 
 pub(crate) fn run(p: &Proto, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<()> {
-    let mut msg = [0u8; 16];
+    let mut msg = [0u8; 24];
     msg[..8].copy_from_slice(&(addr as u64).to_le_bytes());
-    msg[8..].copy_from_slice(&(dst.len() as u64).to_le_bytes());
+    msg[8..16].copy_from_slice(&(dst.len() as u64).to_le_bytes());
+    msg[16..].copy_from_slice(&p.next_seq(rank).to_le_bytes());
     let (_, bytes) = am_request::request(p, GET, &msg, Asked { rank, addr, len: dst.len(), op: "get" })?;
     if bytes.len() != dst.len() {
         return Err(Error::InvalidArgument(format!("rank {rank} answered a get of {} bytes with {}", dst.len(), bytes.len())));

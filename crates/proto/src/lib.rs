@@ -12,6 +12,7 @@
 //! | atomic_am     | request to the target, which runs the atomic on its private memory |
 //! | rma_conduit   | put_rma/get_rma/atomic_rma: the conduit's one-sided engine (segment on another host) |
 //! | put_am/get_am | the data travels in an active message; the target checks and copies |
+//! | put_active/get_active | Active Access pages: write/read and log per the page bits (log_append) |
 //!
 //! Completion (`smp`): a blocking put or get returns when the data is in the target's memory
 //! (remote completion); non-blocking and implicit operations are started and their data moved
@@ -21,9 +22,12 @@ mod am_request;
 mod atomic_am;
 mod atomic_direct;
 mod completion;
+mod get_active;
 mod get_am;
 mod get_cma;
 mod get_direct;
+mod log_append;
+mod put_active;
 mod put_am;
 mod put_cma;
 mod put_direct;
@@ -34,9 +38,9 @@ pub use completion::OpHandle;
 pub use select::{Choice, Protocol};
 
 use activerma_am::Am;
-use activerma_core::counters::Counters;
+use activerma_core::counters::{bump, Counters};
 use activerma_core::{settings, Error, Rank, Result};
-use activerma_mem::{AccessKind, OriginTable};
+use activerma_mem::{AccessKind, Iotlb, IotlbConfig, OriginTable};
 use activerma_transport::netmodel::NetModel;
 use activerma_transport::{Conduit, Window};
 use std::sync::atomic::{fence, AtomicU64, Ordering};
@@ -60,6 +64,12 @@ pub struct Proto {
     pending_until: Vec<AtomicU64>,
     verbose: bool,
     seen: std::sync::Mutex<std::collections::HashSet<(Protocol, Rank)>>,
+    /// Per target: sequence number of this origin's next active access there.
+    seq: Vec<AtomicU64>,
+    /// Per target: the log slots this origin appended to since its last active flush there.
+    touched: Vec<AtomicU64>,
+    /// The modelled IOTLB in front of every translation lookup this rank makes.
+    pub iotlb: Iotlb,
 }
 
 impl Proto {
@@ -68,6 +78,7 @@ impl Proto {
         am_request::register_response(am)?;
         atomic_am::register(am)?;
         put_am::register(am)?;
+        am_request::register_active_flush(am)?;
         get_am::register(am)
     }
 
@@ -85,7 +96,13 @@ impl Proto {
         if tables[conduit.rank()].is_none() {
             return Err(Error::Unsupported("conduit without a table window of our own".into()));
         }
+        use activerma_core::settings as s;
+        let iotlb =
+            IotlbConfig::parse(&s::raw(s::IOTLB_ENTRIES), &s::raw(s::IOTLB_WAYS), &s::raw(s::IOTLB_EVICTION), &s::raw(s::IOTLB_MISS_NS))?;
         Ok(Proto {
+            seq: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            touched: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            iotlb: Iotlb::new(iotlb),
             pending_until: (0..n).map(|_| AtomicU64::new(0)).collect(),
             verbose: settings::get_bool(settings::VERBOSE)?,
             seen: Default::default(),
@@ -213,6 +230,7 @@ impl Proto {
             Protocol::PutCma => put_cma::run(self, rank, addr, src)?,
             Protocol::PutRma => rma_conduit::put(self, rank, addr, src, complete)?,
             Protocol::PutAm => put_am::run(self, rank, addr, src)?,
+            Protocol::PutActive => put_active::run(self, rank, addr, src, c.lookup(), c.local)?,
             _ => unreachable!("puts choose a put protocol"),
         }
         Ok(self.net.completion_time(src.len()))
@@ -230,6 +248,7 @@ impl Proto {
             Protocol::GetCma => get_cma::run(self, rank, addr, dst)?,
             Protocol::GetRma => rma_conduit::get(self, rank, addr, dst)?,
             Protocol::GetAm => get_am::run(self, rank, addr, dst)?,
+            Protocol::GetActive => get_active::run(self, rank, addr, dst, c.lookup(), c.local)?,
             _ => unreachable!("gets choose a get protocol"),
         }
         Ok(self.net.completion_time(dst.len()))
@@ -237,5 +256,37 @@ impl Proto {
 
     pub fn conduit(&self) -> &Arc<dyn Conduit> {
         &self.conduit
+    }
+
+    /// True when this process reads every rank's table (one host, not emulating remote).
+    pub fn all_tables_visible(&self) -> bool {
+        self.tables.iter().all(|t| t.is_some())
+    }
+
+    pub(crate) fn next_seq(&self, rank: Rank) -> u64 {
+        self.seq[rank].fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Active flush: returns once `rank` has processed (run through their handlers) every
+    /// active access this origin made there — the paper's `flush(target)` for active
+    /// accesses, independent of the RMA `flush`. Every log we appended to is drained past the
+    /// position it had reached when this call began.
+    pub fn active_flush(&self, rank: Rank) -> Result<()> {
+        self.check_rank(rank)?;
+        bump(&self.counters.active_flushes, 1);
+        let Some(table) = &self.tables[rank] else {
+            return am_request::active_flush_remote(self, rank);
+        };
+        let mut touched = self.touched[rank].swap(0, Ordering::AcqRel);
+        let logs = table.logs()?;
+        while touched != 0 {
+            let slot = touched.trailing_zeros() as usize;
+            touched &= touched - 1;
+            if let Some(ring) = logs.ring(slot) {
+                let upto = ring.reserved();
+                self.am.wait_until(|| ring.tail() >= upto, rank, "an active flush")?;
+            }
+        }
+        Ok(())
     }
 }

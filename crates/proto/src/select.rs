@@ -23,6 +23,8 @@ pub enum Protocol {
     AtomicRma,
     PutAm,
     GetAm,
+    PutActive,
+    GetActive,
 }
 
 impl Protocol {
@@ -39,6 +41,8 @@ impl Protocol {
             Protocol::AtomicRma => "atomic_rma",
             Protocol::PutAm => "put_am",
             Protocol::GetAm => "get_am",
+            Protocol::PutActive => "put_active",
+            Protocol::GetActive => "get_active",
         }
     }
 
@@ -54,6 +58,9 @@ impl Protocol {
             Protocol::PutAm | Protocol::GetAm => {
                 "the address is private memory of a rank on another host: the data travels in an active message and the target checks and copies it"
             }
+            Protocol::PutActive | Protocol::GetActive => {
+                "the target marked a page of the access for Active Access: each page's bits decide whether the bytes are written/read and whether the access is logged into an access log"
+            }
         }
     }
 }
@@ -63,7 +70,14 @@ pub struct Choice<'a> {
     pub protocol: Protocol,
     /// Local pointer for direct protocols.
     pub local: *mut u8,
-    _lookup: Option<Lookup<'a>>,
+    lookup: Option<Lookup<'a>>,
+}
+
+impl<'a> Choice<'a> {
+    /// The table lookup behind a local choice (active protocols walk its pages).
+    pub(crate) fn lookup(&self) -> &Lookup<'a> {
+        self.lookup.as_ref().expect("a choice made from the target's table")
+    }
 }
 
 impl Proto {
@@ -73,7 +87,22 @@ impl Proto {
             return self.choose_remote(rank, addr, len, kind);
         };
         let lookup = table.check(addr, len, kind)?;
-        let (protocol, local) = if lookup.private {
+        if self.iotlb.enabled() {
+            self.model_iotlb(rank, addr, len);
+        }
+        let (protocol, local) = if lookup.active {
+            let local = if lookup.private {
+                std::ptr::null_mut()
+            } else {
+                let w = self.heaps[rank].ok_or_else(|| Error::Unsupported(format!("rank {rank}'s segment is not mapped here")))?;
+                w.translate(addr, len).ok_or(Error::NotExposed { rank, addr, len })?
+            };
+            let p = match kind {
+                AccessKind::Put => Protocol::PutActive,
+                _ => Protocol::GetActive,
+            };
+            (p, local)
+        } else if lookup.private {
             let p = match kind {
                 AccessKind::Put => Protocol::PutCma,
                 AccessKind::Get => Protocol::GetCma,
@@ -94,7 +123,7 @@ impl Proto {
         if self.verbose {
             self.note_choice(protocol, rank);
         }
-        Ok(Choice { protocol, local, _lookup: Some(lookup) })
+        Ok(Choice { protocol, local, lookup: Some(lookup) })
     }
 
     /// A rank whose table we cannot read: its segments by one-sided RMA after checking our own
@@ -123,7 +152,18 @@ impl Proto {
         if self.verbose {
             self.note_choice(protocol, rank);
         }
-        Ok(Choice { protocol, local: std::ptr::null_mut(), _lookup: None })
+        Ok(Choice { protocol, local: std::ptr::null_mut(), lookup: None })
+    }
+
+    /// One modelled translation per page the access touches.
+    #[cold]
+    fn model_iotlb(&self, rank: Rank, addr: usize, len: usize) {
+        let ps = activerma_core::page::page_size();
+        for page in addr / ps..=(addr + len.max(1) - 1) / ps {
+            let hit = self.iotlb.lookup(rank as u32, page as u64);
+            let c = if hit { &self.counters.iotlb_hits } else { &self.counters.iotlb_misses };
+            activerma_core::counters::bump(c, 1);
+        }
     }
 
     #[cold]

@@ -19,7 +19,7 @@ mod shm;
 mod timing;
 
 use crate::launcher::RunArgs;
-use activerma::{AmCtx, HandlerId, Prot, RemotePtr, Segment, World, FIRST_USER_HANDLER};
+use activerma::{Actions, AmCtx, HandlerId, LogEntry, Notify, Prot, RemotePtr, Segment, World, FIRST_USER_HANDLER};
 use activerma_core::settings;
 use report::Report;
 use shm::SharedPage;
@@ -41,6 +41,8 @@ const PONG: HandlerId = FIRST_USER_HANDLER + 1;
 /// the word the segment atomics hit.
 const CMD_OFF: usize = 0;
 const ATOMIC_OFF: usize = 2048;
+/// Where rank 1's access-log handler acknowledges active puts, in rank 0's control segment.
+const ACK_OFF: usize = 1024;
 const CMD_SERVE: u64 = 0;
 const CMD_ECHO: u64 = 1;
 const CMD_EXIT: u64 = 2;
@@ -59,12 +61,23 @@ pub enum Which {
     AtomicLatency,
     /// Short active message to rank 1 whose handler replies (rank 1 polls, app progress).
     AmRoundtrip,
+    /// 8-byte active put (W=0, WL=1, WLD=1) into rank 1's access log; its poll-mode handler
+    /// acknowledges with a put (one host only)
+    ActivePut,
     /// Print the physical limits' tables (they are measured in every run: the ratios need them).
     Limits,
 }
 
-const ALL: [Which; 7] =
-    [Which::PutLatency, Which::GetLatency, Which::PutBw, Which::GetBw, Which::AtomicLatency, Which::AmRoundtrip, Which::Limits];
+const ALL: [Which; 8] = [
+    Which::PutLatency,
+    Which::GetLatency,
+    Which::PutBw,
+    Which::GetBw,
+    Which::AtomicLatency,
+    Which::AmRoundtrip,
+    Which::ActivePut,
+    Which::Limits,
+];
 
 fn parse_bytes(s: &str) -> Result<usize, String> {
     match settings::parse_size(s) {
@@ -275,6 +288,8 @@ pub struct Origin<'a> {
     /// Destination of the bandwidth limit's memcpy window (allocated when first needed).
     pub window_dst: Vec<u8>,
     pub pongs: Arc<AtomicU64>,
+    /// Rank 1's page marked for active puts (None where marks on segments are unsupported).
+    pub active_page: Option<RemotePtr>,
     pub report: Report,
 }
 
@@ -295,6 +310,7 @@ impl Origin<'_> {
                 Which::GetBw => self.bandwidth(false)?,
                 Which::AtomicLatency => self.atomics()?,
                 Which::AmRoundtrip => self.am_roundtrip()?,
+                Which::ActivePut => self.active_put()?,
                 Which::Limits => {}
             }
         }
@@ -340,6 +356,8 @@ fn rank_main(args: &BenchArgs) -> BResult<()> {
 
     let ctrl = world.alloc_segment(4096)?;
     let data = world.alloc_segment(cfg.window_bytes())?;
+    let aa = world.alloc_segment(4096)?;
+    let active_page = if host_limits { Some(mark_active_page(&world, &ctrl, &aa)?) } else { None };
     // Rank 1's private memory: a whole window plus a page for the private atomic, touched.
     let mut private = if me == 1 { vec![0x5au8; cfg.window_bytes() + 4096] } else { Vec::new() };
     let exposed = if me == 1 { Some(world.expose(&mut private, Prot::ReadWrite)?) } else { None };
@@ -401,6 +419,7 @@ fn rank_main(args: &BenchArgs) -> BResult<()> {
         scratch: vec![1u8; cfg.max_size.max(4 << 20)],
         window_dst: Vec::new(),
         pongs,
+        active_page,
         report,
     };
     debug_assert!(peer.priv_len as usize >= cfg.window_bytes() + 4096);
@@ -428,6 +447,26 @@ fn grow_segment_for_mpi(cfg: &Config) -> BResult<()> {
         std::env::set_var(settings::SEGMENT_SIZE, need.next_multiple_of(1 << 20).to_string());
     }
     Ok(())
+}
+
+/// Rank 1 marks its `aa` page W=0, WL=1, WLD=1 (active puts into domain 1's log, polled);
+/// the handler acknowledges every entry by writing its sequence number + 1 into rank 0's
+/// control segment at ACK_OFF.
+fn mark_active_page(world: &World, ctrl: &Segment, aa: &Segment) -> BResult<RemotePtr> {
+    if world.rank() == 1 {
+        let (w, ack) = (world.clone(), ctrl.remote(0, ACK_OFF));
+        world.create_log(
+            1,
+            1 << 16,
+            Notify::Poll,
+            Arc::new(move |e: &LogEntry| {
+                let _ = w.put(ack, &(e.meta.seq + 1).to_le_bytes());
+            }),
+        )?;
+        world.assoc_pages(aa.as_ptr(), 4096, Actions::WL | Actions::WLD, Some(1))?;
+    }
+    world.barrier()?;
+    Ok(aa.remote(1, 0))
 }
 
 /// Rank 1: make progress (app mode) and follow rank 0's commands until told to exit.

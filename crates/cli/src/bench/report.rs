@@ -369,6 +369,20 @@ impl Report {
             }),
             _ => missing.push("(d) AM round trip".into()),
         }
+        // (e) Active Access: an 8 B active put until its handler ran, vs the hand-off round trip.
+        match (self.ns("active_put_roundtrip", "", 8), self.ns("limit_handoff_roundtrip", "", 0)) {
+            _ if !host => na.push("(e)"),
+            (Some(o), Some(l)) => checks.push(Check {
+                id: "e_active_put_vs_handoff".into(),
+                what: "(e) active put (8 B, polling) + ack vs hand-off round trip".into(),
+                ours: us(o),
+                limit: us(l),
+                ratio: o / l,
+                target: "<= 3.00".into(),
+                status: if o / l <= 3.0 { "PASS" } else { "MISS" },
+            }),
+            _ => missing.push("(e) active put".into()),
+        }
 
         self.out("");
         self.out(&format!("# Ratio summary (all numbers from this run; load at start {})", self.load_start));

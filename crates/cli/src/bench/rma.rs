@@ -5,7 +5,7 @@
 use super::limits::raw_cma;
 use super::report::{Row, Style};
 use super::timing::measure;
-use super::{BResult, Origin, ATOMIC_OFF, PING, WINDOW};
+use super::{BResult, Origin, ACK_OFF, ATOMIC_OFF, PING, WINDOW};
 use activerma::RemotePtr;
 use std::convert::Infallible;
 use std::hint::black_box;
@@ -354,6 +354,45 @@ impl Origin<'_> {
         })?;
         let limit_ns = self.report.ns("limit_handoff_roundtrip", "", 0);
         self.report.row(Row { bench: "am_roundtrip", target: None, size: Some(8), stats: st, bytes: 0, limit_ns });
+        Ok(())
+    }
+
+    /// One 8-byte active put to a page of rank 1 marked W=0, WL=1, WLD=1: from the call until
+    /// rank 1's poll-mode handler ran and its acknowledging put arrived (so the time includes
+    /// a one-way trip more than "until the handler ran").
+    pub fn active_put(&mut self) -> BResult<()> {
+        let Some(at) = self.active_page else {
+            self.report.section(
+                "activerma active put (8 B, polling)",
+                &["n/a on this conduit: Active Access marks on segments need every origin on the target's host".to_string()],
+                Style::Latency,
+                false,
+            );
+            return Ok(());
+        };
+        let (world, plan) = (self.world, self.cfg.lat);
+        let notes = [
+            "rank 0: put(8 B) into rank 1's page marked W=0 WL=1 WLD=1 (nothing written, the access logged with its data), then spin until the ack".to_string(),
+            format!("rank 1: its domain-1 log handler (notify=poll) puts seq+1 into rank 0's segment; it runs from {}", self.target_progress()),
+            "ratio-to-limit = active put round trip / cache-line hand-off round trip".into(),
+        ];
+        self.report.section("activerma active put round trip (8 B, polling)", &notes, Style::Latency, true);
+        // SAFETY: ACK_OFF is an 8-aligned word of our own control segment, written by rank 1's puts.
+        let ack = unsafe { &*(self.ctrl.as_ptr().add(ACK_OFF) as *const std::sync::atomic::AtomicU64) };
+        let payload = [7u8; 8];
+        let mut sent = ack.load(Ordering::Acquire);
+        let st = measure(&plan, |n| {
+            for _ in 0..n {
+                world.put(at, &payload)?;
+                sent += 1;
+                while ack.load(Ordering::Acquire) < sent {
+                    std::hint::spin_loop();
+                }
+            }
+            Ok::<(), activerma::Error>(())
+        })?;
+        let limit_ns = self.report.ns("limit_handoff_roundtrip", "", 0);
+        self.report.row(Row { bench: "active_put_roundtrip", target: None, size: Some(8), stats: st, bytes: 0, limit_ns });
         Ok(())
     }
 }

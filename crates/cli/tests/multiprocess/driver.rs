@@ -173,6 +173,14 @@ pub fn main() -> i32 {
         }
     }
     jobs.push(Job { case: "randomized", ranks: 4, env: vec![("ACTIVERMA_SMP_EMULATE_REMOTE", "1"), ("ACTIVERMA_PROGRESS", "thread")] });
+    // Active Access: every notification mode of the log under test.
+    for notify in ["poll", "wake", "thread"] {
+        jobs.push(Job { case: "aa_bit_combinations", ranks: 2, env: vec![("ACTIVERMA_AA_NOTIFY", notify)] });
+        for ranks in [2, 4] {
+            jobs.push(Job { case: "aa_many_origins_tiny_log", ranks, env: vec![("ACTIVERMA_AA_NOTIFY", notify)] });
+        }
+    }
+    jobs.push(Job { case: "aa_bits_change_under_load", ranks: 3, env: vec![] });
 
     for job in &jobs {
         let name = format!("{} ({} ranks{})", job.case, job.ranks, job.env.iter().map(|(k, v)| format!(", {k}={v}")).collect::<String>());

@@ -1,5 +1,6 @@
 //! The rank side: each case is a function run by every rank of a job.
 
+mod active_access;
 mod am;
 mod faults;
 mod randomized;
@@ -25,6 +26,9 @@ pub fn run(case: &str) -> i32 {
         "rank_fails" => faults::rank_fails(),
         "sleep_forever" => faults::sleep_forever(),
         "hello" => faults::hello(),
+        "aa_bit_combinations" => active_access::bit_combinations(),
+        "aa_many_origins_tiny_log" => active_access::many_origins_tiny_log(),
+        "aa_bits_change_under_load" => active_access::bits_change_under_load(),
         "single_rank_job" => faults::single_rank_job(),
         other => {
             eprintln!("unknown case {other}");

@@ -1,0 +1,169 @@
+//! Active Access (Besta & Hoefler, ICS'15), the programming model: a target associates pages
+//! with actions and a domain (`assoc_pages`), creates an access log per domain with a handler,
+//! and chooses how the handler is notified. The data path — what an origin does when its put or
+//! get meets a marked page — is in `proto` (`log_append`, `put_active`, `get_active`); this
+//! layer owns the target's side: running handlers over the logs.
+//!
+//! Notification modes (the paper's section 3.5), per log:
+//! - `Poll`: the application's `progress()` (and every blocking call) drains the log;
+//! - `Wake`: a thread sleeps on the log's futex word and is woken by the origin that brings the
+//!   log to `threshold` entries, or after `WAKE_INTERVAL_US` at the latest (the "interrupt");
+//! - `Thread`: a dedicated thread spins on the log (the scratchpad / onload core).
+
+mod actions;
+mod notify;
+
+pub use actions::Actions;
+pub use activerma_core::log_ring::{Entry as LogEntry, EntryMeta, LogOp};
+pub use notify::Notify;
+
+use activerma_am::Am;
+use activerma_core::counters::{bump, Counters};
+use activerma_core::{Error, Result};
+use activerma_mem::{Entry, LogArena, TargetTable, FAULT_SLOT, MAX_LOGS};
+use notify::LogThread;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+/// Runs for every log entry, in log order; entries of one log never run concurrently.
+pub type LogHandler = Arc<dyn Fn(&LogEntry) + Send + Sync>;
+
+struct Log {
+    handler: LogHandler,
+}
+
+/// The Active Access state of one rank.
+pub struct Access {
+    arena: LogArena,
+    logs: RwLock<Vec<Option<Arc<Log>>>>,
+    /// Slots handled by `poll` (mode Poll), as a bit mask.
+    polled: std::sync::atomic::AtomicU64,
+    threads: Mutex<Vec<LogThread>>,
+    counters: Arc<Counters>,
+    stopped: AtomicBool,
+}
+
+impl Access {
+    /// Sets up the rank's access logs and hooks `poll` into every progress step of `am`.
+    pub fn new(table: &TargetTable, am: &Am, counters: Arc<Counters>) -> Arc<Access> {
+        let a = Arc::new(Access {
+            arena: *table.logs().arena(),
+            logs: RwLock::new(vec![None; MAX_LOGS]),
+            polled: Default::default(),
+            threads: Mutex::new(Vec::new()),
+            counters,
+            stopped: AtomicBool::new(false),
+        });
+        let weak = Arc::downgrade(&a);
+        am.add_poller(Arc::new(move || weak.upgrade().map_or(0, |a| a.poll())));
+        a
+    }
+
+    /// Creates the access log of `domain` (`capacity` bytes, a power of two) whose entries run
+    /// through `handler`, notified as `notify` says. From now on pages marked with this domain
+    /// and E=1 log here.
+    pub fn create_log(
+        self: &Arc<Self>,
+        table: &TargetTable,
+        domain: u16,
+        capacity: usize,
+        notify: Notify,
+        handler: LogHandler,
+    ) -> Result<()> {
+        let slot = table.logs().create(domain, capacity, notify.threshold())?;
+        self.install(slot, notify, handler)
+    }
+
+    /// Sets the handler of the default fault log (pages marked with no domain: E=0).
+    pub fn set_fault_handler(self: &Arc<Self>, notify: Notify, handler: LogHandler) -> Result<()> {
+        if self.logs.read().unwrap()[FAULT_SLOT].is_some() {
+            return Err(Error::InvalidArgument("the fault log has a handler already".into()));
+        }
+        self.arena.slot(FAULT_SLOT).threshold.store(notify.threshold(), Ordering::Relaxed);
+        self.install(FAULT_SLOT, notify, handler)
+    }
+
+    fn install(self: &Arc<Self>, slot: usize, notify: Notify, handler: LogHandler) -> Result<()> {
+        self.logs.write().unwrap()[slot] = Some(Arc::new(Log { handler }));
+        match notify {
+            Notify::Poll => {
+                self.polled.fetch_or(1 << slot, Ordering::AcqRel);
+            }
+            Notify::Wake { .. } | Notify::Thread => {
+                let t = LogThread::start(self.clone(), slot, notify)?;
+                self.threads.lock().unwrap().push(t);
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the handlers of the poll-mode logs over everything they hold; returns how many
+    /// entries ran. Called by every progress step.
+    pub fn poll(&self) -> usize {
+        let mut mask = self.polled.load(Ordering::Acquire);
+        let mut n = 0;
+        while mask != 0 {
+            let slot = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            n += self.drain(slot);
+        }
+        n
+    }
+
+    /// Runs the slot's handler over every complete entry at the head of its log. One consumer
+    /// at a time: if another thread is draining it, returns 0.
+    pub(crate) fn drain(&self, slot: usize) -> usize {
+        let Some(log) = self.logs.read().unwrap()[slot].clone() else { return 0 };
+        let Some(ring) = self.arena.ring(slot) else { return 0 };
+        let mut n = 0;
+        while let Some(e) = ring.peek() {
+            (log.handler)(&e);
+            ring.consume(e);
+            n += 1;
+        }
+        if n > 0 {
+            bump(&self.counters.log_entries_handled, n as u64);
+        }
+        n
+    }
+
+    /// Entries waiting in the slot's log.
+    pub(crate) fn pending(&self, slot: usize) -> u64 {
+        self.arena.ring(slot).map_or(0, |r| r.pending())
+    }
+
+    pub(crate) fn arena(&self) -> &LogArena {
+        &self.arena
+    }
+
+    pub(crate) fn stopped(&self) -> bool {
+        self.stopped.load(Ordering::Acquire)
+    }
+
+    /// Stops the notification threads (after a last drain); the logs stay.
+    pub fn stop(&self) {
+        self.stopped.store(true, Ordering::Release);
+        let threads = std::mem::take(&mut *self.threads.lock().unwrap());
+        drop(threads);
+    }
+}
+
+/// `assoc_pages`: sets the Active Access bits and domain of every page of `[addr, addr+len)`
+/// (our segment memory or exposed private memory). Safe while accesses are in flight: each
+/// access reads a page's entry once, so it sees the old bits or the new ones for that page;
+/// an access that read the old bits may still complete after this returns (use `active_flush`
+/// or a barrier to order). Returns the number of pages changed.
+pub fn assoc_pages(table: &TargetTable, addr: usize, len: usize, actions: Actions, domain: Option<u16>) -> Result<usize> {
+    if len == 0 {
+        return Err(Error::InvalidArgument("assoc_pages of 0 bytes".into()));
+    }
+    let mut set = actions.bits();
+    if let Some(d) = domain {
+        if d as usize >= activerma_mem::MAX_DOMAINS {
+            return Err(Error::InvalidArgument(format!("domain {d} is out of range: domains are 0..{}", activerma_mem::MAX_DOMAINS)));
+        }
+        set |= Entry::E | (d as u32) << Entry::DOMAIN_SHIFT;
+    }
+    let clear = Actions::ALL.bits() | Entry::E | 0xffff << Entry::DOMAIN_SHIFT;
+    table.update_bits(addr, len, set, clear & !set)
+}

@@ -1,0 +1,107 @@
+//! Notification of a log's handler: who runs it, and when (see the crate doc).
+
+use crate::Access;
+use activerma_core::{futex, settings, Error, Result};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Notify {
+    /// The application's `progress()` and blocking calls run the handler.
+    Poll,
+    /// A thread sleeps until the log holds `threshold` entries (woken by the origin that
+    /// appends the threshold-th) or `WAKE_INTERVAL_US` passed.
+    Wake { threshold: u64 },
+    /// A dedicated thread spins on the log.
+    Thread,
+}
+
+impl Notify {
+    /// The mode ACTIVERMA_AA_NOTIFY names (with ACTIVERMA_AA_WAKE_THRESHOLD).
+    pub fn from_settings() -> Result<Notify> {
+        Ok(match settings::get_enum(settings::AA_NOTIFY)? {
+            "wake" => Notify::Wake { threshold: settings::get_u64(settings::AA_WAKE_THRESHOLD)?.max(1) },
+            "thread" => Notify::Thread,
+            _ => Notify::Poll,
+        })
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Notify::Poll => "poll",
+            Notify::Wake { .. } => "wake",
+            Notify::Thread => "thread",
+        }
+    }
+
+    pub(crate) fn threshold(&self) -> u64 {
+        match self {
+            Notify::Wake { threshold } => (*threshold).max(1),
+            _ => 1,
+        }
+    }
+}
+
+/// The thread of a Wake or Thread log; stopped (after a last drain) on drop.
+pub(crate) struct LogThread {
+    handle: Option<JoinHandle<()>>,
+    access: Arc<Access>,
+    slot: usize,
+}
+
+impl LogThread {
+    pub fn start(access: Arc<Access>, slot: usize, notify: Notify) -> Result<LogThread> {
+        let interval_ns = settings::get_u64(settings::WAKE_INTERVAL_US)?.max(1) * 1000;
+        let a = access.clone();
+        let handle = std::thread::Builder::new()
+            .name(format!("activerma-log-{slot}"))
+            .spawn(move || match notify {
+                Notify::Wake { threshold } => sleep_loop(&a, slot, threshold, interval_ns),
+                _ => spin_loop(&a, slot),
+            })
+            .map_err(|e| Error::Os { call: "spawn an access-log thread", errno_text: e.to_string() })?;
+        Ok(LogThread { handle: Some(handle), access, slot })
+    }
+}
+
+impl Drop for LogThread {
+    fn drop(&mut self) {
+        let s = self.access.arena().slot(self.slot);
+        s.wake_word.fetch_add(1, Ordering::SeqCst);
+        futex::wake_all(&s.wake_word);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+        self.access.drain(self.slot);
+    }
+}
+
+fn spin_loop(a: &Access, slot: usize) {
+    let mut idle = 0u32;
+    while !a.stopped() {
+        if a.drain(slot) > 0 {
+            idle = 0;
+            continue;
+        }
+        idle += 1;
+        std::hint::spin_loop();
+        if idle.is_multiple_of(4096) {
+            std::thread::yield_now(); // do not starve the application on few cores
+        }
+    }
+}
+
+fn sleep_loop(a: &Access, slot: usize, threshold: u64, interval_ns: u64) {
+    let s = a.arena().slot(slot);
+    while !a.stopped() {
+        a.drain(slot);
+        let seen = s.wake_word.load(Ordering::SeqCst);
+        s.sleeping.store(1, Ordering::SeqCst);
+        // Re-check after announcing the sleep: an origin that appended before it saw no sleeper.
+        if a.pending(slot) < threshold && !a.stopped() {
+            futex::wait(&s.wake_word, seen, interval_ns);
+        }
+        s.sleeping.store(0, Ordering::SeqCst);
+    }
+}

@@ -1,0 +1,61 @@
+//! Active Access on the public API: mark pages, create access logs with handlers, active flush.
+//! Puts and gets themselves are unchanged (the paper's Listing 1): whether one is active is
+//! decided by the target's marks on the pages it touches.
+
+use crate::World;
+use activerma_access::{Access, Actions, LogHandler, Notify};
+use activerma_core::{Error, Rank, Result};
+use activerma_mem::IotlbStats;
+use std::sync::Arc;
+
+impl World {
+    pub(crate) fn access(&self) -> Result<&Arc<Access>> {
+        Ok(&self.live_inner()?.access)
+    }
+
+    /// The paper's `assoc_page`, over a range: gives every page of `[addr, addr+len)` of this
+    /// rank's segments or exposed memory the control bits `actions`, logging into `domain`'s
+    /// access log (E=1) or, with `None`, into the default fault log (E=0). Callable at any time;
+    /// an access in flight sees a page's old bits or its new ones. Returns the pages changed.
+    pub fn assoc_pages(&self, addr: *const u8, len: usize, actions: Actions, domain: Option<u16>) -> Result<usize> {
+        let i = self.live_inner()?;
+        let a = addr as usize;
+        if self.in_own_heap(a) && !i.proto.all_tables_visible() {
+            return Err(Error::Unsupported(format!(
+                "assoc_pages on segment memory with the {} conduit: origins on other hosts reach segments one-sidedly and do not see Active Access marks yet; mark exposed private memory instead (it is served by this rank), or run on one host",
+                self.conduit_name()
+            )));
+        }
+        activerma_access::assoc_pages(&i.table, a, len, actions, domain)
+    }
+
+    /// Creates the access log of `domain` (`capacity` bytes, a power of two ≥ 256) whose entries
+    /// run through `handler`, notified as `notify` says (`Notify::from_settings()` for the
+    /// ACTIVERMA_AA_NOTIFY default).
+    pub fn create_log(&self, domain: u16, capacity: usize, notify: Notify, handler: LogHandler) -> Result<()> {
+        let i = self.live_inner()?;
+        i.access.create_log(&i.table, domain, capacity, notify, handler)
+    }
+
+    /// Sets the handler of the default fault log (pages marked with no domain).
+    pub fn set_fault_handler(&self, notify: Notify, handler: LogHandler) -> Result<()> {
+        self.access()?.set_fault_handler(notify, handler)
+    }
+
+    /// Returns once `rank` has run the handlers of every active access this rank made there.
+    /// Independent of `flush`, which completes plain RMA.
+    pub fn active_flush(&self, rank: Rank) -> Result<()> {
+        self.live_inner()?.proto.active_flush(rank)
+    }
+
+    /// Hits and misses of this rank's modelled IOTLB (ACTIVERMA_IOTLB_*), and its shape.
+    pub fn iotlb(&self) -> (IotlbStats, String) {
+        let t = &self.inner_ref().proto.iotlb;
+        (t.stats(), t.config().describe())
+    }
+
+    /// Zeroes the IOTLB counters (cached translations stay: warm up, then measure).
+    pub fn reset_iotlb_stats(&self) {
+        self.inner_ref().proto.iotlb.reset_stats();
+    }
+}

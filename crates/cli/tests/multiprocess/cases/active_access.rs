@@ -1,0 +1,210 @@
+//! Active Access: every bit combination, many origins into tiny logs, active flush, bits
+//! changed under load, protection faults at the origin.
+
+use super::share_u64;
+use activerma::{Actions, Error, LogEntry, LogOp, Notify, Prot, RemotePtr, Result};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// What a handler saw: (op, origin, addr, total_len, data) per entry.
+type Seen = Arc<Mutex<Vec<(LogOp, u32, u64, u64, Vec<u8>)>>>;
+
+fn recorder(seen: &Seen) -> activerma::LogHandler {
+    let s = seen.clone();
+    Arc::new(move |e: &LogEntry| s.lock().unwrap().push((e.meta.op, e.meta.origin, e.meta.addr, e.meta.total_len, e.data().to_vec())))
+}
+
+fn notify_from_env() -> Result<Notify> {
+    Notify::from_settings()
+}
+
+/// Rank 1 puts/gets pages of rank 0 marked with each combination; rank 0 checks memory and log.
+pub fn bit_combinations() -> Result<()> {
+    let w = activerma::init()?;
+    let me = w.rank();
+    let page = 4096;
+    let seg = w.alloc_segment(8 * page)?;
+    let mut private = vec![0u8; 8 * page + 4096];
+    let off = private.as_ptr().align_offset(page);
+    let exposed = w.expose(&mut private[off..off + 8 * page], Prot::ReadWrite)?;
+    let paddr = share_u64(&w, exposed.addr() as u64)?;
+    let seen: Seen = Default::default();
+    let faults: Seen = Default::default();
+    if me == 0 {
+        w.create_log(3, 1 << 16, notify_from_env()?, recorder(&seen))?;
+        w.set_fault_handler(Notify::Poll, recorder(&faults))?;
+    }
+    // Put combinations on pages 0..5, get combinations on page 6.
+    let puts: [(Actions, Option<u16>, bool, bool, bool); 6] = [
+        // actions, domain, memory written, logged, with data
+        (Actions::W | Actions::R, Some(3), true, false, false),
+        (Actions::W | Actions::R | Actions::WL, Some(3), true, true, false),
+        (Actions::W | Actions::R | Actions::WL | Actions::WLD, Some(3), true, true, true),
+        (Actions::R | Actions::WL | Actions::WLD, Some(3), false, true, true),
+        (Actions::R | Actions::WL, None, false, true, false), // the classic IOMMU fault entry, into the fault log
+        (Actions::R, Some(3), false, false, false),           // W=0, no logging: a protection fault
+    ];
+    for (base, is_seg) in [(0usize, true), (1, false)] {
+        let local = if is_seg { seg.as_ptr() } else { (paddr[0] as usize) as *const u8 };
+        if me == 0 {
+            for (p, (a, d, ..)) in puts.iter().enumerate() {
+                w.assoc_pages(unsafe { local.add(p * page) }, page, *a, *d)?;
+            }
+            w.assoc_pages(unsafe { local.add(6 * page) }, page, Actions::R | Actions::RL | Actions::RLD, Some(3))?;
+        }
+        w.barrier()?;
+        let at = |p: usize| if is_seg { seg.remote(0, p * page + 8) } else { RemotePtr::new(0, paddr[0] as usize + p * page + 8) };
+        if me == 1 {
+            for (p, (.., written, logged, _)) in puts.iter().enumerate() {
+                let r = w.put(at(p), &[0xa0 + p as u8; 16]);
+                if !written && !logged {
+                    assert!(matches!(r, Err(Error::Protection { .. })), "page {p}: W=0 without logging must fault, got {r:?}");
+                } else {
+                    r?;
+                }
+            }
+            let mut got = [0u8; 16];
+            w.get(at(6), &mut got)?;
+            w.active_flush(0)?;
+        }
+        w.barrier()?;
+        if me == 0 {
+            w.progress();
+            let mem = |p: usize| unsafe { std::slice::from_raw_parts(local.add(p * page + 8), 16).to_vec() };
+            let s = std::mem::take(&mut *seen.lock().unwrap());
+            let f = std::mem::take(&mut *faults.lock().unwrap());
+            for (p, (_, d, written, logged, data)) in puts.iter().enumerate() {
+                assert_eq!(mem(p) == [0xa0 + p as u8; 16], *written, "case {base}: page {p} written?");
+                let addr = at(p).addr as u64;
+                let log = if d.is_some() { &s } else { &f };
+                let hit: Vec<_> = log.iter().filter(|e| e.2 == addr).collect();
+                assert_eq!(hit.len(), *logged as usize, "case {base}: page {p} logged once? {log:?}");
+                if let Some(e) = hit.first() {
+                    assert_eq!((e.0, e.1, e.3), (LogOp::Put, 1, 16));
+                    assert_eq!(e.4, if *data { vec![0xa0 + p as u8; 16] } else { vec![] }, "page {p}: data logged?");
+                }
+            }
+            let g: Vec<_> = s.iter().filter(|e| e.0 == LogOp::Get).collect();
+            assert_eq!(g.len(), 1, "one logged get");
+            assert_eq!(g[0].4, mem(6), "RLD logs a copy of the bytes returned");
+            for p in 0..7 {
+                w.assoc_pages(unsafe { local.add(p * page) }, page, Actions::W | Actions::R, None)?;
+            }
+        }
+        w.barrier()?;
+    }
+    drop(exposed);
+    drop(seg);
+    w.finalize()
+}
+
+/// Every rank but 0 puts accesses of random sizes into rank 0's tiny log; nothing is lost.
+pub fn many_origins_tiny_log() -> Result<()> {
+    let w = activerma::init()?;
+    let (me, n) = (w.rank(), w.size());
+    let seg = w.alloc_segment(64 * 1024)?;
+    let count = Arc::new(AtomicU64::new(0));
+    let sum = Arc::new(AtomicU64::new(0));
+    let by_origin = Arc::new(Mutex::new(vec![(0u64, 0u64); n])); // (bytes, last seq + 1)
+    if me == 0 {
+        let (c, s, b) = (count.clone(), sum.clone(), by_origin.clone());
+        w.create_log(
+            1,
+            256,
+            notify_from_env()?,
+            Arc::new(move |e: &LogEntry| {
+                let bytes: u64 = e.data().iter().map(|&x| x as u64).sum();
+                s.fetch_add(bytes, Ordering::Relaxed);
+                let mut b = b.lock().unwrap();
+                let o = &mut b[e.meta.origin as usize];
+                o.0 += e.data().len() as u64;
+                if e.meta.last {
+                    c.fetch_add(1, Ordering::Relaxed);
+                    assert!(e.meta.seq + 1 > o.1 || o.1 == 0, "per-origin order");
+                    o.1 = e.meta.seq + 1;
+                }
+            }),
+        )?;
+        w.assoc_pages(seg.as_ptr(), 64 * 1024, Actions::WL | Actions::WLD, Some(1))?;
+    }
+    w.barrier()?;
+    const ACCESSES: u64 = 400;
+    let (mut sent_sum, mut sent_bytes) = (0u64, 0u64);
+    if me != 0 {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ me as u64;
+        for i in 0..ACCESSES {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let len = 1 + (x % 700) as usize; // up to ~3 entries each in a 256-byte log
+            let off = (x >> 20) as usize % (64 * 1024 - len);
+            let data: Vec<u8> = (0..len).map(|k| (k as u64 ^ i ^ me as u64) as u8).collect();
+            sent_sum += data.iter().map(|&b| b as u64).sum::<u64>();
+            sent_bytes += len as u64;
+            w.put(seg.remote(0, off), &data)?;
+        }
+        w.active_flush(0)?;
+    }
+    let sums = share_u64(&w, sent_sum)?;
+    let bytes = share_u64(&w, sent_bytes)?;
+    if me == 0 {
+        assert_eq!(count.load(Ordering::Relaxed), ACCESSES * (n as u64 - 1), "count in = count out");
+        assert_eq!(sum.load(Ordering::Relaxed), sums.iter().sum::<u64>(), "data checksums");
+        let b = by_origin.lock().unwrap();
+        for o in 1..n {
+            assert_eq!(b[o].0, bytes[o], "bytes from origin {o}");
+        }
+        let untouched = unsafe { std::slice::from_raw_parts(seg.as_ptr(), 64 * 1024) };
+        assert!(untouched.iter().all(|&b| b == 0), "W=0: the active puts never touched memory");
+    }
+    w.barrier()?;
+    drop(seg);
+    w.finalize()
+}
+
+/// Counting pages (W=1, WL=1) while the target flips them between counting and plain; every
+/// put lands, and each was counted iff its page was marked when it read the entry.
+pub fn bits_change_under_load() -> Result<()> {
+    let w = activerma::init()?;
+    let (me, n) = (w.rank(), w.size());
+    let seg = w.alloc_segment(16 * 4096)?;
+    let logged = Arc::new(AtomicU64::new(0));
+    if me == 0 {
+        let l = logged.clone();
+        w.create_log(
+            2,
+            4096,
+            Notify::Poll,
+            Arc::new(move |e: &LogEntry| {
+                l.fetch_add(e.meta.last as u64, Ordering::Relaxed);
+            }),
+        )?;
+    }
+    w.barrier()?;
+    if me == 0 {
+        for round in 0..2000 {
+            let a = if round % 2 == 0 { Actions::W | Actions::R | Actions::WL } else { Actions::W | Actions::R };
+            w.assoc_pages(seg.as_ptr(), 16 * 4096, a, Some(2))?;
+            w.progress();
+        }
+        w.assoc_pages(seg.as_ptr(), 16 * 4096, Actions::W | Actions::R, None)?;
+    } else {
+        for i in 0..3000usize {
+            let slot = (me * 7919 + i * 8) % (16 * 4096 / 8);
+            w.put(seg.remote(0, slot * 8), &(i as u64 + 1).to_le_bytes())?;
+        }
+        w.active_flush(0)?;
+    }
+    w.barrier()?;
+    if me == 0 {
+        w.progress();
+        let l = logged.load(Ordering::Relaxed);
+        assert!(l <= 3000 * (n as u64 - 1), "never more entries than puts: {l}");
+        let words = unsafe { std::slice::from_raw_parts(seg.as_ptr() as *const u64, 16 * 4096 / 8) };
+        assert!(words.iter().filter(|&&v| v != 0).count() > 0, "W=1 throughout: puts land");
+        eprintln!("bits_change_under_load: {l} of {} puts logged", 3000 * (n - 1));
+    }
+    w.barrier()?;
+    drop(seg);
+    w.finalize()
+}

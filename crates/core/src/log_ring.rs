@@ -1,0 +1,1037 @@
+//! The access log of Active Access (Besta & Hoefler, ICS'15): a ring of variable-size entries in
+//! memory shared between processes, into which many producers (origins, in any process) append
+//! what they accessed, and which one consumer (the target's handler) reads in order.
+//!
+//! ```text
+//! region offset
+//!   0    magic, capacity       written once by init, magic last
+//!   64   reserve               absolute byte position producers have claimed up to (CAS)
+//!   128  appended              entries claimed so far (counted just before they are published)
+//!   192  tail                  absolute byte position the consumer has freed up to
+//!   256  consumed, guard       entries freed so far; the guard makes sure only one consumer reads
+//!   320  data area             `capacity` bytes; absolute position p is at 320 + (p & (capacity - 1))
+//!
+//! data area (positions grow to the right and wrap round to the left edge):
+//!   | entry |....zero....| entry | entry (claimed, not yet published) | entry | pad |
+//!           ^ reserve    ^ tail: the consumer stops at the unpublished entry (a hole)
+//!
+//! entry:
+//!   word 0   size | PADDING? | COMMITTED         Release-stored last; reads 0 until then
+//!   body     op u32, origin u32, seq, addr, total_len, offset, data_len u32, last u32
+//!   data     data_len bytes, rounded up to 8
+//! ```
+//!
+//! Why this shape:
+//! - The region is mapped by several processes, possibly at different addresses, so it holds
+//!   offsets and absolute positions only, never pointers; `LogRing` is a per-process view.
+//! - Producers take no lock: one CAS on `reserve` claims a byte range, the producer fills it at
+//!   leisure and publishes it with one Release store of its first word, so many producers copy
+//!   in parallel. (A producer that dies between its CAS and its publish leaves a hole that blocks
+//!   the log for good, as a dead peer blocks any protocol with it.)
+//! - An entry is never split across the end of the data area, so the consumer hands out one
+//!   contiguous slice: an entry that would not fit claims the rest of the lap as padding in the
+//!   same CAS.
+//! - The consumer zeroes every entry it frees, so all bytes between `reserve` and `tail + capacity`
+//!   are zero: a first word of 0 means "not written yet", which replaces the per-slot sequence
+//!   stamps of a fixed-slot ring (variable-size entries have no fixed slot to stamp).
+//! - The consumer only frees in order, so a claimed but unpublished entry (a hole) hides the
+//!   entries after it until it is published; nothing is exposed half-written.
+//! - One consumer at a time, enforced: `peek` takes a guard word in the region (so it covers
+//!   every view in every process) and the entry it returns gives it back, so a second poller gets
+//!   `None` instead of racing the first one's zeroing.
+//! - Positions are absolute u64 byte counts and never wrap (2^64 bytes is decades of logging at
+//!   10 GB/s); `reserve - tail` is the space in use, including padding.
+
+use crate::{Error, Result};
+use std::ptr;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+/// Bytes of an entry before its data: the first word plus the body.
+pub const ENTRY_HEADER: usize = 8 + std::mem::size_of::<Body>();
+
+/// Smallest data area: at least a few entries of the smallest chunk must fit.
+pub const MIN_CAPACITY: usize = 256;
+
+/// Largest data area: keeps `data_len` within a u32 and sizes far from overflow.
+pub const MAX_CAPACITY: usize = 1 << 32;
+
+/// "acclog01": tells a formatted log from zeroed or foreign memory.
+const MAGIC: u64 = u64::from_be_bytes(*b"acclog01");
+
+/// Flags in the low bits of an entry's first word (sizes are multiples of 8, so they are free).
+const COMMITTED: u64 = 1;
+const PADDING: u64 = 2;
+const FLAG_BITS: u64 = 7;
+
+/// Region bytes before the data area.
+const DATA_OFF: usize = std::mem::size_of::<RingHeader>();
+
+const _: () = assert!(ENTRY_HEADER.is_multiple_of(8));
+const _: () = assert!(DATA_OFF.is_multiple_of(64));
+
+/// Region bytes needed for a log whose data area holds `capacity` bytes (a power of two, at
+/// least `MIN_CAPACITY`).
+pub fn ring_bytes(capacity: usize) -> usize {
+    DATA_OFF + capacity
+}
+
+/// What access was logged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogOp {
+    Put = 1,
+    Get = 2,
+}
+
+impl LogOp {
+    fn from_raw(raw: u32) -> Option<LogOp> {
+        match raw {
+            1 => Some(LogOp::Put),
+            2 => Some(LogOp::Get),
+            _ => None,
+        }
+    }
+}
+
+/// What one entry says about the access it belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EntryMeta {
+    pub op: LogOp,
+    /// Origin rank.
+    pub origin: u32,
+    /// Per-origin sequence number of the access.
+    pub seq: u64,
+    /// Target address of this chunk (access address + offset).
+    pub addr: u64,
+    /// Length of the whole access.
+    pub total_len: u64,
+    /// Offset of this chunk within the access.
+    pub offset: u64,
+    /// This chunk ends the access.
+    pub last: bool,
+}
+
+/// Keeps a field on a cache line of its own, so producers hammering `reserve` do not slow the
+/// consumer's `tail` and the other way round.
+#[repr(C, align(64))]
+struct CacheLine<T>(T);
+
+#[repr(C)]
+struct Ident {
+    magic: AtomicU64,
+    capacity: AtomicU64,
+}
+
+#[repr(C)]
+struct ConsumerSide {
+    consumed: AtomicU64,
+    /// 1 while an `Entry` is out (peek to consume), in whichever view or process holds it.
+    busy: AtomicU32,
+}
+
+/// The control block at the start of the region: atomics only, so every process may hold a
+/// reference to it while others write.
+#[repr(C)]
+struct RingHeader {
+    ident: CacheLine<Ident>,
+    reserve: CacheLine<AtomicU64>,
+    appended: CacheLine<AtomicU64>,
+    tail: CacheLine<AtomicU64>,
+    consumer: CacheLine<ConsumerSide>,
+}
+
+/// An entry after its first word. Written and read whole with plain copies: the Release store
+/// and Acquire load of the first word order them.
+#[derive(Clone, Copy)]
+#[repr(C)]
+struct Body {
+    op: u32,
+    origin: u32,
+    seq: u64,
+    addr: u64,
+    total_len: u64,
+    offset: u64,
+    data_len: u32,
+    last: u32,
+}
+
+/// Bytes an entry with `data_len` bytes of data occupies.
+fn entry_size(data_len: usize) -> u64 {
+    (ENTRY_HEADER + data_len.next_multiple_of(8)) as u64
+}
+
+/// A byte range a producer has claimed: `padding` bytes at `start` (to the end of the data
+/// area; 0 if none), then the entry of `size` bytes.
+#[derive(Clone, Copy, Debug)]
+struct Claim {
+    start: u64,
+    padding: u64,
+    size: u64,
+}
+
+impl Claim {
+    fn entry_pos(&self) -> u64 {
+        self.start + self.padding
+    }
+}
+
+/// A view of an access log in this process. Cheap to copy; every view of the same region, in
+/// any process, sees the same log.
+#[derive(Clone, Copy, Debug)]
+pub struct LogRing {
+    base: *mut u8,
+    capacity: usize,
+}
+
+// SAFETY: the view is a pointer to a region whose shared fields are atomics and whose entries
+// are handed between threads by Release/Acquire on their first word; `init`/`attach` make the
+// caller promise the region outlives every view. Nothing in the view is tied to a thread.
+unsafe impl Send for LogRing {}
+// SAFETY: as above: all methods take &self and synchronise through the region's atomics.
+unsafe impl Sync for LogRing {}
+
+impl LogRing {
+    /// Formats a region of `ring_bytes(capacity)` bytes as an empty log (zeroing it first, so
+    /// recycled memory is fine too) and returns a view of it.
+    ///
+    /// Panics if `capacity` is not a power of two in `MIN_CAPACITY..=MAX_CAPACITY` or `base` is
+    /// not 64-byte aligned.
+    ///
+    /// # Safety
+    /// `base` points to at least `ring_bytes(capacity)` writable bytes that stay mapped as long
+    /// as any view of them exists, and no other view uses the region while it is being formatted.
+    pub unsafe fn init(base: *mut u8, capacity: usize) -> LogRing {
+        assert!(
+            capacity.is_power_of_two() && (MIN_CAPACITY..=MAX_CAPACITY).contains(&capacity),
+            "log ring capacity {capacity} must be a power of two between {MIN_CAPACITY} and {MAX_CAPACITY}"
+        );
+        assert!((base as usize).is_multiple_of(64), "log ring region {base:p} must be 64-byte aligned");
+        // SAFETY: the caller gives us the whole region, unused by anyone else for now.
+        unsafe { ptr::write_bytes(base, 0, ring_bytes(capacity)) };
+        let ring = LogRing { base, capacity };
+        let ident = &ring.header().ident.0;
+        ident.capacity.store(capacity as u64, Ordering::Relaxed);
+        // Release: a process that sees the magic sees a formatted, zeroed region.
+        ident.magic.store(MAGIC, Ordering::Release);
+        ring
+    }
+
+    /// A view of a log that `init` formatted, maybe in another process and at another address.
+    /// Fails with `InvalidArgument` if the region does not start with a formatted log.
+    ///
+    /// # Safety
+    /// `base` points to a mapping of the whole region, `ring_bytes(capacity)` bytes for the
+    /// capacity `init` was given (or at least `ring_bytes(0)` if it may be unformatted), that
+    /// stays mapped as long as the view and its entries exist.
+    pub unsafe fn attach(base: *mut u8) -> Result<LogRing> {
+        if !(base as usize).is_multiple_of(64) {
+            return Err(Error::InvalidArgument(format!("log ring region {base:p} is not 64-byte aligned")));
+        }
+        // SAFETY: the caller promises at least the control block is mapped; it holds atomics only.
+        let ident = unsafe { &(*(base as *const RingHeader)).ident.0 };
+        let magic = ident.magic.load(Ordering::Acquire);
+        if magic != MAGIC {
+            return Err(Error::InvalidArgument(format!(
+                "no access log at {base:p} (magic {magic:#x}, expected {MAGIC:#x}): the region was not formatted by LogRing::init"
+            )));
+        }
+        let capacity = ident.capacity.load(Ordering::Relaxed);
+        if !capacity.is_power_of_two() || !(MIN_CAPACITY as u64..=MAX_CAPACITY as u64).contains(&capacity) {
+            return Err(Error::InvalidArgument(format!(
+                "access log at {base:p} has capacity {capacity}, not a power of two in {MIN_CAPACITY}..={MAX_CAPACITY} (corrupted)"
+            )));
+        }
+        Ok(LogRing { base, capacity: capacity as usize })
+    }
+
+    /// Bytes in the data area.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Largest data payload of one entry: a quarter of the data area less the header, so that an
+    /// entry plus the padding it may need (less than one more entry) takes under half the area
+    /// and several producers can have entries in flight at once.
+    pub fn max_chunk(&self) -> usize {
+        (self.capacity / 4 - ENTRY_HEADER) & !7
+    }
+
+    /// Appends one entry carrying `meta` and `data` (which may be empty: a metadata-only entry).
+    /// `Ok(false)` means the log is full right now: the caller makes progress and retries, since a
+    /// log never drops an entry. Fails with `InvalidArgument` if `data` exceeds `max_chunk()`.
+    pub fn try_append(&self, meta: &EntryMeta, data: &[u8]) -> Result<bool> {
+        if data.len() > self.max_chunk() {
+            return Err(Error::InvalidArgument(format!(
+                "access log entry of {} data bytes exceeds the largest chunk of this log ({} bytes); append_access splits accesses",
+                data.len(),
+                self.max_chunk()
+            )));
+        }
+        match self.claim(entry_size(data.len())) {
+            Some(claim) => {
+                self.publish(claim, meta, data);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// Appends a whole access as entries of at most `max_chunk()` data bytes, in order of offset,
+    /// the last one flagged `last`. With `with_data` false, `data` is ignored and one
+    /// metadata-only entry describes the whole access of `total_len` bytes; with `with_data` true,
+    /// `total_len` must equal `data.len()`. An empty access still writes one entry.
+    ///
+    /// Whenever the log is full `wait` is called; it should make progress or back off, and
+    /// returns an error to give up, which is returned here. Entries appended before giving up
+    /// stay in the log: the consumer then sees an access without its `last` chunk.
+    ///
+    /// Returns the number of entries written.
+    #[allow(clippy::too_many_arguments)] // one argument per field of the access, as callers hold them
+    pub fn append_access(
+        &self,
+        op: LogOp,
+        origin: u32,
+        seq: u64,
+        addr: u64,
+        data: &[u8],
+        with_data: bool,
+        total_len: u64,
+        wait: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<usize> {
+        let payload: &[u8] = if with_data { data } else { &[] };
+        if with_data && total_len != data.len() as u64 {
+            return Err(Error::InvalidArgument(format!(
+                "logged access carries {} data bytes but claims a length of {total_len}",
+                data.len()
+            )));
+        }
+        let max_chunk = self.max_chunk();
+        let mut offset = 0;
+        let mut written = 0;
+        loop {
+            let end = payload.len().min(offset + max_chunk);
+            let meta = EntryMeta {
+                op,
+                origin,
+                seq,
+                addr: addr.wrapping_add(offset as u64),
+                total_len,
+                offset: offset as u64,
+                last: end == payload.len(),
+            };
+            while !self.try_append(&meta, &payload[offset..end])? {
+                wait()?;
+            }
+            written += 1;
+            if meta.last {
+                return Ok(written);
+            }
+            offset = end;
+        }
+    }
+
+    /// Bytes free right now (padding counts as used). Approximate under concurrency: for
+    /// thresholds, not for deciding whether an append will succeed.
+    pub fn free_bytes(&self) -> usize {
+        // tail first: a reserve loaded later is never behind it.
+        let tail = self.header().tail.0.load(Ordering::Acquire);
+        let reserve = self.header().reserve.0.load(Ordering::Relaxed);
+        self.capacity - (reserve.saturating_sub(tail) as usize).min(self.capacity)
+    }
+
+    /// Absolute position producers have claimed up to: every entry appended before this call
+    /// lies below it. With `tail`, the test of an active flush: once `tail() >= ` a value read
+    /// here, everything appended before the read has been consumed.
+    pub fn reserved(&self) -> u64 {
+        self.header().reserve.0.load(Ordering::Acquire)
+    }
+
+    /// Absolute position the consumer has freed up to (entries are consumed after their
+    /// handler ran, so everything below it has been processed).
+    pub fn tail(&self) -> u64 {
+        self.header().tail.0.load(Ordering::Acquire)
+    }
+
+    /// Entries appended so far, including ones whose producer is still writing them (counted
+    /// just before they are published, so that `appended() >= consumed()` always holds).
+    pub fn appended(&self) -> u64 {
+        self.header().appended.0.load(Ordering::Acquire)
+    }
+
+    /// Entries consumed so far.
+    pub fn consumed(&self) -> u64 {
+        self.header().consumer.0.consumed.load(Ordering::Acquire)
+    }
+
+    /// Entries appended and not yet consumed.
+    pub fn pending(&self) -> u64 {
+        // consumed first: each consumed entry was counted in appended before it was published.
+        let consumed = self.consumed();
+        self.appended().saturating_sub(consumed)
+    }
+
+    /// Consumer side: the next entry in log order, or `None` if the log is empty, if the next
+    /// entry is still being written (later complete entries wait behind it), or if another
+    /// consumer holds an entry right now.
+    ///
+    /// One consumer at a time: the returned entry holds the log's consumer guard (in the region,
+    /// so it covers every view in every process) until it is consumed or dropped. Dropping an
+    /// entry without consuming it leaves it at the head of the log for the next peek.
+    pub fn peek(&self) -> Option<Entry<'_>> {
+        let guard = &self.header().consumer.0.busy;
+        // Acquire: see the tail and the zeroing done by the previous guard holder.
+        if guard.compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            return None;
+        }
+        // Only the guard holder writes tail, and the guard ordered us after the last write.
+        let tail_pos = &self.header().tail.0;
+        loop {
+            let pos = tail_pos.load(Ordering::Relaxed);
+            // Acquire: pairs with the producer's Release of this word, so the body is complete.
+            let word = self.word_at(pos).load(Ordering::Acquire);
+            if word == 0 {
+                guard.store(0, Ordering::Release);
+                return None;
+            }
+            let size = word & !FLAG_BITS;
+            let room = self.capacity as u64 - (pos & self.mask());
+            assert!(
+                word & COMMITTED != 0 && size >= 8 && size <= room,
+                "access log corrupted at position {pos}: first word {word:#x} (another process overwrote the region?)"
+            );
+            if word & PADDING != 0 {
+                // Its body was never written (padding is all zero), so zeroing the word restores
+                // the free area.
+                self.word_at(pos).store(0, Ordering::Relaxed);
+                tail_pos.store(pos + size, Ordering::Release);
+                continue;
+            }
+            assert!(size >= ENTRY_HEADER as u64, "access log corrupted at position {pos}: entry of {size} bytes, shorter than its header");
+            let slot = self.slot(pos);
+            // SAFETY: the entry is published (Acquire above) and stays untouched until we free it;
+            // its header lies inside the data area (size checked against room and ENTRY_HEADER).
+            let body = unsafe { ptr::read(slot.add(8) as *const Body) };
+            let op = LogOp::from_raw(body.op).filter(|_| body.data_len as u64 <= size - ENTRY_HEADER as u64);
+            let Some(op) = op else {
+                panic!("access log corrupted at position {pos}: entry of {size} bytes, op {}, {} data bytes", body.op, body.data_len);
+            };
+            let meta = EntryMeta {
+                op,
+                origin: body.origin,
+                seq: body.seq,
+                addr: body.addr,
+                total_len: body.total_len,
+                offset: body.offset,
+                last: body.last != 0,
+            };
+            // SAFETY: inside the entry, checked above.
+            let data = unsafe { slot.add(ENTRY_HEADER) } as *const u8;
+            return Some(Entry { meta, data, data_len: body.data_len as usize, pos, size, ring: self });
+        }
+    }
+
+    /// Frees the entry `peek` returned: zeroes its bytes (so they read as free space when the
+    /// ring comes round again), then advances the tail with Release so producers may reuse them.
+    ///
+    /// Panics if the entry came from another view (views of one region in one process are not
+    /// interchangeable here, to keep the check a pointer comparison).
+    pub fn consume(&self, e: Entry<'_>) {
+        assert!(ptr::eq(e.ring.base, self.base), "access log entry consumed through another view than the one it came from");
+        let tail_pos = &self.header().tail.0;
+        assert_eq!(tail_pos.load(Ordering::Relaxed), e.pos, "access log entry consumed out of order");
+        // SAFETY: the entry [pos, pos + size) lies inside the data area (checked by peek), and we
+        // own it: producers do not reuse it before the tail passes it, and `e` (which consume
+        // takes by value) is the only way to read it.
+        unsafe { ptr::write_bytes(self.slot(e.pos).add(8), 0, e.size as usize - 8) };
+        self.word_at(e.pos).store(0, Ordering::Relaxed);
+        // Release: a producer that sees the new tail sees the zeroed bytes.
+        tail_pos.store(e.pos + e.size, Ordering::Release);
+        self.header().consumer.0.consumed.fetch_add(1, Ordering::Release);
+        // Dropping `e` releases the consumer guard.
+    }
+
+    fn header(&self) -> &RingHeader {
+        // SAFETY: init/attach checked the region starts with a control block, which holds
+        // atomics only, so shared references to it are fine while other processes write.
+        unsafe { &*(self.base as *const RingHeader) }
+    }
+
+    #[inline]
+    fn mask(&self) -> u64 {
+        self.capacity as u64 - 1
+    }
+
+    /// Address of absolute position `pos` in the data area.
+    #[inline]
+    fn slot(&self, pos: u64) -> *mut u8 {
+        // SAFETY: the offset is reduced into the data area, which follows the control block.
+        unsafe { self.base.add(DATA_OFF + (pos & self.mask()) as usize) }
+    }
+
+    /// The first word of the entry at `pos` (entries start at multiples of 8).
+    #[inline]
+    fn word_at(&self, pos: u64) -> &AtomicU64 {
+        debug_assert!(pos.is_multiple_of(8));
+        // SAFETY: 8-aligned (region 64-aligned, positions multiples of 8) and inside the data
+        // area; entry first words are only ever accessed atomically while the region is shared.
+        unsafe { &*(self.slot(pos) as *const AtomicU64) }
+    }
+
+    /// Producer step 1: claims `size` contiguous bytes (plus padding to the end of the data area
+    /// if they would not fit before it) with one CAS, or returns None if the log is too full.
+    fn claim(&self, size: u64) -> Option<Claim> {
+        let cap = self.capacity as u64;
+        let reserve = &self.header().reserve.0;
+        let tail_pos = &self.header().tail.0;
+        // Acquire: the consumer zeroed everything before the tail we see; our bytes are among them.
+        // Loaded before reserve, so the reserve we load is never behind it.
+        let mut tail = tail_pos.load(Ordering::Acquire);
+        let mut start = reserve.load(Ordering::Relaxed);
+        loop {
+            if start < tail {
+                // A failed CAS gave us a reserve older than a tail we reloaded since.
+                start = reserve.load(Ordering::Relaxed);
+                continue;
+            }
+            let offset = start & self.mask();
+            let padding = if offset + size > cap { cap - offset } else { 0 };
+            let end = start + padding + size;
+            if end - tail > cap {
+                let fresh = tail_pos.load(Ordering::Acquire);
+                if fresh == tail {
+                    return None;
+                }
+                tail = fresh;
+                continue;
+            }
+            // Relaxed: claims only split the positions; the bytes are ordered by tail and the
+            // entries' first words.
+            match reserve.compare_exchange_weak(start, end, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return Some(Claim { start, padding, size }),
+                Err(current) => start = current,
+            }
+        }
+    }
+
+    /// Producer step 2: writes the claimed entry and publishes it (and the padding, if any).
+    fn publish(&self, claim: Claim, meta: &EntryMeta, data: &[u8]) {
+        debug_assert!(entry_size(data.len()) == claim.size);
+        if claim.padding > 0 {
+            self.word_at(claim.start).store(claim.padding | PADDING | COMMITTED, Ordering::Release);
+        }
+        let pos = claim.entry_pos();
+        let slot = self.slot(pos);
+        let body = Body {
+            op: meta.op as u32,
+            origin: meta.origin,
+            seq: meta.seq,
+            addr: meta.addr,
+            total_len: meta.total_len,
+            offset: meta.offset,
+            data_len: data.len() as u32,
+            last: meta.last as u32,
+        };
+        // SAFETY: the claim gives this producer [pos, pos + size) alone, contiguous inside the
+        // data area (claim added padding otherwise), and nobody reads it before the Release below.
+        unsafe {
+            ptr::write(slot.add(8) as *mut Body, body);
+            ptr::copy_nonoverlapping(data.as_ptr(), slot.add(ENTRY_HEADER), data.len());
+        }
+        self.header().appended.0.fetch_add(1, Ordering::Relaxed);
+        // Release: the consumer that sees this word sees the body, the data and the count.
+        self.word_at(pos).store(claim.size | COMMITTED, Ordering::Release);
+    }
+}
+
+/// One entry of the log, handed out by `LogRing::peek`; holds the consumer guard until it is
+/// consumed or dropped.
+pub struct Entry<'a> {
+    pub meta: EntryMeta,
+    data: *const u8,
+    data_len: usize,
+    pos: u64,
+    size: u64,
+    ring: &'a LogRing,
+}
+
+impl Entry<'_> {
+    /// The data this entry carries (empty for a metadata-only entry). Borrowed from the entry,
+    /// not the log: once the entry is consumed, producers may overwrite those bytes.
+    pub fn data(&self) -> &[u8] {
+        // SAFETY: peek checked the data lies inside the entry, which stays untouched while the
+        // entry (and so this borrow) lives.
+        unsafe { std::slice::from_raw_parts(self.data, self.data_len) }
+    }
+}
+
+impl Drop for Entry<'_> {
+    fn drop(&mut self) {
+        // Release: the next consumer sees the tail and the zeroing we did.
+        self.ring.header().consumer.0.busy.store(0, Ordering::Release);
+    }
+}
+
+impl std::fmt::Debug for Entry<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Entry").field("meta", &self.meta).field("data_len", &self.data_len).field("pos", &self.pos).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::alloc::{alloc_zeroed, dealloc, Layout};
+    use std::collections::VecDeque;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+
+    /// A page-aligned zeroed region, freed on drop.
+    struct Region {
+        mem: *mut u8,
+        layout: Layout,
+    }
+
+    // SAFETY: a plain heap block; the tests share it between threads through LogRing views.
+    unsafe impl Send for Region {}
+    unsafe impl Sync for Region {}
+
+    impl Region {
+        fn new(capacity: usize) -> Region {
+            let layout = Layout::from_size_align(ring_bytes(capacity), 4096).unwrap();
+            // SAFETY: non-zero size.
+            let mem = unsafe { alloc_zeroed(layout) };
+            assert!(!mem.is_null());
+            Region { mem, layout }
+        }
+        fn ring(&self, capacity: usize) -> LogRing {
+            // SAFETY: the region is ring_bytes(capacity) bytes and outlives the test's views.
+            unsafe { LogRing::init(self.mem, capacity) }
+        }
+        fn data_area_is_zero(&self) -> bool {
+            // SAFETY: read after every thread using the region is done.
+            let bytes = unsafe { std::slice::from_raw_parts(self.mem.add(DATA_OFF), self.layout.size() - DATA_OFF) };
+            bytes.iter().all(|&b| b == 0)
+        }
+    }
+
+    impl Drop for Region {
+        fn drop(&mut self) {
+            // SAFETY: allocated in new with this layout.
+            unsafe { dealloc(self.mem, self.layout) };
+        }
+    }
+
+    /// splitmix64: deterministic, good enough to pick sizes and bytes.
+    fn mix(mut x: u64) -> u64 {
+        x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        x ^ (x >> 31)
+    }
+
+    fn payload(origin: u32, seq: u64, len: usize) -> Vec<u8> {
+        let seed = mix(((origin as u64) << 40) ^ seq);
+        (0..len).map(|i| (mix(seed ^ i as u64) >> 24) as u8).collect()
+    }
+
+    fn checksum(bytes: &[u8]) -> u64 {
+        bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3))
+    }
+
+    fn meta(seq: u64, data_len: usize) -> EntryMeta {
+        EntryMeta {
+            op: if seq.is_multiple_of(2) { LogOp::Put } else { LogOp::Get },
+            origin: 3,
+            seq,
+            addr: 0x1000 + seq,
+            total_len: data_len as u64,
+            offset: 0,
+            last: true,
+        }
+    }
+
+    /// Consumes the next entry, returning its meta and data.
+    fn pop(ring: &LogRing) -> Option<(EntryMeta, Vec<u8>)> {
+        let e = ring.peek()?;
+        let out = (e.meta, e.data().to_vec());
+        ring.consume(e);
+        Some(out)
+    }
+
+    #[test]
+    fn log_ring_single_thread_order_and_content() {
+        let region = Region::new(1024);
+        let ring = region.ring(1024);
+        assert_eq!(ring.max_chunk(), 200);
+        assert!(ring.peek().is_none(), "a fresh log is empty");
+        for seq in 0..4u64 {
+            assert!(ring.try_append(&meta(seq, 10 * seq as usize), &payload(3, seq, 10 * seq as usize)).unwrap());
+        }
+        assert_eq!((ring.appended(), ring.consumed(), ring.pending()), (4, 0, 4));
+        // A peeked entry that is dropped stays at the head.
+        assert_eq!(ring.peek().unwrap().meta.seq, 0);
+        for seq in 0..4u64 {
+            let (m, d) = pop(&ring).unwrap();
+            assert_eq!(m, meta(seq, 10 * seq as usize));
+            assert_eq!(d, payload(3, seq, 10 * seq as usize));
+        }
+        assert!(ring.peek().is_none());
+        assert_eq!((ring.appended(), ring.consumed(), ring.pending()), (4, 4, 0));
+        assert_eq!(ring.free_bytes(), 1024);
+        assert!(region.data_area_is_zero(), "consumed entries are zeroed");
+    }
+
+    #[test]
+    fn log_ring_wraps_with_padding() {
+        let region = Region::new(1024);
+        let ring = region.ring(1024);
+        // Entries of 56 + 104 = 160 bytes: six fill 960, the seventh needs padding of 64.
+        for seq in 0..6u64 {
+            assert!(ring.try_append(&meta(seq, 100), &payload(3, seq, 100)).unwrap());
+        }
+        assert!(!ring.try_append(&meta(6, 100), &payload(3, 6, 100)).unwrap(), "padding + entry do not fit");
+        assert_eq!(ring.free_bytes(), 64);
+        for seq in 0..2u64 {
+            assert_eq!(pop(&ring).unwrap().0.seq, seq);
+        }
+        assert!(ring.try_append(&meta(6, 100), &payload(3, 6, 100)).unwrap(), "fits after the wrap");
+        assert_eq!(ring.free_bytes(), 1024 - (4 * 160 + 64 + 160));
+        for seq in 2..7u64 {
+            let (m, d) = pop(&ring).unwrap();
+            assert_eq!(m.seq, seq);
+            assert_eq!(d, payload(3, seq, 100));
+        }
+        assert!(ring.peek().is_none());
+        assert_eq!(ring.free_bytes(), 1024);
+        assert!(region.data_area_is_zero());
+    }
+
+    #[test]
+    fn log_ring_metadata_only_entries() {
+        let region = Region::new(256);
+        let ring = region.ring(256);
+        let m = EntryMeta { op: LogOp::Get, origin: 7, seq: 9, addr: 0xdead_beef, total_len: 1 << 40, offset: 0, last: true };
+        assert!(ring.try_append(&m, &[]).unwrap());
+        let (got, data) = pop(&ring).unwrap();
+        assert_eq!(got, m);
+        assert!(data.is_empty());
+        // Many metadata-only entries go round the ring several times.
+        for seq in 0..100 {
+            assert!(ring.try_append(&meta(seq, 0), &[]).unwrap());
+            assert_eq!(pop(&ring).unwrap().0, meta(seq, 0));
+        }
+    }
+
+    #[test]
+    fn log_ring_full_then_room_again() {
+        let region = Region::new(256);
+        let ring = region.ring(256);
+        assert_eq!(ring.max_chunk(), 8);
+        let mut appended = 0;
+        while ring.try_append(&meta(appended, 8), &[appended as u8; 8]).unwrap() {
+            appended += 1;
+        }
+        assert_eq!(appended, 4, "four 64-byte entries fill 256 bytes");
+        assert_eq!(ring.free_bytes(), 0);
+        assert!(!ring.try_append(&meta(99, 0), &[]).unwrap(), "still full, nothing dropped");
+        assert_eq!(pop(&ring).unwrap().1, vec![0u8; 8]);
+        assert!(ring.try_append(&meta(appended, 8), &[appended as u8; 8]).unwrap(), "room after consuming");
+        for seq in 1..=4u64 {
+            assert_eq!(pop(&ring).unwrap().1, vec![seq as u8; 8]);
+        }
+        assert!(ring.peek().is_none());
+    }
+
+    #[test]
+    fn log_ring_rejects_oversize_chunk() {
+        let region = Region::new(1024);
+        let ring = region.ring(1024);
+        let too_big = vec![0u8; ring.max_chunk() + 1];
+        assert!(matches!(ring.try_append(&meta(0, too_big.len()), &too_big), Err(Error::InvalidArgument(_))));
+        assert!(ring.try_append(&meta(0, ring.max_chunk()), &too_big[1..]).unwrap(), "max_chunk itself fits");
+        assert_eq!(ring.appended(), 1);
+    }
+
+    /// A random mix of appends and consumes against a queue model, many laps round a small ring.
+    #[test]
+    fn log_ring_matches_queue_model() {
+        let region = Region::new(512);
+        let ring = region.ring(512);
+        let mut model: VecDeque<(EntryMeta, Vec<u8>)> = VecDeque::new();
+        let mut seq = 0u64;
+        for step in 0..20_000u64 {
+            let r = mix(step);
+            if !r.is_multiple_of(3) {
+                let len = (r >> 8) as usize % (ring.max_chunk() + 1);
+                let (m, d) = (meta(seq, len), payload(3, seq, len));
+                if ring.try_append(&m, &d).unwrap() {
+                    model.push_back((m, d));
+                    seq += 1;
+                } else {
+                    assert!(!model.is_empty(), "an empty log always takes an entry");
+                    assert!(ring.free_bytes() < 2 * entry_size(len) as usize, "refused with room to spare");
+                }
+            } else {
+                assert_eq!(pop(&ring), model.pop_front());
+            }
+            assert_eq!(ring.pending(), model.len() as u64);
+        }
+        while let Some(expected) = model.pop_front() {
+            assert_eq!(pop(&ring), Some(expected));
+        }
+        assert!(ring.peek().is_none());
+        assert!(region.data_area_is_zero());
+    }
+
+    #[test]
+    fn log_ring_append_access_splits_and_reassembles() {
+        let region = Region::new(1024);
+        let ring = region.ring(1024);
+        let access = payload(5, 77, 10 * 1024 + 13);
+        let mut consumer_side: Vec<(EntryMeta, Vec<u8>)> = Vec::new();
+        // The log holds only a few chunks; `wait` plays the consumer, as progress would.
+        let written = ring
+            .append_access(LogOp::Put, 5, 77, 0x10_0000, &access, true, access.len() as u64, &mut || {
+                while let Some(got) = pop(&ring) {
+                    consumer_side.push(got);
+                }
+                Ok(())
+            })
+            .unwrap();
+        while let Some(got) = pop(&ring) {
+            consumer_side.push(got);
+        }
+        assert_eq!(written, access.len().div_ceil(ring.max_chunk()));
+        assert_eq!(consumer_side.len(), written);
+        let mut rebuilt = Vec::new();
+        for (i, (m, d)) in consumer_side.iter().enumerate() {
+            assert_eq!((m.op, m.origin, m.seq, m.total_len), (LogOp::Put, 5, 77, access.len() as u64));
+            assert_eq!(m.offset, rebuilt.len() as u64);
+            assert_eq!(m.addr, 0x10_0000 + m.offset);
+            assert_eq!(m.last, i + 1 == written);
+            assert!(d.len() <= ring.max_chunk());
+            rebuilt.extend_from_slice(d);
+        }
+        assert_eq!(rebuilt, access);
+
+        // Metadata only: one entry for the whole access.
+        assert_eq!(ring.append_access(LogOp::Get, 5, 78, 0x20_0000, &[], false, 1 << 20, &mut || Ok(())).unwrap(), 1);
+        let (m, d) = pop(&ring).unwrap();
+        assert_eq!((m.op, m.seq, m.addr, m.total_len, m.offset, m.last), (LogOp::Get, 78, 0x20_0000, 1 << 20, 0, true));
+        assert!(d.is_empty());
+
+        // An empty access with data is one empty, last entry.
+        assert_eq!(ring.append_access(LogOp::Put, 5, 79, 0, &[], true, 0, &mut || Ok(())).unwrap(), 1);
+        assert!(pop(&ring).unwrap().0.last);
+
+        // Giving up in `wait` propagates its error; the chunks written so far stay.
+        let gave_up = ring.append_access(LogOp::Put, 5, 80, 0, &access, true, access.len() as u64, &mut || {
+            Err(Error::Timeout { what: "room in the access log".into(), secs: 0.0 })
+        });
+        assert!(matches!(gave_up, Err(Error::Timeout { .. })));
+        assert!(ring.pending() > 0);
+        let mut offset = 0;
+        while let Some((m, d)) = pop(&ring) {
+            assert!(!m.last && m.offset == offset);
+            offset += d.len() as u64;
+        }
+
+        // Mismatched length with data is refused.
+        assert!(matches!(ring.append_access(LogOp::Put, 5, 81, 0, &access, true, 1, &mut || Ok(())), Err(Error::InvalidArgument(_))));
+    }
+
+    #[test]
+    fn log_ring_hole_hides_later_entries() {
+        let region = Region::new(1024);
+        let ring = region.ring(1024);
+        assert!(ring.try_append(&meta(0, 8), &[1; 8]).unwrap());
+        // A producer claims its bytes, then is descheduled before publishing.
+        let slow = ring.claim(entry_size(16)).unwrap();
+        assert!(ring.try_append(&meta(2, 8), &[3; 8]).unwrap());
+        assert_eq!(pop(&ring).unwrap().0.seq, 0);
+        assert!(ring.peek().is_none(), "the hole hides the complete entry after it");
+        ring.publish(slow, &meta(1, 16), &[2; 16]);
+        assert_eq!(pop(&ring).unwrap(), (meta(1, 16), vec![2; 16]));
+        assert_eq!(pop(&ring).unwrap(), (meta(2, 8), vec![3; 8]));
+    }
+
+    #[test]
+    fn log_ring_hole_with_padding() {
+        let region = Region::new(1024);
+        let ring = region.ring(1024);
+        // 200-byte entries (144 data bytes) move the positions to 600.
+        for seq in 0..3u64 {
+            assert!(ring.try_append(&meta(seq, 144), &payload(3, seq, 144)).unwrap());
+            pop(&ring).unwrap();
+        }
+        let slow = ring.claim(entry_size(144)).unwrap(); // 600..800
+        assert_eq!((slow.start, slow.padding), (600, 0));
+        assert!(ring.try_append(&meta(4, 0), &[]).unwrap()); // 800..856
+                                                             // 856 + 200 passes the end: 168 bytes of padding, then the entry at 1024.
+        let slow_padded = ring.claim(entry_size(144)).unwrap();
+        assert_eq!((slow_padded.start, slow_padded.padding), (856, 168));
+        assert!(ring.try_append(&meta(6, 144), &payload(3, 6, 144)).unwrap()); // 1224..1424
+        assert!(ring.peek().is_none(), "first hole");
+        ring.publish(slow, &meta(3, 144), &payload(3, 3, 144));
+        assert_eq!(pop(&ring).unwrap(), (meta(3, 144), payload(3, 3, 144)));
+        assert_eq!(pop(&ring).unwrap().0, meta(4, 0));
+        assert!(ring.peek().is_none(), "the padding of a claimed, unpublished entry is a hole too");
+        ring.publish(slow_padded, &meta(5, 144), &payload(3, 5, 144));
+        assert_eq!(pop(&ring).unwrap(), (meta(5, 144), payload(3, 5, 144)));
+        assert_eq!(pop(&ring).unwrap(), (meta(6, 144), payload(3, 6, 144)));
+        assert!(ring.peek().is_none());
+        assert_eq!(ring.free_bytes(), 1024);
+        assert!(region.data_area_is_zero());
+    }
+
+    #[test]
+    fn log_ring_one_consumer_at_a_time() {
+        let region = Region::new(256);
+        let ring = region.ring(256);
+        assert!(ring.try_append(&meta(0, 0), &[]).unwrap());
+        let held = ring.peek().unwrap();
+        assert!(ring.peek().is_none(), "a second consumer gets nothing while an entry is out");
+        drop(held);
+        let again = ring.peek().unwrap();
+        assert_eq!(again.meta.seq, 0);
+        ring.consume(again);
+        assert!(ring.peek().is_none());
+    }
+
+    #[test]
+    fn log_ring_stress_many_producers_one_consumer() {
+        const PRODUCERS: u32 = 6;
+        const ACCESSES: u64 = 12_500; // about 100k entries with the splits
+        const CAPACITY: usize = 1024;
+        fn access_len(origin: u32, seq: u64) -> (usize, bool) {
+            let r = mix(((origin as u64) << 32) | seq);
+            ((r % 300) as usize, !(r >> 32).is_multiple_of(8))
+        }
+        fn access_addr(origin: u32, seq: u64) -> u64 {
+            ((origin as u64) << 48) | (seq << 12)
+        }
+
+        let region = Arc::new(Region::new(CAPACITY));
+        let ring = region.ring(CAPACITY);
+        let producers_done = Arc::new(AtomicBool::new(false));
+        let producers: Vec<_> = (0..PRODUCERS)
+            .map(|origin| {
+                std::thread::spawn(move || {
+                    let mut entries = 0;
+                    for seq in 0..ACCESSES {
+                        let (len, with_data) = access_len(origin, seq);
+                        let data = if with_data { payload(origin, seq, len) } else { Vec::new() };
+                        let op = if with_data { LogOp::Put } else { LogOp::Get };
+                        entries += ring
+                            .append_access(op, origin, seq, access_addr(origin, seq), &data, with_data, len as u64, &mut || {
+                                std::thread::yield_now();
+                                Ok(())
+                            })
+                            .unwrap();
+                    }
+                    entries
+                })
+            })
+            .collect();
+        let consumer = {
+            let done = producers_done.clone();
+            std::thread::spawn(move || {
+                let mut next_seq = vec![0u64; PRODUCERS as usize];
+                let mut assembled: Vec<Vec<u8>> = vec![Vec::new(); PRODUCERS as usize];
+                let mut entries = vec![0usize; PRODUCERS as usize];
+                loop {
+                    let Some(e) = ring.peek() else {
+                        if done.load(Ordering::Acquire) && ring.pending() == 0 {
+                            break;
+                        }
+                        std::thread::yield_now();
+                        continue;
+                    };
+                    let m = e.meta;
+                    let o = m.origin as usize;
+                    assert!(o < PRODUCERS as usize);
+                    assert_eq!(m.seq, next_seq[o], "origin {o}: accesses arrive in order");
+                    assert_eq!(m.offset, assembled[o].len() as u64, "origin {o} seq {}: chunks arrive in order", m.seq);
+                    assert_eq!(m.addr, access_addr(m.origin, m.seq) + m.offset);
+                    let (len, with_data) = access_len(m.origin, m.seq);
+                    assert_eq!(m.total_len, len as u64);
+                    assert_eq!(m.op, if with_data { LogOp::Put } else { LogOp::Get });
+                    assembled[o].extend_from_slice(e.data());
+                    entries[o] += 1;
+                    ring.consume(e);
+                    if m.last {
+                        let expected = if with_data { payload(m.origin, m.seq, len) } else { Vec::new() };
+                        assert_eq!(checksum(&assembled[o]), checksum(&expected), "origin {o} seq {}: payload", m.seq);
+                        assembled[o].clear();
+                        next_seq[o] += 1;
+                    }
+                }
+                assert!(next_seq.iter().all(|&n| n == ACCESSES), "every access arrived: {next_seq:?}");
+                entries
+            })
+        };
+        let sent: Vec<usize> = producers.into_iter().map(|p| p.join().unwrap()).collect();
+        producers_done.store(true, Ordering::Release);
+        let received = consumer.join().unwrap();
+        assert_eq!(sent, received, "entries in == entries out per producer");
+        let total: usize = sent.iter().sum();
+        assert!(total > 90_000, "{total} entries");
+        assert_eq!((ring.appended(), ring.consumed()), (total as u64, total as u64));
+        assert!(region.data_area_is_zero());
+    }
+
+    /// Two mappings of one memfd at different addresses, as two processes would have.
+    #[test]
+    fn log_ring_attach_second_view() {
+        const CAPACITY: usize = 4096;
+        let len = ring_bytes(CAPACITY);
+        // SAFETY: plain system calls; the mappings are unmapped and the fd closed at the end.
+        let (fd, first, second) = unsafe {
+            let fd = libc::memfd_create(c"log_ring_test".as_ptr(), 0);
+            assert!(fd >= 0, "memfd_create: {}", std::io::Error::last_os_error());
+            assert_eq!(libc::ftruncate(fd, len as libc::off_t), 0);
+            let map = || {
+                let p = libc::mmap(ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0);
+                assert_ne!(p, libc::MAP_FAILED);
+                p as *mut u8
+            };
+            (fd, map(), map())
+        };
+        assert_ne!(first, second);
+        // SAFETY: `second` maps nothing formatted yet.
+        assert!(matches!(unsafe { LogRing::attach(second) }, Err(Error::InvalidArgument(_))), "unformatted region refused");
+        // SAFETY: both mappings stay until the end of the test.
+        let producer_view = unsafe { LogRing::init(first, CAPACITY) };
+        // SAFETY: as above.
+        let consumer_view = unsafe { LogRing::attach(second) }.unwrap();
+        assert_eq!(consumer_view.capacity(), CAPACITY);
+        for seq in 0..50u64 {
+            let data = payload(1, seq, (seq as usize * 37) % 200);
+            assert!(producer_view.try_append(&meta(seq, data.len()), &data).unwrap());
+            if seq % 3 == 2 {
+                // Interleave consumption, so positions wrap and both views see the moving tail.
+                for _ in 0..2 {
+                    assert!(pop(&consumer_view).is_some());
+                }
+            }
+        }
+        assert_eq!(consumer_view.appended(), 50);
+        let mut seq = consumer_view.consumed();
+        while let Some((m, d)) = pop(&consumer_view) {
+            assert_eq!(m, meta(seq, d.len()));
+            assert_eq!(d, payload(1, seq, (seq as usize * 37) % 200));
+            seq += 1;
+        }
+        assert_eq!(seq, 50);
+        assert_eq!((producer_view.consumed(), producer_view.pending(), producer_view.free_bytes()), (50, 0, CAPACITY));
+        // A corrupted capacity is refused.
+        producer_view.header().ident.0.capacity.store(1000, Ordering::Relaxed);
+        // SAFETY: as above.
+        assert!(matches!(unsafe { LogRing::attach(second) }, Err(Error::InvalidArgument(_))));
+        // SAFETY: mapped above with this length; no view is used after this.
+        unsafe {
+            libc::munmap(first as *mut libc::c_void, len);
+            libc::munmap(second as *mut libc::c_void, len);
+            libc::close(fd);
+        }
+    }
+}

@@ -1,0 +1,274 @@
+//! The access-log table: where a rank's access logs live and which domain logs where (the
+//! paper's access log table of (IUID, base, head, tail, size) tuples, and its default fault
+//! log). It sits in the log arena at the end of the rank's table window, so an origin on the
+//! same host finds a log and appends to it without the target's CPU, as the IOMMU would.
+//!
+//! ```text
+//! ArenaHeader      magic, bytes, domain -> slot map (u8 per domain, NONE = no log)
+//! LogSlot[MAX_LOGS] state, domain, ring offset and size, wake-up word, sleeping flag, threshold
+//! rings...          each a log_ring region; slot 0 is the default fault log (E = 0)
+//! ```
+//! Logs are created by their owner at any time and live until the job ends: an origin may hold
+//! a view of a ring at any moment, and nothing tells it the ring went away.
+
+use activerma_core::log_ring::{ring_bytes, LogRing, MIN_CAPACITY};
+use activerma_core::{futex, Error, Rank, Result};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::Mutex;
+
+/// Domains a rank can use (the paper's 10-bit IUID).
+pub const MAX_DOMAINS: usize = 1024;
+/// Logs a rank can have, the fault log included.
+pub const MAX_LOGS: usize = 64;
+/// Slot of the default fault log: pages marked E = 0 log here.
+pub const FAULT_SLOT: usize = 0;
+
+const MAGIC: u64 = 0x6c6f_6774_6162_6c65; // "logtable"
+const NONE: u8 = u8::MAX;
+const FREE: u32 = 0;
+const ACTIVE: u32 = 1;
+
+#[repr(C)]
+struct ArenaHeader {
+    magic: AtomicU64,
+    bytes: u64,
+    domain_slot: [AtomicU8; MAX_DOMAINS],
+}
+
+/// One log of the table; what an origin needs to append and to wake the log's handler.
+#[repr(C, align(64))]
+pub struct LogSlot {
+    state: AtomicU32,
+    domain: AtomicU32,
+    ring_off: AtomicU64,
+    /// Bumped and futex-woken when a sleeping handler thread should look (the "interrupt").
+    pub wake_word: AtomicU32,
+    /// Set by a handler thread that is about to sleep on `wake_word`.
+    pub sleeping: AtomicU32,
+    /// Pending entries at which a sleeping handler thread is woken.
+    pub threshold: AtomicU64,
+}
+
+impl LogSlot {
+    /// After an append: wakes the log's thread if it sleeps and the log reached its threshold.
+    #[inline]
+    pub fn notify(&self, ring: &LogRing) {
+        if self.sleeping.load(Ordering::SeqCst) != 0 && ring.pending() >= self.threshold.load(Ordering::Relaxed) {
+            self.wake_word.fetch_add(1, Ordering::SeqCst);
+            futex::wake_all(&self.wake_word);
+        }
+    }
+}
+
+fn slots_off() -> usize {
+    std::mem::size_of::<ArenaHeader>().next_multiple_of(64)
+}
+
+fn rings_off() -> usize {
+    (slots_off() + MAX_LOGS * std::mem::size_of::<LogSlot>()).next_multiple_of(64)
+}
+
+/// Bytes the arena needs at least, for a fault log of `fault_capacity` bytes.
+pub fn arena_min_bytes(fault_capacity: usize) -> usize {
+    rings_off() + ring_bytes(fault_capacity)
+}
+
+/// A view of a rank's log arena (origin and owner alike).
+#[derive(Clone, Copy)]
+pub struct LogArena {
+    base: *mut u8,
+    bytes: usize,
+}
+
+// SAFETY: the arena holds atomics and log rings, which are built for concurrent use by many
+// threads and processes; the view is only a pointer and a length.
+unsafe impl Send for LogArena {}
+unsafe impl Sync for LogArena {}
+
+impl LogArena {
+    /// Views an arena its owner formatted.
+    ///
+    /// # Safety
+    /// `[base, base+bytes)` stays mapped while the view is used.
+    pub unsafe fn attach(base: *mut u8, bytes: usize, rank: Rank) -> Result<LogArena> {
+        if bytes < rings_off() {
+            return Err(Error::InvalidArgument(format!("rank {rank} has no access-log arena")));
+        }
+        let a = LogArena { base, bytes };
+        if a.header().magic.load(Ordering::Acquire) != MAGIC {
+            return Err(Error::InvalidArgument(format!("rank {rank} has not initialized its access-log table")));
+        }
+        Ok(a)
+    }
+
+    fn header(&self) -> &ArenaHeader {
+        // SAFETY: the arena is at least a header long (checked by attach / init).
+        unsafe { &*(self.base as *const ArenaHeader) }
+    }
+
+    pub fn slot(&self, i: usize) -> &LogSlot {
+        assert!(i < MAX_LOGS);
+        // SAFETY: i < MAX_LOGS, inside the arena.
+        unsafe { &*(self.base.add(slots_off()) as *const LogSlot).add(i) }
+    }
+
+    /// The ring of an active slot.
+    pub fn ring(&self, i: usize) -> Option<LogRing> {
+        let s = self.slot(i);
+        if s.state.load(Ordering::Acquire) != ACTIVE {
+            return None;
+        }
+        let off = s.ring_off.load(Ordering::Acquire) as usize;
+        if off < rings_off() || off >= self.bytes {
+            return None; // a corrupt slot: never read outside the arena
+        }
+        // SAFETY: the owner formatted a ring at `off`, inside the arena, before marking ACTIVE.
+        unsafe { LogRing::attach(self.base.add(off)).ok() }
+    }
+
+    /// The slot a domain logs to (E = 1), or the fault log (E = 0: `domain` None).
+    #[inline]
+    pub fn slot_of(&self, domain: Option<u16>, rank: Rank) -> Result<usize> {
+        let Some(d) = domain else { return Ok(FAULT_SLOT) };
+        let s = self.header().domain_slot.get(d as usize).map(|s| s.load(Ordering::Acquire)).unwrap_or(NONE);
+        if s == NONE {
+            return Err(Error::InvalidArgument(format!(
+                "rank {rank} marked a page to log into domain {d}'s access log, but has no log for domain {d} (create_log first)"
+            )));
+        }
+        Ok(s as usize)
+    }
+
+    /// Domain of an active slot (None for the fault log or a free slot).
+    pub fn domain_of(&self, slot: usize) -> Option<u16> {
+        let s = self.slot(slot);
+        (slot != FAULT_SLOT && s.state.load(Ordering::Acquire) == ACTIVE).then(|| s.domain.load(Ordering::Relaxed) as u16)
+    }
+}
+
+/// The owner's side: formats the arena and creates logs in it.
+pub struct LogTable {
+    arena: LogArena,
+    /// Free byte ranges of the ring area (offset, length).
+    free: Mutex<Vec<(usize, usize)>>,
+}
+
+impl LogTable {
+    /// Formats `[base, base+bytes)` (zeroed) and creates the fault log of `fault_capacity` bytes.
+    ///
+    /// # Safety
+    /// The range is ours, mapped and zeroed, and stays mapped while the table is used.
+    pub unsafe fn init(base: *mut u8, bytes: usize, fault_capacity: usize) -> Result<LogTable> {
+        if !fault_capacity.is_power_of_two() || fault_capacity < MIN_CAPACITY {
+            return Err(Error::BadSetting {
+                name: activerma_core::settings::FAULT_LOG_SIZE.into(),
+                value: fault_capacity.to_string(),
+                why: format!("a power of two of at least {MIN_CAPACITY} bytes"),
+            });
+        }
+        if bytes < arena_min_bytes(fault_capacity) {
+            return Err(Error::BadSetting {
+                name: activerma_core::settings::LOG_ARENA.into(),
+                value: bytes.to_string(),
+                why: format!("the access-log arena must hold at least the fault log: {} bytes", arena_min_bytes(fault_capacity)),
+            });
+        }
+        let arena = LogArena { base, bytes };
+        let h = arena.header();
+        for d in &h.domain_slot {
+            d.store(NONE, Ordering::Relaxed);
+        }
+        // SAFETY: the header is ours to write; bytes is read by nobody before the magic.
+        std::ptr::write(std::ptr::addr_of_mut!((*(base as *mut ArenaHeader)).bytes), bytes as u64);
+        let t = LogTable { arena, free: Mutex::new(vec![(rings_off(), bytes - rings_off())]) };
+        t.place(FAULT_SLOT, u32::MAX, fault_capacity, 1)?;
+        h.magic.store(MAGIC, Ordering::Release);
+        Ok(t)
+    }
+
+    pub fn arena(&self) -> &LogArena {
+        &self.arena
+    }
+
+    /// Creates the access log of `domain` with `capacity` bytes (a power of two): from now on,
+    /// pages marked E = 1 with this domain log into it.
+    pub fn create(&self, domain: u16, capacity: usize, threshold: u64) -> Result<usize> {
+        if domain as usize >= MAX_DOMAINS {
+            return Err(Error::InvalidArgument(format!("domain {domain} is out of range: domains are 0..{MAX_DOMAINS}")));
+        }
+        if !capacity.is_power_of_two() || capacity < MIN_CAPACITY {
+            return Err(Error::InvalidArgument(format!(
+                "an access log holds a power of two of at least {MIN_CAPACITY} bytes, not {capacity}"
+            )));
+        }
+        let map = &self.arena.header().domain_slot[domain as usize];
+        if map.load(Ordering::Acquire) != NONE {
+            return Err(Error::InvalidArgument(format!("domain {domain} has an access log already")));
+        }
+        let slot = (1..MAX_LOGS)
+            .find(|&i| self.arena.slot(i).state.load(Ordering::Acquire) == FREE)
+            .ok_or_else(|| Error::OutOfResources(format!("all {} access logs of this rank are in use", MAX_LOGS - 1)))?;
+        self.place(slot, domain as u32, capacity, threshold)?;
+        map.store(slot as u8, Ordering::Release);
+        Ok(slot)
+    }
+
+    fn place(&self, slot: usize, domain: u32, capacity: usize, threshold: u64) -> Result<()> {
+        let need = ring_bytes(capacity).next_multiple_of(64);
+        let mut free = self.free.lock().unwrap();
+        let i = free.iter().position(|&(_, l)| l >= need).ok_or_else(|| {
+            Error::OutOfResources(format!(
+                "no room for an access log of {capacity} bytes in the log arena; raise {}",
+                activerma_core::settings::LOG_ARENA
+            ))
+        })?;
+        let (off, len) = free[i];
+        if len == need {
+            free.remove(i);
+        } else {
+            free[i] = (off + need, len - need);
+        }
+        // SAFETY: [off, off+need) lies in our arena and no view uses it yet.
+        unsafe { LogRing::init(self.arena.base.add(off), capacity) };
+        let s = self.arena.slot(slot);
+        s.domain.store(domain, Ordering::Relaxed);
+        s.threshold.store(threshold.max(1), Ordering::Relaxed);
+        s.ring_off.store(off as u64, Ordering::Relaxed);
+        s.state.store(ACTIVE, Ordering::Release);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use activerma_core::log_ring::{EntryMeta, LogOp};
+
+    #[test]
+    fn domains_map_to_their_logs_and_the_fault_log_exists() {
+        let bytes = 1 << 20;
+        let layout = std::alloc::Layout::from_size_align(bytes, 4096).unwrap();
+        // SAFETY: non-zero size; freed below.
+        let mem = unsafe { std::alloc::alloc_zeroed(layout) };
+        let t = unsafe { LogTable::init(mem, bytes, 4096) }.unwrap();
+        let origin = unsafe { LogArena::attach(mem, bytes, 0) }.unwrap();
+        assert_eq!(origin.slot_of(None, 0).unwrap(), FAULT_SLOT);
+        assert!(origin.slot_of(Some(7), 0).is_err(), "no log for domain 7 yet");
+        let s = t.create(7, 1024, 1).unwrap();
+        assert_eq!(origin.slot_of(Some(7), 0).unwrap(), s);
+        assert_eq!(origin.domain_of(s), Some(7));
+        assert!(t.create(7, 1024, 1).is_err(), "one log per domain");
+        assert!(t.create(8, 1000, 1).is_err(), "power of two");
+        assert!(t.create(MAX_DOMAINS as u16, 1024, 1).is_err());
+        let ring = origin.ring(s).unwrap();
+        let m = EntryMeta { op: LogOp::Put, origin: 1, seq: 0, addr: 64, total_len: 8, offset: 0, last: true };
+        assert!(ring.try_append(&m, &[1; 8]).unwrap());
+        let owner_ring = t.arena().ring(s).unwrap();
+        let e = owner_ring.peek().unwrap();
+        assert_eq!(e.data(), &[1; 8]);
+        owner_ring.consume(e);
+        assert!(t.create(9, 1 << 30, 1).is_err(), "does not fit the arena");
+        // SAFETY: allocated above with this layout.
+        unsafe { std::alloc::dealloc(mem, layout) };
+    }
+}

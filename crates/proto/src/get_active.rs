@@ -1,0 +1,30 @@
+//! get_active: the target marked some page of the access RL / RLD. The origin reads the bytes
+//! (memcpy from a mapped segment, or cross-memory attach from private memory), then logs the
+//! access — with a copy of the returned bytes where RLD — into the target's access log.
+
+use crate::log_append::{self, Logged};
+use crate::Proto;
+use activerma_core::counters::bump;
+use activerma_core::{Rank, Result};
+use activerma_mem::Lookup;
+use std::sync::atomic::Ordering;
+
+pub(crate) fn run(p: &Proto, rank: Rank, addr: usize, dst: &mut [u8], lookup: &Lookup, local: *mut u8) -> Result<()> {
+    if !lookup.private {
+        // SAFETY: `local` maps the checked segment range of dst.len() bytes.
+        unsafe { std::ptr::copy(local, dst.as_mut_ptr(), dst.len()) };
+    } else if rank == p.conduit.rank() {
+        // SAFETY: the table says this range is memory we exposed readable.
+        unsafe { std::ptr::copy(addr as *const u8, dst.as_mut_ptr(), dst.len()) };
+    } else {
+        p.conduit.cma_read(rank, addr, dst)?;
+    }
+    let table = p.tables[rank].as_ref().expect("active gets need the target's table");
+    let l = Logged { table, lookup, target: rank, origin: p.conduit.rank(), seq: p.next_seq(rank) };
+    let mut waiter = activerma_am::Waiter::default();
+    let touched = log_append::get(&l, addr, dst, &mut || waiter.step(&p.am, rank, "room in an access log"))?;
+    p.touched[rank].fetch_or(touched, Ordering::Relaxed);
+    bump(&p.counters.get_active, 1);
+    bump(&p.counters.bytes_got, dst.len() as u64);
+    Ok(())
+}

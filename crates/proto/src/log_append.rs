@@ -1,0 +1,113 @@
+//! What Active Access does with a checked access, page run by page run: the part of the
+//! paper's extended IOMMU that decides, from a page's bits, whether the bytes are written
+//! (W) or read (R), and whether the access is logged — metadata (WL / RL) or metadata and data
+//! (WLD / RLD) — into the domain's access log (E = 1) or the default fault log (E = 0).
+//!
+//! The same code runs at the origin when it reaches the target's table (one host) and in the
+//! target's progress engine when the access came as an active message (another host), so an
+//! access means the same on both conduits.
+//!
+//! ```text
+//! for each run of pages with the same bits (one entry load per page):
+//!     put: if W { write run }            get: (data was read for the whole access)
+//!          if WL|WLD { append(run, data if WLD) }     if RL|RLD { append(run, copy if RLD) }
+//! append: slot = E ? domain's log : fault log; chunks of max_chunk; while full: progress
+//!         (back-pressure, never a drop); then wake the log's thread if it sleeps
+//! ```
+//! A page's bits are read once per access: an access racing with `assoc_pages` sees, page by
+//! page, either the old bits or the new ones.
+
+use activerma_core::log_ring::LogOp;
+use activerma_core::page::page_size;
+use activerma_core::{Rank, Result};
+use activerma_mem::{Entry, LogArena, Lookup, OriginTable};
+
+/// Who is logging what: the target's table and logs, and the access's identity.
+pub(crate) struct Logged<'a> {
+    pub table: &'a OriginTable,
+    pub lookup: &'a Lookup<'a>,
+    pub target: Rank,
+    pub origin: Rank,
+    pub seq: u64,
+}
+
+/// Calls `f(start, end, bits)` for each run of pages of `[addr, addr+len)` whose entries have
+/// the same control bits and domain.
+fn runs(l: &Logged, addr: usize, len: usize, mut f: impl FnMut(usize, usize, u32) -> Result<()>) -> Result<()> {
+    let end = addr + len;
+    let mut start = addr;
+    let mut bits = l.table.entry_of(l.lookup, start) as u32;
+    let mut at = start;
+    loop {
+        let next_page = (at / page_size() + 1) * page_size();
+        if next_page >= end {
+            return f(start, end, bits);
+        }
+        let b = l.table.entry_of(l.lookup, next_page) as u32;
+        if b != bits {
+            f(start, next_page, bits)?;
+            start = next_page;
+            bits = b;
+        }
+        at = next_page;
+    }
+}
+
+/// Appends one run to the log its bits name, with its data if the bits say so (WLD / RLD);
+/// returns the slot used (for active flush).
+fn append(
+    l: &Logged,
+    logs: &LogArena,
+    op: LogOp,
+    bits: u32,
+    addr: usize,
+    data: &[u8],
+    wait: &mut dyn FnMut() -> Result<()>,
+) -> Result<usize> {
+    let with_data = bits & if op == LogOp::Put { Entry::WLD } else { Entry::RLD } != 0;
+    let domain = (bits & Entry::E != 0).then_some((bits >> Entry::DOMAIN_SHIFT) as u16);
+    let slot = logs.slot_of(domain, l.target)?;
+    let ring =
+        logs.ring(slot).ok_or_else(|| activerma_core::Error::InvalidArgument(format!("rank {}'s access log {slot} is gone", l.target)))?;
+    ring.append_access(op, l.origin as u32, l.seq, addr as u64, data, with_data, data.len() as u64, wait)?;
+    logs.slot(slot).notify(&ring);
+    Ok(slot)
+}
+
+/// An active put: writes where W=1, logs where WL / WLD. `write(addr, bytes)` stores into the
+/// target's memory. Returns the mask of log slots appended to.
+pub(crate) fn put(
+    l: &Logged,
+    addr: usize,
+    src: &[u8],
+    write: &mut dyn FnMut(usize, &[u8]) -> Result<()>,
+    wait: &mut dyn FnMut() -> Result<()>,
+) -> Result<u64> {
+    let logs = l.table.logs()?;
+    let mut touched = 0u64;
+    runs(l, addr, src.len(), |s, e, bits| {
+        let data = &src[s - addr..e - addr];
+        if bits & Entry::W != 0 {
+            write(s, data)?;
+        }
+        if bits & (Entry::WL | Entry::WLD) != 0 {
+            touched |= 1 << append(l, logs, LogOp::Put, bits, s, data, wait)?;
+        }
+        Ok(())
+    })?;
+    Ok(touched)
+}
+
+/// An active get, after the data was read into `got`: logs where RL / RLD (RLD: a copy of the
+/// bytes returned). Returns the mask of log slots appended to.
+pub(crate) fn get(l: &Logged, addr: usize, got: &[u8], wait: &mut dyn FnMut() -> Result<()>) -> Result<u64> {
+    let logs = l.table.logs()?;
+    let mut touched = 0u64;
+    runs(l, addr, got.len(), |s, e, bits| {
+        if bits & (Entry::RL | Entry::RLD) != 0 {
+            touched |= 1 << append(l, logs, LogOp::Get, bits, s, &got[s - addr..e - addr], wait)?;
+        }
+        Ok(())
+    })?;
+    Ok(touched)
+}

@@ -1,0 +1,37 @@
+//! put_active: the target marked some page of the access with Active Access bits. The origin
+//! reads the target's table as the IOMMU would and carries out what each page's bits say
+//! (`log_append`): the bytes go into memory where W=1 (memcpy into a mapped segment, or cross-
+//! memory attach into private memory), and into the target's access log where WL / WLD.
+
+use crate::log_append::{self, Logged};
+use crate::Proto;
+use activerma_core::counters::bump;
+use activerma_core::{Rank, Result};
+use activerma_mem::Lookup;
+use std::sync::atomic::Ordering;
+
+pub(crate) fn run(p: &Proto, rank: Rank, addr: usize, src: &[u8], lookup: &Lookup, local: *mut u8) -> Result<()> {
+    let table = p.tables[rank].as_ref().expect("active puts need the target's table");
+    let l = Logged { table, lookup, target: rank, origin: p.conduit.rank(), seq: p.next_seq(rank) };
+    let mut write = |at: usize, bytes: &[u8]| -> Result<()> {
+        if lookup.private {
+            if rank == p.conduit.rank() {
+                // SAFETY: the table says this range is memory we exposed.
+                unsafe { std::ptr::copy(bytes.as_ptr(), at as *mut u8, bytes.len()) };
+                Ok(())
+            } else {
+                p.conduit.cma_write(rank, at, bytes)
+            }
+        } else {
+            // SAFETY: `local` maps `addr` of the checked segment range; `at` lies inside it.
+            unsafe { std::ptr::copy(bytes.as_ptr(), local.add(at - addr), bytes.len()) };
+            Ok(())
+        }
+    };
+    let mut waiter = activerma_am::Waiter::default();
+    let touched = log_append::put(&l, addr, src, &mut write, &mut || waiter.step(&p.am, rank, "room in an access log"))?;
+    p.touched[rank].fetch_or(touched, Ordering::Relaxed);
+    bump(&p.counters.put_active, 1);
+    bump(&p.counters.bytes_put, src.len() as u64);
+    Ok(())
+}
