@@ -65,7 +65,8 @@ pub struct Am {
     send_locks: Vec<Mutex<()>>,
     deferred: Mutex<VecDeque<Deferred>>,
     reassembly: Mutex<Reassembly>,
-    pollers: RwLock<Vec<Poller>>,
+    /// Replaced whole on `add_poller` (rare), so a progress step only clones an Arc.
+    pollers: RwLock<Arc<Vec<Poller>>>,
     timeout_s: f64,
     pub completions: Completions,
 }
@@ -80,7 +81,7 @@ impl Am {
             send_locks: (0..n).map(|_| Mutex::new(())).collect(),
             deferred: Mutex::new(VecDeque::new()),
             reassembly: Mutex::new(Reassembly::new(n)),
-            pollers: RwLock::new(Vec::new()),
+            pollers: RwLock::new(Arc::new(Vec::new())),
             timeout_s: settings::get_f64(settings::TIMEOUT_S)?,
             completions: Completions::new(4096),
             conduit,
@@ -240,10 +241,14 @@ impl Am {
     /// Adds work to every progress step (a blocking call anywhere then runs it too, so a
     /// program that only makes blocking calls never starves it).
     pub fn add_poller(&self, p: Poller) {
-        self.pollers.write().unwrap().push(p);
+        let mut ps = self.pollers.write().unwrap();
+        let mut more = (**ps).clone();
+        more.push(p);
+        *ps = Arc::new(more);
     }
 
     pub fn run_pollers(&self) -> usize {
+        // Run without the lock: a poller may itself wait and make progress.
         let ps = self.pollers.read().unwrap().clone();
         ps.iter().map(|p| p()).sum()
     }

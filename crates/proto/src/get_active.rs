@@ -3,21 +3,18 @@
 //! access — with a copy of the returned bytes where RLD — into the target's access log.
 
 use crate::log_append::{self, Logged};
-use crate::Proto;
+use crate::{get_cma, Proto};
 use activerma_core::counters::bump;
 use activerma_core::{Rank, Result};
 use activerma_mem::Lookup;
 use std::sync::atomic::Ordering;
 
 pub(crate) fn run(p: &Proto, rank: Rank, addr: usize, dst: &mut [u8], lookup: &Lookup, local: *mut u8) -> Result<()> {
-    if !lookup.private {
+    if lookup.private {
+        get_cma::copy_out(p, rank, addr, dst)?;
+    } else {
         // SAFETY: `local` maps the checked segment range of dst.len() bytes.
         unsafe { std::ptr::copy(local, dst.as_mut_ptr(), dst.len()) };
-    } else if rank == p.conduit.rank() {
-        // SAFETY: the table says this range is memory we exposed readable.
-        unsafe { std::ptr::copy(addr as *const u8, dst.as_mut_ptr(), dst.len()) };
-    } else {
-        p.conduit.cma_read(rank, addr, dst)?;
     }
     let table = p.tables[rank].as_ref().expect("active gets need the target's table");
     let l = Logged { table, lookup, target: rank, origin: p.conduit.rank(), seq: p.next_seq(rank) };

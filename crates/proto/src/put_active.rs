@@ -4,7 +4,7 @@
 //! memory attach into private memory), and into the target's access log where WL / WLD.
 
 use crate::log_append::{self, Logged};
-use crate::Proto;
+use crate::{put_cma, Proto};
 use activerma_core::counters::bump;
 use activerma_core::{Rank, Result};
 use activerma_mem::Lookup;
@@ -15,13 +15,7 @@ pub(crate) fn run(p: &Proto, rank: Rank, addr: usize, src: &[u8], lookup: &Looku
     let l = Logged { table, lookup, target: rank, origin: p.conduit.rank(), seq: p.next_seq(rank) };
     let mut write = |at: usize, bytes: &[u8]| -> Result<()> {
         if lookup.private {
-            if rank == p.conduit.rank() {
-                // SAFETY: the table says this range is memory we exposed.
-                unsafe { std::ptr::copy(bytes.as_ptr(), at as *mut u8, bytes.len()) };
-                Ok(())
-            } else {
-                p.conduit.cma_write(rank, at, bytes)
-            }
+            put_cma::copy_in(p, rank, at, bytes)
         } else {
             // SAFETY: `local` maps `addr` of the checked segment range; `at` lies inside it.
             unsafe { std::ptr::copy(bytes.as_ptr(), local.add(at - addr), bytes.len()) };

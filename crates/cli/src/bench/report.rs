@@ -355,33 +355,26 @@ impl Report {
                 }
             }
         }
-        // (d) active-message round trip vs the cache-line hand-off round trip.
-        match (self.ns("am_roundtrip", "", 8), self.ns("limit_handoff_roundtrip", "", 0)) {
-            _ if !host => na.push("(d)"),
-            (Some(o), Some(l)) => checks.push(Check {
-                id: "d_am_roundtrip_vs_handoff".into(),
-                what: "(d) AM round trip (8 B, polling) vs hand-off round trip".into(),
-                ours: us(o),
-                limit: us(l),
-                ratio: o / l,
-                target: "<= 3.00".into(),
-                status: if o / l <= 3.0 { "PASS" } else { "MISS" },
-            }),
-            _ => missing.push("(d) AM round trip".into()),
-        }
-        // (e) Active Access: an 8 B active put until its handler ran, vs the hand-off round trip.
-        match (self.ns("active_put_roundtrip", "", 8), self.ns("limit_handoff_roundtrip", "", 0)) {
-            _ if !host => na.push("(e)"),
-            (Some(o), Some(l)) => checks.push(Check {
-                id: "e_active_put_vs_handoff".into(),
-                what: "(e) active put (8 B, polling) + ack vs hand-off round trip".into(),
-                ours: us(o),
-                limit: us(l),
-                ratio: o / l,
-                target: "<= 3.00".into(),
-                status: if o / l <= 3.0 { "PASS" } else { "MISS" },
-            }),
-            _ => missing.push("(e) active put".into()),
+        // (d) active-message round trip and (e) an 8 B active put until its handler ran (+ ack),
+        // each vs the cache-line hand-off round trip.
+        let round_trips = [
+            ("(d)", "am_roundtrip", "d_am_roundtrip_vs_handoff", "AM round trip (8 B, polling)", "AM round trip"),
+            ("(e)", "active_put_roundtrip", "e_active_put_vs_handoff", "active put (8 B, polling) + ack", "active put"),
+        ];
+        for (tag, bench, id, what, short) in round_trips {
+            match (self.ns(bench, "", 8), self.ns("limit_handoff_roundtrip", "", 0)) {
+                _ if !host => na.push(tag),
+                (Some(o), Some(l)) => checks.push(Check {
+                    id: id.into(),
+                    what: format!("{tag} {what} vs hand-off round trip"),
+                    ours: us(o),
+                    limit: us(l),
+                    ratio: o / l,
+                    target: "<= 3.00".into(),
+                    status: if o / l <= 3.0 { "PASS" } else { "MISS" },
+                }),
+                _ => missing.push(format!("{tag} {short}")),
+            }
         }
 
         self.out("");

@@ -112,6 +112,12 @@ impl MpiConduit {
         }
     }
 
+    /// Whether our memory at `addr` belongs in the dynamic window: everything outside the heap,
+    /// and segments too where atomics go through it (see `cpu_atomics_coherent`).
+    fn in_dynamic_window(&self, addr: usize) -> bool {
+        !self.in_heap(self.rank, addr) || self.cpu_atomics_coherent
+    }
+
     /// Where atomics go: see `cpu_atomics_coherent`.
     fn atomic_target(&self, mpi: &Mpi, rank: Rank, addr: usize) -> Target {
         if self.cpu_atomics_coherent {
@@ -252,14 +258,14 @@ impl Conduit for MpiConduit {
     /// The heap is in its window from the start; other memory is attached to the dynamic
     /// window, and so are segments where atomics go through it (see `cpu_atomics_coherent`).
     fn register(&self, addr: usize, len: usize) -> Result<()> {
-        if self.in_heap(self.rank, addr) && !self.cpu_atomics_coherent {
+        if !self.in_dynamic_window(addr) {
             return Ok(());
         }
         self.live()?.attach(addr, len)
     }
 
     fn deregister(&self, addr: usize, _len: usize) -> Result<()> {
-        if self.in_heap(self.rank, addr) && !self.cpu_atomics_coherent {
+        if !self.in_dynamic_window(addr) {
             return Ok(());
         }
         self.live()?.detach(addr)
