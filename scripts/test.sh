@@ -14,6 +14,10 @@ cargo test --workspace --release
 echo "== benchmark smoke run (checks the data it moves; timings are reported, not judged)"
 target/release/activerma bench --quick > /tmp/activerma-bench-smoke.txt
 tail -n 3 /tmp/activerma-bench-smoke.txt
+# The applications' benchmarks check their own results (every design ends with the same
+# contents / counts) and fail otherwise.
+target/release/activerma bench dht counter --quick --ops 5000 > /tmp/activerma-bench-apps.txt
+grep -A 20 "^# Summary" /tmp/activerma-bench-apps.txt | head -n 12
 
 echo "== the mpi conduit: the same multi-process suite under Open MPI and MPICH (shared memory, then TCP)"
 bash scripts/test-mpi.sh

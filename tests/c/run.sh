@@ -29,12 +29,6 @@ trap 'rm -rf "$build"' EXIT INT TERM
 passed=0
 failed=0
 tests="hello test_rma test_errors active_access"
-# Active Access marks on segments need every origin on the target's host (docs/NOTES.md):
-# not under an MPI launcher yet.
-if [ -n "${LAUNCH:-}" ]; then
-    tests="hello test_rma test_errors"
-    echo "SKIP active_access under $LAUNCH: Active Access on segments is one-host only for now"
-fi
 for t in $tests; do
     # shellcheck disable=SC2086 # pkg-config output is a list of flags
     $cc -std=c11 -pedantic -Wall -Wextra -Werror $cflags "$here/$t.c" -o "$build/$t" $libs >"$build/$t.cc" 2>&1

@@ -85,6 +85,30 @@ impl Access {
 
     fn install(self: &Arc<Self>, slot: usize, notify: Notify, handler: LogHandler) -> Result<()> {
         self.logs.write().unwrap()[slot] = Some(Arc::new(Log { handler }));
+        self.start_notify(slot, notify)
+    }
+
+    /// Changes how the handler of `domain`'s log is notified (None: the fault log). The old
+    /// thread, if any, drains the log and stops before the new mode starts; entries appended
+    /// meanwhile wait in the log (nothing is lost, and handlers of one log never overlap).
+    pub fn set_notify(self: &Arc<Self>, table: &TargetTable, me: activerma_core::Rank, domain: Option<u16>, notify: Notify) -> Result<()> {
+        let slot = table.logs().arena().slot_of(domain, me)?;
+        if self.logs.read().unwrap()[slot].is_none() {
+            return Err(Error::InvalidArgument("set_notify on a log without a handler".into()));
+        }
+        self.polled.fetch_and(!(1 << slot), Ordering::AcqRel);
+        let mine: Vec<LogThread> = {
+            let mut threads = self.threads.lock().unwrap();
+            let (mine, others) = std::mem::take(&mut *threads).into_iter().partition(|t| t.slot == slot);
+            *threads = others;
+            mine
+        };
+        drop(mine);
+        self.arena.slot(slot).threshold.store(notify.threshold(), Ordering::Relaxed);
+        self.start_notify(slot, notify)
+    }
+
+    fn start_notify(self: &Arc<Self>, slot: usize, notify: Notify) -> Result<()> {
         match notify {
             Notify::Poll => {
                 self.polled.fetch_or(1 << slot, Ordering::AcqRel);

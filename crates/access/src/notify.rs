@@ -2,7 +2,7 @@
 
 use crate::Access;
 use activerma_core::{futex, settings, Error, Result};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -46,27 +46,35 @@ impl Notify {
 /// The thread of a Wake or Thread log; stopped (after a last drain) on drop.
 pub(crate) struct LogThread {
     handle: Option<JoinHandle<()>>,
+    /// This thread's own stop (set_notify replaces one log's thread while the rank runs on).
+    stop: Arc<AtomicBool>,
     access: Arc<Access>,
-    slot: usize,
+    pub(crate) slot: usize,
 }
 
 impl LogThread {
     pub fn start(access: Arc<Access>, slot: usize, notify: Notify) -> Result<LogThread> {
         let interval_ns = settings::get_u64(settings::WAKE_INTERVAL_US)?.max(1) * 1000;
         let a = access.clone();
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
         let handle = std::thread::Builder::new()
             .name(format!("activerma-log-{slot}"))
-            .spawn(move || match notify {
-                Notify::Wake { threshold } => sleep_loop(&a, slot, threshold, interval_ns),
-                _ => spin_loop(&a, slot),
+            .spawn(move || {
+                let stopped = || s.load(Ordering::Acquire) || a.stopped();
+                match notify {
+                    Notify::Wake { threshold } => sleep_loop(&a, slot, threshold, interval_ns, &stopped),
+                    _ => spin_loop(&a, slot, &stopped),
+                }
             })
             .map_err(|e| Error::Os { call: "spawn an access-log thread", errno_text: e.to_string() })?;
-        Ok(LogThread { handle: Some(handle), access, slot })
+        Ok(LogThread { handle: Some(handle), stop, access, slot })
     }
 }
 
 impl Drop for LogThread {
     fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
         let s = self.access.arena().slot(self.slot);
         s.wake_word.fetch_add(1, Ordering::SeqCst);
         futex::wake_all(&s.wake_word);
@@ -77,9 +85,9 @@ impl Drop for LogThread {
     }
 }
 
-fn spin_loop(a: &Access, slot: usize) {
+fn spin_loop(a: &Access, slot: usize, stopped: &dyn Fn() -> bool) {
     let mut idle = 0u32;
-    while !a.stopped() {
+    while !stopped() {
         if a.drain(slot) > 0 {
             idle = 0;
             continue;
@@ -92,14 +100,14 @@ fn spin_loop(a: &Access, slot: usize) {
     }
 }
 
-fn sleep_loop(a: &Access, slot: usize, threshold: u64, interval_ns: u64) {
+fn sleep_loop(a: &Access, slot: usize, threshold: u64, interval_ns: u64, stopped: &dyn Fn() -> bool) {
     let s = a.arena().slot(slot);
-    while !a.stopped() {
+    while !stopped() {
         a.drain(slot);
         let seen = s.wake_word.load(Ordering::SeqCst);
         s.sleeping.store(1, Ordering::SeqCst);
         // Re-check after announcing the sleep: an origin that appended before it saw no sleeper.
-        if a.pending(slot) < threshold && !a.stopped() {
+        if a.pending(slot) < threshold && !stopped() {
             futex::wait(&s.wake_word, seen, interval_ns);
         }
         s.sleeping.store(0, Ordering::SeqCst);

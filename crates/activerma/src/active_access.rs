@@ -4,7 +4,7 @@
 
 use crate::World;
 use activerma_access::{Access, Actions, LogHandler, Notify};
-use activerma_core::{Error, Rank, Result};
+use activerma_core::{Rank, Result};
 use activerma_mem::IotlbStats;
 use std::sync::Arc;
 
@@ -17,16 +17,19 @@ impl World {
     /// rank's segments or exposed memory the control bits `actions`, logging into `domain`'s
     /// access log (E=1) or, with `None`, into the default fault log (E=0). Callable at any time;
     /// an access in flight sees a page's old bits or its new ones. Returns the pages changed.
+    /// On segments, with ranks on other hosts, every rank learns of the change before this
+    /// returns (a message to each): it is a collective-cost call there, not a local one.
     pub fn assoc_pages(&self, addr: *const u8, len: usize, actions: Actions, domain: Option<u16>) -> Result<usize> {
         let i = self.live_inner()?;
         let a = addr as usize;
+        let changed = activerma_access::assoc_pages(&i.table, a, len, actions, domain)?;
         if self.in_own_heap(a) && !i.proto.all_tables_visible() {
-            return Err(Error::Unsupported(format!(
-                "assoc_pages on segment memory with the {} conduit: origins on other hosts reach segments one-sidedly and do not see Active Access marks yet; mark exposed private memory instead (it is served by this rank), or run on one host",
-                self.conduit_name()
-            )));
+            // Origins on other hosts reach segments one-sidedly: tell them to route accesses
+            // to this range through us while it is marked.
+            let plain = actions == (Actions::W | Actions::R) && domain.is_none();
+            i.proto.publish_marks(a - self.heap_base(self.rank()), len, !plain)?;
         }
-        activerma_access::assoc_pages(&i.table, a, len, actions, domain)
+        Ok(changed)
     }
 
     /// Creates the access log of `domain` (`capacity` bytes, a power of two ≥ 256) whose entries
@@ -35,6 +38,12 @@ impl World {
     pub fn create_log(&self, domain: u16, capacity: usize, notify: Notify, handler: LogHandler) -> Result<()> {
         let i = self.live_inner()?;
         i.access.create_log(&i.table, domain, capacity, notify, handler)
+    }
+
+    /// Changes how the handler of `domain`'s log (None: the fault log) is notified from now on.
+    pub fn set_log_notify(&self, domain: Option<u16>, notify: Notify) -> Result<()> {
+        let i = self.live_inner()?;
+        i.access.set_notify(&i.table, self.rank(), domain, notify)
     }
 
     /// Sets the handler of the default fault log (pages marked with no domain).

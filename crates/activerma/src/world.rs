@@ -24,8 +24,8 @@ pub(crate) struct Inner {
     heap_bases: Vec<usize>,
     net: Arc<NetModel>,
     counters: Arc<Counters>,
-    mode: ProgressMode,
-    progress_thread: Mutex<Option<ProgressThread>>,
+    /// The progress mode and its thread (None in app mode), changed together.
+    progress_thread: Mutex<(ProgressMode, Option<ProgressThread>)>,
     finalized: AtomicBool,
 }
 
@@ -57,7 +57,7 @@ pub fn init() -> Result<World> {
     let counters = Arc::new(Counters::default());
     let net = Arc::new(NetModel::from_settings()?);
     let am = Arc::new(Am::new(conduit.clone(), net.clone(), counters.clone())?);
-    Proto::register_handlers(&am)?;
+    let marks = Proto::register_handlers(&am)?;
 
     let me = conduit.rank();
     let heap = conduit.heap_window(me).ok_or_else(|| Error::Unsupported("conduit without a local heap".into()))?;
@@ -70,7 +70,7 @@ pub fn init() -> Result<World> {
     conduit.barrier(&mut || {
         am.progress();
     })?;
-    let proto = Proto::new(conduit.clone(), am.clone(), net.clone(), counters.clone())?;
+    let proto = Proto::new(conduit.clone(), am.clone(), net.clone(), counters.clone(), marks)?;
     let heap_bases = (0..conduit.size()).map(|r| conduit.heap_base(r)).collect();
     let mode = ProgressMode::from_settings()?;
     let access = activerma_access::Access::new(&table, &am, counters.clone());
@@ -83,14 +83,13 @@ pub fn init() -> Result<World> {
             table,
             net,
             counters,
-            mode,
-            progress_thread: Mutex::new(None),
+            progress_thread: Mutex::new((mode, None)),
             finalized: AtomicBool::new(false),
             am: am.clone(),
             conduit,
         }),
     };
-    *world.inner.progress_thread.lock().unwrap() = ProgressThread::start(am, mode)?;
+    world.inner.progress_thread.lock().unwrap().1 = ProgressThread::start(am, mode)?;
     Ok(world)
 }
 
@@ -145,7 +144,21 @@ impl World {
         self.inner.conduit.name()
     }
     pub fn progress_mode(&self) -> ProgressMode {
-        self.inner.mode
+        self.inner.progress_thread.lock().unwrap().0
+    }
+    /// Switches who runs this rank's handlers from now on (ACTIVERMA_PROGRESS sets the mode
+    /// at init): the old progress thread, if any, finishes the handler it is in and stops
+    /// before the new one starts, so handlers never run in two progress threads at once.
+    pub fn set_progress_mode(&self, mode: ProgressMode) -> Result<()> {
+        let i = self.live()?;
+        let mut slot = i.progress_thread.lock().unwrap();
+        if slot.0 == mode {
+            return Ok(());
+        }
+        drop(slot.1.take());
+        slot.1 = ProgressThread::start(i.am.clone(), mode)?;
+        slot.0 = mode;
+        Ok(())
     }
     pub fn net_model(&self) -> String {
         self.inner.net.describe()
@@ -328,7 +341,7 @@ impl World {
         let r = self.barrier();
         i.finalized.store(true, Ordering::Release);
         i.access.stop();
-        drop(i.progress_thread.lock().unwrap().take());
+        drop(i.progress_thread.lock().unwrap().1.take());
         i.conduit.mark_finalized();
         r
     }

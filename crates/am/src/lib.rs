@@ -207,6 +207,7 @@ impl Am {
             let mut run = |bytes: &[u8]| {
                 done += 1;
                 bump(&self.counters.am_received, 1);
+                self.net.charge_receive(1);
                 let h = self.handlers.read().unwrap()[handler as usize].clone();
                 match h {
                     Some(h) => h(&AmCtx { am: self, src, token }, bytes),

@@ -3,45 +3,51 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-macro_rules! counters {
-    ($($name:ident: $doc:literal),* $(,)?) => {
-        /// Operation counters of one process.
+/// Declares a struct of named statistics counters (relaxed `AtomicU64`s) with `snapshot()`,
+/// which lists (name, value) in declaration order. Used by every layer's counters.
+#[macro_export]
+macro_rules! counter_set {
+    ($(#[$meta:meta])* $vis:vis struct $ty:ident { $($name:ident: $doc:literal),* $(,)? }) => {
+        $(#[$meta])*
         #[derive(Default, Debug)]
-        pub struct Counters { $(#[doc = $doc] pub $name: AtomicU64,)* }
+        $vis struct $ty { $(#[doc = $doc] pub $name: std::sync::atomic::AtomicU64,)* }
 
-        impl Counters {
+        impl $ty {
             /// (name, value) pairs in declaration order.
             pub fn snapshot(&self) -> Vec<(&'static str, u64)> {
-                vec![$((stringify!($name), self.$name.load(Ordering::Relaxed)),)*]
+                vec![$((stringify!($name), self.$name.load(std::sync::atomic::Ordering::Relaxed)),)*]
             }
         }
     };
 }
 
-counters! {
-    put_direct: "puts copied straight into a shared segment",
-    put_cma: "puts into private memory by cross-memory attach",
-    get_direct: "gets copied straight from a shared segment",
-    get_cma: "gets from private memory by cross-memory attach",
-    bytes_put: "bytes written by puts",
-    bytes_got: "bytes read by gets",
-    put_rma: "puts by the conduit's one-sided engine (segment on another host)",
-    get_rma: "gets by the conduit's one-sided engine",
-    put_am: "puts carried out by the target on request",
-    get_am: "gets answered by the target on request",
-    atomic_direct: "atomics executed on shared memory by the origin",
-    atomic_rma: "atomics by the conduit's one-sided engine",
-    atomic_am: "atomics executed by the target on request (private memory)",
-    am_sent: "active messages sent",
-    am_received: "active messages handled",
-    am_fragments: "active-message fragments sent",
-    wakeups_sent: "futex wake-ups sent to sleeping targets",
-    put_active: "puts to pages marked for Active Access (written and/or logged)",
-    get_active: "gets from pages marked for Active Access (logged)",
-    log_entries_handled: "access-log entries run through their handler here",
-    active_flushes: "active flushes",
-    iotlb_hits: "modelled IOTLB hits (translation lookups of this rank)",
-    iotlb_misses: "modelled IOTLB misses",
+crate::counter_set! {
+    /// Operation counters of one process.
+    pub struct Counters {
+        put_direct: "puts copied straight into a shared segment",
+        put_cma: "puts into private memory by cross-memory attach",
+        get_direct: "gets copied straight from a shared segment",
+        get_cma: "gets from private memory by cross-memory attach",
+        bytes_put: "bytes written by puts",
+        bytes_got: "bytes read by gets",
+        put_rma: "puts by the conduit's one-sided engine (segment on another host)",
+        get_rma: "gets by the conduit's one-sided engine",
+        put_am: "puts carried out by the target on request",
+        get_am: "gets answered by the target on request",
+        atomic_direct: "atomics executed on shared memory by the origin",
+        atomic_rma: "atomics by the conduit's one-sided engine",
+        atomic_am: "atomics executed by the target on request (private memory)",
+        am_sent: "active messages sent",
+        am_received: "active messages handled",
+        am_fragments: "active-message fragments sent",
+        wakeups_sent: "futex wake-ups sent to sleeping targets",
+        put_active: "puts to pages marked for Active Access (written and/or logged)",
+        get_active: "gets from pages marked for Active Access (logged)",
+        log_entries_handled: "access-log entries run through their handler here",
+        active_flushes: "active flushes",
+        iotlb_hits: "modelled IOTLB hits (translation lookups of this rank)",
+        iotlb_misses: "modelled IOTLB misses",
+    }
 }
 
 /// Adds to a counter with a plain load and store, not a locked read-modify-write: counters sit

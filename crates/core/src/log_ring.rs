@@ -338,6 +338,12 @@ impl LogRing {
         self.capacity - (reserve.saturating_sub(tail) as usize).min(self.capacity)
     }
 
+    /// Address in this view of absolute position `pos` (for the IOTLB model: the page an
+    /// entry was written to).
+    pub fn address_of(&self, pos: u64) -> usize {
+        self.base as usize + DATA_OFF + (pos as usize & (self.capacity - 1))
+    }
+
     /// Absolute position producers have claimed up to: every entry appended before this call
     /// lies below it. With `tail`, the test of an active flush: once `tail() >= ` a value read
     /// here, everything appended before the read has been consumed.

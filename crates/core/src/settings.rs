@@ -43,6 +43,8 @@ pub const AM_SLOT_SIZE: &str = "ACTIVERMA_AM_SLOT_SIZE";
 pub const WAKE_INTERVAL_US: &str = "ACTIVERMA_WAKE_INTERVAL_US";
 pub const NET_LATENCY_NS: &str = "ACTIVERMA_NET_LATENCY_NS";
 pub const NET_BANDWIDTH_MBS: &str = "ACTIVERMA_NET_BANDWIDTH_MBS";
+pub const NET_RECV_NS: &str = "ACTIVERMA_NET_RECV_NS";
+pub const NET_LOG_NS: &str = "ACTIVERMA_NET_LOG_NS";
 pub const TIMEOUT_S: &str = "ACTIVERMA_TIMEOUT_S";
 pub const VERBOSE: &str = "ACTIVERMA_VERBOSE";
 pub const SMP_EMULATE_REMOTE: &str = "ACTIVERMA_SMP_EMULATE_REMOTE";
@@ -77,6 +79,10 @@ pub static TABLE: &[Setting] = &[
         description: "modelled network: latency added to every remote operation (ns); 0 = off" },
     Setting { name: NET_BANDWIDTH_MBS, kind: Kind::Int, default: "0",
         description: "modelled network: bandwidth limit per origin (MB/s = 1e6 B/s); 0 = unlimited" },
+    Setting { name: NET_RECV_NS, kind: Kind::Int, default: "0",
+        description: "modelled network: CPU time to receive one active message (LogP's o: poll the NIC, copy the payload out), busy-waited by whoever runs its handler (ns)" },
+    Setting { name: NET_LOG_NS, kind: Kind::Int, default: "0",
+        description: "modelled network: the extended IOMMU's memory access per access-log entry it writes (the paper's 70 ns), busy-waited by the data mover (ns)" },
     Setting { name: TIMEOUT_S, kind: Kind::Float, default: "0",
         description: "give up a blocking wait (barrier, reply, full queue) after this many seconds; 0 = never (dead ranks are still detected)" },
     Setting { name: VERBOSE, kind: Kind::Bool, default: "0",

@@ -18,6 +18,8 @@
 
 use activerma_core::clock::{now_ns, spin_until};
 use activerma_core::{Error, Result};
+use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -139,9 +141,15 @@ impl IotlbStats {
 /// A cached translation: which rank's page.
 type Key = (u32, u64);
 
+/// The cached translations. Sets are ranges of `slots` (`ways` each); `index` finds a key's
+/// slot in O(1) whatever the associativity, so that a hit costs the simulator the same time
+/// in every configuration (hardware compares a set's tags in parallel) and only the modelled
+/// miss cost separates them.
 struct Sets {
-    /// One Vec per set, at most `ways` long. Under LRU ordered by last use, most recent last.
-    sets: Vec<Vec<Key>>,
+    index: HashMap<Key, usize, BuildHasherDefault<rustc_hash::FxHasher>>,
+    /// (key, last use) per slot; `None` = empty.
+    slots: Vec<Option<(Key, u64)>>,
+    clock: u64,
     /// xorshift64 state for random eviction; fixed seed so a study is reproducible run to run.
     rng: u64,
 }
@@ -160,6 +168,24 @@ impl Model {
         // Fibonacci hashing of the rank: ranks land far apart, pages of a rank stay consecutive.
         let stagger = (rank as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32;
         (page.wrapping_add(stagger) % self.nsets) as usize
+    }
+
+    /// The slot a missing key replaces in its set: an empty one, else the least recently
+    /// used (LRU) or a random one.
+    fn victim(&self, s: &mut Sets, set: usize) -> usize {
+        let range = set * self.ways..(set + 1) * self.ways;
+        if let Some(i) = range.clone().find(|&i| s.slots[i].is_none()) {
+            return i;
+        }
+        match self.eviction {
+            Eviction::Lru => range.min_by_key(|&i| s.slots[i].map_or(0, |(_, t)| t)).unwrap(),
+            Eviction::Random => {
+                s.rng ^= s.rng << 13;
+                s.rng ^= s.rng >> 7;
+                s.rng ^= s.rng << 17;
+                set * self.ways + (s.rng % self.ways as u64) as usize
+            }
+        }
     }
 }
 
@@ -182,7 +208,7 @@ impl Iotlb {
         let model = (cfg.entries > 0).then(|| {
             let nsets = cfg.entries / cfg.ways;
             Box::new(Model {
-                sets: Mutex::new(Sets { sets: (0..nsets).map(|_| Vec::with_capacity(cfg.ways)).collect(), rng: 0x2545_f491_4f6c_dd1d }),
+                sets: Mutex::new(Sets { index: HashMap::default(), slots: vec![None; cfg.entries], clock: 0, rng: 0x2545_f491_4f6c_dd1d }),
                 nsets: nsets as u64,
                 ways: cfg.ways,
                 eviction: cfg.eviction,
@@ -211,35 +237,27 @@ impl Iotlb {
 
     #[inline(never)]
     fn lookup_modelled(&self, m: &Model, rank: u32, page: u64) -> bool {
+        // A miss costs `miss_cost_ns` from here, the simulator's own work included.
+        let start = if m.miss_cost_ns > 0 { now_ns() } else { 0 };
         let key = (rank, page);
         let hit = {
             let mut g = m.sets.lock().unwrap();
-            let Sets { sets, rng } = &mut *g;
-            let set = &mut sets[m.set_of(rank, page)];
-            match set.iter().position(|&k| k == key) {
-                Some(i) => {
+            let s = &mut *g;
+            s.clock += 1;
+            let now = s.clock;
+            match s.index.get(&key) {
+                Some(&slot) => {
                     if m.eviction == Eviction::Lru {
-                        set[i..].rotate_left(1); // move to the most-recent end
+                        s.slots[slot] = Some((key, now));
                     }
                     true
                 }
-                None if set.len() < m.ways => {
-                    set.push(key);
-                    false
-                }
                 None => {
-                    match m.eviction {
-                        Eviction::Lru => {
-                            set.rotate_left(1); // the least recent goes to the end, to be replaced
-                            *set.last_mut().unwrap() = key;
-                        }
-                        Eviction::Random => {
-                            *rng ^= *rng << 13;
-                            *rng ^= *rng >> 7;
-                            *rng ^= *rng << 17;
-                            set[(*rng % m.ways as u64) as usize] = key;
-                        }
+                    let slot = m.victim(s, m.set_of(rank, page));
+                    if let Some((old, _)) = s.slots[slot].replace((key, now)) {
+                        s.index.remove(&old);
                     }
+                    s.index.insert(key, slot);
                     false
                 }
             }
@@ -251,7 +269,7 @@ impl Iotlb {
             // Paid outside the lock: the cost is this access's latency, and holding the lock
             // would also serialise the other threads' hits behind our page walk.
             if m.miss_cost_ns > 0 {
-                spin_until(now_ns() + m.miss_cost_ns);
+                spin_until(start + m.miss_cost_ns);
             }
         }
         hit
@@ -266,20 +284,16 @@ impl Iotlb {
             return;
         }
         let end = first.saturating_add(count);
-        let stale = |&(r, p): &Key| r == rank && p >= first && p < end;
         let mut g = m.sets.lock().unwrap();
-        if count < m.nsets {
-            // A short range touches few sets: visit only those (each page has exactly one).
-            for page in first..end {
-                let i = m.set_of(rank, page);
-                g.sets[i].retain(|k| !stale(k));
+        let s = &mut *g;
+        let slots = &mut s.slots;
+        s.index.retain(|&(r, p), slot| {
+            let stale = r == rank && p >= first && p < end;
+            if stale {
+                slots[*slot] = None;
             }
-        } else {
-            // `retain` keeps the survivors' order, so LRU recency is preserved.
-            for set in &mut g.sets {
-                set.retain(|k| !stale(k));
-            }
-        }
+            !stale
+        });
     }
 
     pub fn stats(&self) -> IotlbStats {

@@ -4,8 +4,10 @@
 //! Registration strategies (pin-all, bounce, rendezvous, firehose, PART) will live here too.
 
 pub mod entry;
+pub mod firehose;
 pub mod iotlb;
 pub mod log_table;
+pub mod part;
 pub mod symheap;
 pub mod table;
 

@@ -16,10 +16,9 @@ pub(crate) fn run(p: &Proto, rank: Rank, addr: usize, dst: &mut [u8], lookup: &L
         // SAFETY: `local` maps the checked segment range of dst.len() bytes.
         unsafe { std::ptr::copy(local, dst.as_mut_ptr(), dst.len()) };
     }
-    let table = p.tables[rank].as_ref().expect("active gets need the target's table");
-    let l = Logged { table, lookup, target: rank, origin: p.conduit.rank(), seq: p.next_seq(rank) };
     let mut waiter = activerma_am::Waiter::default();
-    let touched = log_append::get(&l, addr, dst, &mut || waiter.step(&p.am, rank, "room in an access log"))?;
+    let touched =
+        Logged::at_origin(p, rank, lookup, |l| log_append::get(l, addr, dst, &mut || waiter.step(&p.am, rank, "room in an access log")))?;
     p.touched[rank].fetch_or(touched, Ordering::Relaxed);
     bump(&p.counters.get_active, 1);
     bump(&p.counters.bytes_got, dst.len() as u64);

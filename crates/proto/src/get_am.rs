@@ -27,7 +27,8 @@ pub(crate) fn register(am: &Am) -> Result<()> {
                 let bytes = unsafe { std::slice::from_raw_parts(addr as *const u8, len) };
                 if lookup.active {
                     let me = ctx.am().conduit().rank();
-                    let l = Logged { table: table.get(), lookup: &lookup, target: me, origin: ctx.src, seq };
+                    let l =
+                        Logged { table: table.get(), lookup: &lookup, target: me, origin: ctx.src, seq, log_ns: 0, translate_log: None }; // the IOMMU model is charged by origins on one host
                     let mut w = activerma_am::Waiter::default();
                     log_append::get(&l, addr, bytes, &mut || w.step_in_handler(ctx.am(), ctx.src, "room in an access log"))?;
                 }

@@ -31,10 +31,12 @@ mod put_active;
 mod put_am;
 mod put_cma;
 mod put_direct;
+mod remote_marks;
 mod rma_conduit;
 mod select;
 
 pub use completion::OpHandle;
+pub use remote_marks::RemoteMarks;
 pub use select::{Choice, Protocol};
 
 use activerma_am::Am;
@@ -70,20 +72,31 @@ pub struct Proto {
     touched: Vec<AtomicU64>,
     /// The modelled IOTLB in front of every translation lookup this rank makes.
     pub iotlb: Iotlb,
+    /// Segment ranges other-host targets marked for Active Access (routed through them).
+    marks: Arc<RemoteMarks>,
 }
 
 impl Proto {
     /// Registers the protocol handlers; call before the job's first barrier.
-    pub fn register_handlers(am: &Am) -> Result<()> {
+    pub fn register_handlers(am: &Am) -> Result<Arc<RemoteMarks>> {
+        let marks = Arc::new(RemoteMarks::new(am.conduit().size()));
+        remote_marks::register(am, marks.clone())?;
         am_request::register_response(am)?;
         atomic_am::register(am)?;
         put_am::register(am)?;
         am_request::register_active_flush(am)?;
-        get_am::register(am)
+        get_am::register(am)?;
+        Ok(marks)
     }
 
     /// Attaches to every rank's table; call after the barrier that follows table init.
-    pub fn new(conduit: Arc<dyn Conduit>, am: Arc<Am>, net: Arc<NetModel>, counters: Arc<Counters>) -> Result<Proto> {
+    pub fn new(
+        conduit: Arc<dyn Conduit>,
+        am: Arc<Am>,
+        net: Arc<NetModel>,
+        counters: Arc<Counters>,
+        marks: Arc<RemoteMarks>,
+    ) -> Result<Proto> {
         let n = conduit.size();
         let mut tables = Vec::with_capacity(n);
         let mut heaps = Vec::with_capacity(n);
@@ -103,6 +116,7 @@ impl Proto {
             seq: (0..n).map(|_| AtomicU64::new(0)).collect(),
             touched: (0..n).map(|_| AtomicU64::new(0)).collect(),
             iotlb: Iotlb::new(iotlb),
+            marks,
             pending_until: (0..n).map(|_| AtomicU64::new(0)).collect(),
             verbose: settings::get_bool(settings::VERBOSE)?,
             seen: Default::default(),

@@ -22,6 +22,10 @@ use activerma_core::page::page_size;
 use activerma_core::{Rank, Result};
 use activerma_mem::{Entry, LogArena, Lookup, OriginTable};
 
+/// Set in the addresses of log pages given to the IOTLB model, so that they never share a
+/// tag with the target's data pages (log addresses are this process's view of the log).
+const LOG_PAGE_TAG: usize = 1 << 62;
+
 /// Who is logging what: the target's table and logs, and the access's identity.
 pub(crate) struct Logged<'a> {
     pub table: &'a OriginTable,
@@ -29,6 +33,29 @@ pub(crate) struct Logged<'a> {
     pub target: Rank,
     pub origin: Rank,
     pub seq: u64,
+    /// The modelled IOMMU's memory access per entry written (ns; 0 = off).
+    pub log_ns: u64,
+    /// The modelled IOTLB's translation of the log address written (None: model off).
+    pub translate_log: Option<&'a dyn Fn(usize)>,
+}
+
+impl<'a> Logged<'a> {
+    /// Runs `f` with the identity of an access this origin logs itself into `rank`'s table (one
+    /// host: the origin plays the IOMMU), with the modelled IOMMU costs if they are on.
+    pub(crate) fn at_origin<R>(p: &'a crate::Proto, rank: Rank, lookup: &'a Lookup<'a>, f: impl FnOnce(&Logged) -> R) -> R {
+        let table = p.tables[rank].as_ref().expect("active accesses at the origin need the target's table");
+        let translate = p.iotlb.enabled().then_some(|at: usize| p.model_iotlb(rank, at | LOG_PAGE_TAG, 1));
+        let l = Logged {
+            table,
+            lookup,
+            target: rank,
+            origin: p.conduit.rank(),
+            seq: p.next_seq(rank),
+            log_ns: p.net.log_ns,
+            translate_log: translate.as_ref().map(|f| f as &dyn Fn(usize)),
+        };
+        f(&l)
+    }
 }
 
 /// Calls `f(start, end, bits)` for each run of pages of `[addr, addr+len)` whose entries have
@@ -69,7 +96,15 @@ fn append(
     let slot = logs.slot_of(domain, l.target)?;
     let ring =
         logs.ring(slot).ok_or_else(|| activerma_core::Error::InvalidArgument(format!("rank {}'s access log {slot} is gone", l.target)))?;
-    ring.append_access(op, l.origin as u32, l.seq, addr as u64, data, with_data, data.len() as u64, wait)?;
+    let entries = ring.append_access(op, l.origin as u32, l.seq, addr as u64, data, with_data, data.len() as u64, wait)?;
+    if l.log_ns != 0 {
+        activerma_core::clock::spin_until(activerma_core::clock::now_ns() + l.log_ns * entries as u64);
+    }
+    if let Some(translate) = l.translate_log {
+        // The IOMMU writes the entry through its own translation: the log's page (where the
+        // last entry went, near enough) costs an IOTLB lookup like the data page did.
+        translate(ring.address_of(ring.reserved().saturating_sub(1)));
+    }
     logs.slot(slot).notify(&ring);
     Ok(slot)
 }

@@ -11,8 +11,6 @@ use activerma_mem::Lookup;
 use std::sync::atomic::Ordering;
 
 pub(crate) fn run(p: &Proto, rank: Rank, addr: usize, src: &[u8], lookup: &Lookup, local: *mut u8) -> Result<()> {
-    let table = p.tables[rank].as_ref().expect("active puts need the target's table");
-    let l = Logged { table, lookup, target: rank, origin: p.conduit.rank(), seq: p.next_seq(rank) };
     let mut write = |at: usize, bytes: &[u8]| -> Result<()> {
         if lookup.private {
             put_cma::copy_in(p, rank, at, bytes)
@@ -23,7 +21,9 @@ pub(crate) fn run(p: &Proto, rank: Rank, addr: usize, src: &[u8], lookup: &Looku
         }
     };
     let mut waiter = activerma_am::Waiter::default();
-    let touched = log_append::put(&l, addr, src, &mut write, &mut || waiter.step(&p.am, rank, "room in an access log"))?;
+    let touched = Logged::at_origin(p, rank, lookup, |l| {
+        log_append::put(l, addr, src, &mut write, &mut || waiter.step(&p.am, rank, "room in an access log"))
+    })?;
     p.touched[rank].fetch_or(touched, Ordering::Relaxed);
     bump(&p.counters.put_active, 1);
     bump(&p.counters.bytes_put, src.len() as u64);

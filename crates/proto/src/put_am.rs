@@ -30,7 +30,8 @@ pub(crate) fn register(am: &Am) -> Result<()> {
                 };
                 if lookup.active {
                     let me = ctx.am().conduit().rank();
-                    let l = Logged { table: table.get(), lookup: &lookup, target: me, origin: ctx.src, seq };
+                    let l =
+                        Logged { table: table.get(), lookup: &lookup, target: me, origin: ctx.src, seq, log_ns: 0, translate_log: None }; // the IOMMU model is charged by origins on one host
                     let mut w = activerma_am::Waiter::default();
                     log_append::put(&l, addr, data, &mut write, &mut || w.step_in_handler(ctx.am(), ctx.src, "room in an access log"))?;
                 } else {

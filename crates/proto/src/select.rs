@@ -137,10 +137,23 @@ impl Proto {
                 // Same offsets, same allocations, same protection: check ours, report theirs.
                 let own = self.tables[me].as_ref().expect("own table");
                 own.check(mine + off, len, kind).map_err(|e| retarget(e, rank, addr, len))?;
-                match kind {
-                    AccessKind::Put => Protocol::PutRma,
-                    AccessKind::Get => Protocol::GetRma,
-                    AccessKind::Atomic | AccessKind::AtomicRead => Protocol::AtomicRma,
+                if self.marks.touches(rank, off, len) {
+                    // The target marked pages here for Active Access: only it can apply them.
+                    match kind {
+                        AccessKind::Put => Protocol::PutAm,
+                        AccessKind::Get => Protocol::GetAm,
+                        AccessKind::Atomic | AccessKind::AtomicRead => {
+                            return Err(Error::Unsupported(format!(
+                                "atomic on rank {rank}'s address {addr:#x}, a page it marked for Active Access: atomics are not logged; use puts, or unmark the page"
+                            )))
+                        }
+                    }
+                } else {
+                    match kind {
+                        AccessKind::Put => Protocol::PutRma,
+                        AccessKind::Get => Protocol::GetRma,
+                        AccessKind::Atomic | AccessKind::AtomicRead => Protocol::AtomicRma,
+                    }
                 }
             }
             None => match kind {
@@ -157,7 +170,7 @@ impl Proto {
 
     /// One modelled translation per page the access touches.
     #[cold]
-    fn model_iotlb(&self, rank: Rank, addr: usize, len: usize) {
+    pub(crate) fn model_iotlb(&self, rank: Rank, addr: usize, len: usize) {
         let ps = activerma_core::page::page_size();
         for page in addr / ps..=(addr + len.max(1) - 1) / ps {
             let hit = self.iotlb.lookup(rank as u32, page as u64);

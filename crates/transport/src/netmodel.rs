@@ -12,6 +12,10 @@ pub struct NetModel {
     pub latency_ns: u64,
     /// Bytes per second; 0 = unlimited.
     pub bandwidth_bps: u64,
+    /// CPU time a target spends receiving one active message (0: off).
+    pub recv_ns: u64,
+    /// The IOMMU's memory access per log entry written (0: off).
+    pub log_ns: u64,
     /// When the modelled link of this origin is free again.
     link_free_at: AtomicU64,
 }
@@ -21,6 +25,8 @@ impl NetModel {
         Ok(NetModel {
             latency_ns: settings::get_u64(settings::NET_LATENCY_NS)?,
             bandwidth_bps: settings::get_u64(settings::NET_BANDWIDTH_MBS)?.saturating_mul(1_000_000),
+            recv_ns: settings::get_u64(settings::NET_RECV_NS)?,
+            log_ns: settings::get_u64(settings::NET_LOG_NS)?,
             link_free_at: AtomicU64::new(0),
         })
     }
@@ -53,17 +59,44 @@ impl NetModel {
         }
     }
 
-    pub fn describe(&self) -> String {
-        if !self.enabled() {
-            "off".into()
-        } else {
-            format!(
-                "on: latency {} ns, bandwidth {}",
-                self.latency_ns,
-                if self.bandwidth_bps == 0 { "unlimited".to_string() } else { format!("{} MB/s", self.bandwidth_bps / 1_000_000) }
-            )
+    /// Charges the receive overhead of `messages` active messages (busy-waits).
+    #[inline]
+    pub fn charge_receive(&self, messages: u64) {
+        if self.recv_ns != 0 {
+            spin_for(self.recv_ns * messages);
         }
     }
+
+    /// Charges the IOMMU's memory accesses for `entries` log entries (busy-waits).
+    #[inline]
+    pub fn charge_log(&self, entries: u64) {
+        if self.log_ns != 0 {
+            spin_for(self.log_ns * entries);
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        if !self.enabled() && self.recv_ns == 0 && self.log_ns == 0 {
+            return "off".into();
+        }
+        let mut s = format!(
+            "on: latency {} ns, bandwidth {}",
+            self.latency_ns,
+            if self.bandwidth_bps == 0 { "unlimited".to_string() } else { format!("{} MB/s", self.bandwidth_bps / 1_000_000) }
+        );
+        if self.recv_ns != 0 {
+            s += &format!(", message receive {} ns", self.recv_ns);
+        }
+        if self.log_ns != 0 {
+            s += &format!(", log write {} ns", self.log_ns);
+        }
+        s
+    }
+}
+
+#[cold]
+fn spin_for(ns: u64) {
+    activerma_core::clock::spin_until(now_ns() + ns);
 }
 
 #[cfg(test)]
@@ -72,7 +105,7 @@ mod tests {
 
     #[test]
     fn serializes_transfers_on_the_link() {
-        let m = NetModel { latency_ns: 1000, bandwidth_bps: 1_000_000_000, link_free_at: AtomicU64::new(0) };
+        let m = NetModel { latency_ns: 1000, bandwidth_bps: 1_000_000_000, recv_ns: 0, log_ns: 0, link_free_at: AtomicU64::new(0) };
         let t0 = now_ns();
         let a = m.completion_time(1_000_000); // 1 ms on the wire
         let b = m.completion_time(1_000_000);

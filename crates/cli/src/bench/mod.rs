@@ -12,6 +12,7 @@
 //! host (the hand-off through a memfd opened via /proc, raw process_vm_writev/readv) are not
 //! measured: there the limits are the MPI peers' numbers (`bench/compare_mpi_conduit.sh`).
 
+mod apps;
 mod limits;
 mod report;
 mod rma;
@@ -66,6 +67,13 @@ pub enum Which {
     ActivePut,
     /// Print the physical limits' tables (they are measured in every run: the ratios need them).
     Limits,
+    /// The Active Access hash table: every variant (AA-Poll/Int/SP, RMA, AM, AM-Exp,
+    /// AM-Onload, AM-Ints) on the raw conduit and the modelled network, and the IOTLB study
+    /// (jobs of --ranks ranks; not part of the default set: minutes)
+    Dht,
+    /// The Active Access access counter against remote atomics, an active key-value design and
+    /// counting at the source (jobs of --ranks ranks; not part of the default set)
+    Counter,
 }
 
 const ALL: [Which; 8] = [
@@ -109,9 +117,24 @@ pub struct BenchArgs {
     /// Do not pin rank 0 and rank 1 to two different CPUs.
     #[arg(long)]
     pub no_bind: bool,
+    /// dht, counter: ranks per job, e.g. 2,4 (default 2).
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub ranks: Vec<u32>,
+    /// dht: collision ratios in percent (default 5,25).
+    #[arg(long, value_delimiter = ',')]
+    pub collisions: Vec<f64>,
+    /// dht: computation between inserts in ns, e.g. 0,1000 (default 0).
+    #[arg(long, value_delimiter = ',')]
+    pub comp_ns: Vec<u64>,
+    /// dht, counter: operations per rank (default 100000; 30000 with --quick).
+    #[arg(long)]
+    pub ops: Option<usize>,
     /// Internal: run as one rank of the benchmark job (set by `activerma bench` itself).
     #[arg(long, hide = true)]
     pub rank_worker: bool,
+    /// Internal: the application job this rank belongs to (set by `bench dht` / `bench counter`).
+    #[arg(long, hide = true)]
+    pub job: Option<String>,
 }
 
 /// What to measure, derived from the arguments (identically on every rank).
@@ -183,7 +206,26 @@ fn started_as_mpi_rank() -> bool {
 }
 
 /// Entry point of `activerma bench`.
-pub fn main(args: BenchArgs) -> i32 {
+pub fn main(mut args: BenchArgs) -> i32 {
+    if let Some(job) = &args.job {
+        return report_exit(apps::worker(job));
+    }
+    let app_benches: Vec<Which> = args.which.iter().copied().filter(|w| matches!(w, Which::Dht | Which::Counter)).collect();
+    if !app_benches.is_empty() {
+        args.which.retain(|w| !app_benches.contains(w));
+        for w in app_benches {
+            let r = match w {
+                Which::Dht => apps::dht(&args),
+                _ => apps::counter(&args),
+            };
+            if report_exit(r) != 0 {
+                return 1;
+            }
+        }
+        if args.which.is_empty() {
+            return 0;
+        }
+    }
     if args.rank_worker || std::env::var_os(activerma_transport::smp::ENV_RANK).is_some() || started_as_mpi_rank() {
         return match rank_main(&args) {
             Ok(()) => 0,
@@ -194,6 +236,16 @@ pub fn main(args: BenchArgs) -> i32 {
         };
     }
     launch(&args)
+}
+
+fn report_exit(r: BResult<()>) -> i32 {
+    match r {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("activerma bench: {e}");
+            1
+        }
+    }
 }
 
 /// Starts the 2-rank job: this binary, through the launcher.
@@ -311,7 +363,7 @@ impl Origin<'_> {
                 Which::AtomicLatency => self.atomics()?,
                 Which::AmRoundtrip => self.am_roundtrip()?,
                 Which::ActivePut => self.active_put()?,
-                Which::Limits => {}
+                Which::Limits | Which::Dht | Which::Counter => {}
             }
         }
         self.report.summary();

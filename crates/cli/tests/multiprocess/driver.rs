@@ -181,6 +181,18 @@ pub fn main() -> i32 {
         }
     }
     jobs.push(Job { case: "aa_bits_change_under_load", ranks: 3, env: vec![] });
+    // Marks on segments reach origins that cannot read the target's table (other hosts).
+    for case in ["aa_bit_combinations", "aa_many_origins_tiny_log", "dht_variants_agree", "counter_variants_agree"] {
+        jobs.push(Job { case, ranks: 3, env: vec![("ACTIVERMA_SMP_EMULATE_REMOTE", "1")] });
+    }
+    // The applications: every variant agrees, on the raw conduit and with the modelled network.
+    jobs.push(Job { case: "dht_variants_agree", ranks: 3, env: vec![] });
+    jobs.push(Job { case: "counter_variants_agree", ranks: 3, env: vec![] });
+    jobs.push(Job {
+        case: "dht_variants_agree",
+        ranks: 2,
+        env: vec![("ACTIVERMA_NET_LATENCY_NS", "1500"), ("ACTIVERMA_NET_RECV_NS", "1000"), ("ACTIVERMA_NET_LOG_NS", "70")],
+    });
 
     for job in &jobs {
         let name = format!("{} ({} ranks{})", job.case, job.ranks, job.env.iter().map(|(k, v)| format!(", {k}={v}")).collect::<String>());
@@ -224,6 +236,11 @@ fn run_under_mpi(mpi: &str, filter: Option<&str>, t: &mut Tally) -> i32 {
         ranks: 2,
         env: vec![("ACTIVERMA_NET_LATENCY_NS", "20000"), ("ACTIVERMA_NET_BANDWIDTH_MBS", "100")],
     });
+    // Active Access across hosts: marks on segments and private memory, through the target.
+    jobs.push(Job { case: "aa_bit_combinations", ranks: 2, env: vec![] });
+    jobs.push(Job { case: "aa_many_origins_tiny_log", ranks: 3, env: vec![] });
+    jobs.push(Job { case: "dht_variants_agree", ranks: 2, env: vec![] });
+    jobs.push(Job { case: "counter_variants_agree", ranks: 2, env: vec![] });
     for job in &jobs {
         let name = format!(
             "{}: {} ({} ranks{})",

@@ -2,6 +2,7 @@
 
 mod active_access;
 mod am;
+mod apps;
 mod faults;
 mod randomized;
 mod rma;
@@ -30,6 +31,8 @@ pub fn run(case: &str) -> i32 {
         "aa_many_origins_tiny_log" => active_access::many_origins_tiny_log(),
         "aa_bits_change_under_load" => active_access::bits_change_under_load(),
         "single_rank_job" => faults::single_rank_job(),
+        "dht_variants_agree" => apps::dht_variants_agree(),
+        "counter_variants_agree" => apps::counter_variants_agree(),
         other => {
             eprintln!("unknown case {other}");
             return 2;

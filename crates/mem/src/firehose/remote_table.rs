@@ -1,0 +1,210 @@
+//! The firehose table for one remote rank: which of *its* buckets we hold a firehose on, in
+//! which state, with how many local operations using each; plus its victim FIFO of unused
+//! firehoses and the count of firehose slots (f) not in use.
+//!
+//! Slot accounting (always): entries + to_release + releasing (in moves not yet answered)
+//!                          + free = f.
+//! A replacement reaped by a gathering request is not counted apart: its slot is the one the
+//! request's PENDING_UNCOMMITTED entry occupies (rollback puts it back, commit releases it).
+
+use super::config::{Buckets, Region};
+use super::page_table::longest_run;
+use super::victims::VictimFifo;
+use activerma_core::{Error, Rank, Result};
+use std::collections::{HashMap, VecDeque};
+
+/// Identifies one remote request (one call of remote_pin) while it gathers firehoses.
+pub type ReqId = u64;
+
+/// State of one firehose. Explicit states, where GASNet packs bits into pointers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FirehoseState {
+    /// Created by request `owner`, which is still gathering firehoses for the rest of its
+    /// buckets; nothing is sent yet and the request may still roll it back. Other requests must
+    /// not count on it (the paper's PENDING_UNCOMMITTED).
+    PendingUncommitted { owner: ReqId },
+    /// Move `move_id` is in flight: the target has not confirmed the pin. Requests that need
+    /// this bucket take a reference and wait for the reply instead of sending another move.
+    Pending { move_id: u64 },
+    /// The target keeps the bucket pinned for us: one-sided access is allowed while we hold a
+    /// reference. With no reference it sits in the victim FIFO, still valid.
+    Committed,
+    /// Invalidated (the target's memory was freed or unexposed) while referenced or pending:
+    /// never a hit again; once unreferenced it is released to the target by the next move.
+    Stale { move_id: Option<u64> },
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct FhEntry {
+    pub state: FirehoseState,
+    pub refs: u32,
+}
+
+pub(crate) struct RemoteTable {
+    pub rank: Rank,
+    bucket: usize,
+    pub entries: HashMap<usize, FhEntry>,
+    /// Committed firehoses with no reference, oldest first out.
+    pub victims: VictimFifo<usize>,
+    /// Firehose slots not mapped at all.
+    pub free: usize,
+    /// Mappings dropped from the table (invalidated, or a rolled-back replacement whose bucket
+    /// was meanwhile taken again) that the target still pins for us; the next move releases
+    /// them, and they may be reaped as replacements like victims.
+    pub to_release: Vec<usize>,
+    /// Slots released by moves in flight; they become free when the move is answered, so a
+    /// target never sees more than f of our firehoses even if moves arrive out of order.
+    pub releasing: usize,
+    /// Deadlock avoidance: the request that holds this rank's token, and those waiting for it
+    /// (handed over in arrival order, which is what makes the protocol fair).
+    pub da_owner: Option<ReqId>,
+    pub da_queue: VecDeque<ReqId>,
+}
+
+/// What a request's buckets look like right now (the paper's "Estimate Remote Request").
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Estimate {
+    /// Buckets with no firehose: each needs a slot or a replacement.
+    pub need: usize,
+    /// Buckets with a committed firehose in the victim FIFO (a hit must not reap them).
+    pub victim_hits: usize,
+    /// A bucket is PENDING_UNCOMMITTED for another request, or Stale: cannot count on it.
+    pub conflict: bool,
+    /// Every bucket is Committed: a hit, nothing to send or wait for.
+    pub all_committed: bool,
+}
+
+impl RemoteTable {
+    pub fn new(rank: Rank, bucket: usize, f: usize) -> RemoteTable {
+        RemoteTable {
+            rank,
+            bucket,
+            entries: HashMap::new(),
+            victims: VictimFifo::new(),
+            free: f,
+            to_release: Vec::new(),
+            releasing: 0,
+            da_owner: None,
+            da_queue: VecDeque::new(),
+        }
+    }
+
+    pub fn estimate(&self, bk: Buckets, me: ReqId) -> Estimate {
+        let mut est = Estimate { all_committed: true, ..Estimate::default() };
+        for b in bk.iter() {
+            match self.entries.get(&b).map(|e| (e.state, e.refs)) {
+                None => {
+                    est.need += 1;
+                    est.all_committed = false;
+                }
+                Some((FirehoseState::Committed, refs)) => est.victim_hits += (refs == 0) as usize,
+                Some((FirehoseState::Pending { .. }, _)) => est.all_committed = false,
+                Some((FirehoseState::PendingUncommitted { owner }, _)) => {
+                    est.conflict |= owner != me;
+                    est.all_committed = false;
+                }
+                Some((FirehoseState::Stale { .. }, _)) => {
+                    est.conflict = true;
+                    est.all_committed = false;
+                }
+            }
+        }
+        est
+    }
+
+    /// Slots a request could gather now without waiting (its own victim hits excluded).
+    pub fn available(&self, est: &Estimate) -> usize {
+        self.free + self.to_release.len() + self.victims.len() - est.victim_hits
+    }
+
+    /// Takes a reference on a committed firehose (a hit).
+    pub fn take_ref(&mut self, b: usize) {
+        let e = self.entries.get_mut(&b).expect("hit on a missing firehose");
+        if e.refs == 0 && e.state == FirehoseState::Committed {
+            self.victims.remove(b);
+        }
+        e.refs += 1;
+    }
+
+    /// Drops one reference (a release, or a failed request giving back what it took).
+    pub fn drop_ref(&mut self, b: usize) {
+        let e = self.entries.get_mut(&b).expect("release of a missing firehose");
+        e.refs -= 1;
+        if e.refs > 0 {
+            return;
+        }
+        match e.state {
+            FirehoseState::Committed => self.victims.push_newest(b),
+            FirehoseState::Stale { move_id: None } => {
+                self.entries.remove(&b);
+                self.to_release.push(b);
+            }
+            // Still in flight: `move_done` files it once answered.
+            FirehoseState::Pending { .. } | FirehoseState::Stale { move_id: Some(_) } => {}
+            FirehoseState::PendingUncommitted { .. } => unreachable!("references are taken at commit"),
+        }
+    }
+
+    /// Releases a RemotePin's buckets, after checking that each is referenced.
+    pub fn release(&mut self, bk: Buckets) -> Result<()> {
+        if !bk.iter().all(|b| matches!(self.entries.get(&b), Some(e) if e.refs > 0)) {
+            return Err(Error::InvalidArgument(format!(
+                "firehose: release of remote pin {:#x}+{} buckets on rank {} that is not held (released twice?)",
+                bk.first, bk.count, self.rank
+            )));
+        }
+        bk.iter().for_each(|b| self.drop_ref(b));
+        Ok(())
+    }
+
+    /// Longest run of committed firehoses inside `bk` (the paper's partial remote pin).
+    pub fn longest_committed_run(&self, bk: Buckets) -> Option<Buckets> {
+        longest_run(bk, |b| matches!(self.entries.get(&b), Some(e) if e.state == FirehoseState::Committed))
+    }
+
+    /// The target's memory `r` went away: no firehose on it may be used again.
+    pub fn invalidate(&mut self, r: Region) -> usize {
+        let lo = r.addr & !(self.bucket - 1);
+        let hit: Vec<usize> = self.entries.keys().copied().filter(|&b| b >= lo && b < r.end()).collect();
+        let mut n = 0;
+        for b in hit {
+            let e = self.entries.get_mut(&b).unwrap();
+            match e.state {
+                FirehoseState::Committed if e.refs == 0 => {
+                    self.victims.remove(b);
+                    self.entries.remove(&b);
+                    self.to_release.push(b);
+                }
+                FirehoseState::Committed => e.state = FirehoseState::Stale { move_id: None },
+                FirehoseState::Pending { move_id } => e.state = FirehoseState::Stale { move_id: Some(move_id) },
+                // Not sent yet: its move will be served after the target's invalidation, so
+                // the target pins the bucket afresh. Already stale: nothing to do.
+                FirehoseState::PendingUncommitted { .. } | FirehoseState::Stale { .. } => continue,
+            }
+            n += 1;
+        }
+        n
+    }
+
+    /// Recounts and checks the slot accounting and f; for tests.
+    pub fn check(&self, f: usize) -> std::result::Result<(), String> {
+        let total = self.entries.len() + self.to_release.len() + self.releasing + self.free;
+        if total != f {
+            return Err(format!(
+                "rank {}: slots drifted: {} entries + {} to release + {} releasing + {} free != f = {f}",
+                self.rank,
+                self.entries.len(),
+                self.to_release.len(),
+                self.releasing,
+                self.free
+            ));
+        }
+        for (&b, e) in &self.entries {
+            let victim = e.state == FirehoseState::Committed && e.refs == 0;
+            if victim != self.victims.contains(b) {
+                return Err(format!("rank {}: firehose {b:#x} {e:?}, in victim FIFO: {}", self.rank, self.victims.contains(b)));
+            }
+        }
+        Ok(())
+    }
+}
