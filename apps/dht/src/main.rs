@@ -24,6 +24,9 @@ struct Args {
     table_log2: u32,
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Zipf exponent of the table pages' popularity (0 = uniform).
+    #[arg(long, default_value_t = 0.0)]
+    skew: f64,
     /// Rounds over all variants; rates are the medians.
     #[arg(long, default_value_t = 3)]
     reps: usize,
@@ -49,6 +52,7 @@ fn run(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
         table: 1 << a.table_log2,
         seed: a.seed,
         delete_every: 8,
+        skew: a.skew,
     };
     let workload = mix.workload(world.rank())?;
     let mut dht = Dht::new(&world, Layout::new(mix.table, mix.heap_cells()))?;

@@ -5,7 +5,7 @@ use activerma_am::{Am, Handler, HandlerId, ProgressMode, ProgressThread, FIRST_U
 use activerma_core::counters::Counters;
 use activerma_core::{settings, Error, Rank, Result};
 use activerma_mem::symheap::SymHeap;
-use activerma_mem::{AccessKind, TableLayout, TargetTable};
+use activerma_mem::{AccessKind, Registrar, RegistrationStats, Strategy, TableLayout, TargetTable};
 use activerma_proto::{AtomicOp, OpHandle, Proto, Protocol};
 use activerma_transport::netmodel::NetModel;
 use activerma_transport::smp::SmpConduit;
@@ -19,7 +19,7 @@ pub(crate) struct Inner {
     conduit: Arc<dyn Conduit>,
     am: Arc<Am>,
     pub(crate) proto: Proto,
-    pub(crate) table: TargetTable,
+    pub(crate) table: Arc<TargetTable>,
     heap: Mutex<SymHeap>,
     heap_bases: Vec<usize>,
     net: Arc<NetModel>,
@@ -65,12 +65,17 @@ pub fn init() -> Result<World> {
     let max_regions = settings::get_u64(settings::MAX_REGIONS)?.max(2) as usize;
     let layout = TableLayout::from_settings(heap.len)?;
     let fault_log = settings::get_u64(settings::FAULT_LOG_SIZE)? as usize;
-    let table = TargetTable::init(table_window, heap.remote_base, heap.len, max_regions, layout.log_arena, fault_log)?;
+    let mut table = TargetTable::init(table_window, heap.remote_base, heap.len, max_regions, layout.log_arena, fault_log)?;
+    // The registration strategy (a reserved or unknown one is refused here, at init).
+    let reg_stats = Arc::new(RegistrationStats::default());
+    table.set_registrar(Registrar::from_settings(reg_stats.clone())?);
+    let table = Arc::new(table);
+    Proto::register_table_handlers(&am, table.clone())?;
     // Everyone's table and heap base must be in place before anyone looks at them.
     conduit.barrier(&mut || {
         am.progress();
     })?;
-    let proto = Proto::new(conduit.clone(), am.clone(), net.clone(), counters.clone(), marks)?;
+    let proto = Proto::new(conduit.clone(), am.clone(), net.clone(), counters.clone(), marks, reg_stats)?;
     let heap_bases = (0..conduit.size()).map(|r| conduit.heap_base(r)).collect();
     let mode = ProgressMode::from_settings()?;
     let access = activerma_access::Access::new(&table, &am, counters.clone());
@@ -166,6 +171,14 @@ impl World {
     pub fn counters(&self) -> &Counters {
         &self.inner.counters
     }
+    /// This rank's registration counters (as a target: pins; as an origin: hits and misses).
+    pub fn registration_stats(&self) -> &RegistrationStats {
+        self.inner.table.registrar().stats()
+    }
+    /// The job's registration strategy (ACTIVERMA_REGISTRATION).
+    pub fn registration_strategy(&self) -> Strategy {
+        self.inner.table.registrar().strategy()
+    }
     pub(crate) fn heap_base(&self, rank: Rank) -> usize {
         self.inner.heap_bases[rank]
     }
@@ -217,6 +230,15 @@ impl World {
             i.heap.lock().unwrap().free(offset, len);
             return Err(e);
         }
+        // pin-all pins segments too (other strategies leave them registered, unpinned: the
+        // runtime allocated them, like a NIC's pre-registered segment).
+        if i.table.registrar().strategy().pins_segments() {
+            if let Err(e) = i.table.registrar().hold(local as usize, len) {
+                let _ = i.conduit.deregister(local as usize, len);
+                i.heap.lock().unwrap().free(offset, len);
+                return Err(e);
+            }
+        }
         i.table.map_segment(offset, len);
         // Fresh memory reads as zero on every rank, even after a free and a new allocation.
         // SAFETY: the block is ours and nobody else writes it before the barrier below.
@@ -230,7 +252,10 @@ impl World {
         self.barrier()?; // nobody is still accessing it
         i.table.unmap_segment(offset, len);
         let local = i.conduit.heap_window(self.rank()).expect("own heap").local as usize + offset;
-        let r = i.conduit.deregister(local, len);
+        let mut r = i.conduit.deregister(local, len);
+        if i.table.registrar().strategy().pins_segments() {
+            r = r.and(i.table.registrar().release(local, len));
+        }
         i.heap.lock().unwrap().free(offset, len);
         r
     }

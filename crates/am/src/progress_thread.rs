@@ -58,14 +58,16 @@ impl ProgressThread {
                         idle = 0;
                         continue;
                     }
-                    idle += 1;
+                    idle = idle.saturating_add(1);
                     if mode == ProgressMode::Wake && idle > 64 {
                         a.conduit().sleep(interval_ns, &mut || !s.load(Ordering::Acquire) && a.poll_inbox() == 0);
                         idle = 0;
                     } else {
                         std::hint::spin_loop();
-                        if idle.is_multiple_of(4096) {
-                            std::thread::yield_now(); // do not starve the application on few cores
+                        // As the access-log threads: after a short burst of empty polls, yield
+                        // on each (free on a core of its own; hands a shared core back).
+                        if idle > 16 {
+                            std::thread::yield_now();
                         }
                     }
                 }

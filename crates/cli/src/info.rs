@@ -40,12 +40,30 @@ pub fn print() -> i32 {
     println!("page size        {} B", activerma_core::page::page_size());
     println!("memlock limit    {memlock}{}", if unsafe { libc::geteuid() } == 0 { " (root: not enforced)" } else { "" });
     println!("progress mode    {}", settings::raw(settings::PROGRESS));
+    match activerma::Strategy::from_settings() {
+        Ok(st) => {
+            let budget = settings::get_u64(settings::PIN_LIMIT).unwrap_or(0);
+            let budget = if budget == 0 { "memlock limit only".to_string() } else { format!("{} KiB", budget / 1024) };
+            println!(
+                "registration     {}; pin budget: {budget}; governs exposed private memory only, segments are registered at allocation{}",
+                st.name(),
+                if st.pins_segments() { " and pinned" } else { "" }
+            );
+        }
+        Err(e) => {
+            println!("registration     error: {e}");
+            bad += 1;
+        }
+    }
+    let names: Vec<&str> = activerma::RegistrationStats::default().snapshot().into_iter().map(|(k, _)| k).collect();
+    println!("                 counters per rank (printed by `activerma bench`): {}", names.join(" "));
     match NetModel::from_settings() {
         Ok(n) => println!("modelled network {}", n.describe()),
         Err(e) => println!("modelled network error: {e}"),
     }
     println!("protocols        same host: put_direct get_direct atomic_direct (segment) · put_cma get_cma atomic_am (private memory)");
     println!("                 other host: put_rma get_rma atomic_rma (segment) · put_am get_am atomic_am (private memory)");
+    println!("                 registration miss (same host, private memory): put_bounce get_bounce (bounce) · put_rendezvous get_rendezvous (rendezvous, rendezvous-unpin)");
     if bad > 0 {
         1
     } else {

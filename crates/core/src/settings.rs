@@ -57,6 +57,8 @@ pub const IOTLB_ENTRIES: &str = "ACTIVERMA_IOTLB_ENTRIES";
 pub const IOTLB_WAYS: &str = "ACTIVERMA_IOTLB_WAYS";
 pub const IOTLB_EVICTION: &str = "ACTIVERMA_IOTLB_EVICTION";
 pub const IOTLB_MISS_NS: &str = "ACTIVERMA_IOTLB_MISS_NS";
+pub const REGISTRATION: &str = "ACTIVERMA_REGISTRATION";
+pub const PIN_LIMIT: &str = "ACTIVERMA_PIN_LIMIT";
 
 pub static TABLE: &[Setting] = &[
     Setting { name: CONDUIT, kind: Kind::Enum(&["auto", "smp", "mpi"]), default: "auto",
@@ -107,6 +109,10 @@ pub static TABLE: &[Setting] = &[
         description: "modelled IOTLB eviction policy" },
     Setting { name: IOTLB_MISS_NS, kind: Kind::Int, default: "0",
         description: "modelled IOTLB: cost charged per miss (ns, busy-waited by the origin)" },
+    Setting { name: REGISTRATION, kind: Kind::Enum(&["none", "pin-all", "bounce", "rendezvous", "rendezvous-unpin", "firehose", "part"]), default: "none",
+        description: "how exposed private memory becomes a zero-copy target: none = registered at once, nothing pinned; pin-all = mlock at expose (and segments at allocation); bounce = never pinned, the target copies through its message buffers; rendezvous = pinned on first access, kept until unexposed; rendezvous-unpin = pinned for each operation; firehose, part = not available yet" },
+    Setting { name: PIN_LIMIT, kind: Kind::Size, default: "0",
+        description: "bytes a rank may keep pinned by its registration strategy, checked before mlock; 0 = no budget of our own (the kernel's RLIMIT_MEMLOCK, `ulimit -l`, still applies; root ignores it)" },
 ];
 
 pub fn lookup(name: &str) -> &'static Setting {

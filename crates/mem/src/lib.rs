@@ -1,17 +1,20 @@
 //! The memory layer: what a remote rank may touch, and how. Every rank has a translation table
 //! — the software stand-in for its IOMMU page table — in memory origins can read; every remote
 //! access is checked against it. Segments come from a per-rank symmetric heap.
-//! Registration strategies (pin-all, bounce, rendezvous, firehose, PART) will live here too.
+//! Registration strategies decide which exposed pages the zero-copy path may touch
+//! (`registration`); Firehose and PART are tested libraries beside them, not yet plugged in.
 
 pub mod entry;
 pub mod firehose;
 pub mod iotlb;
 pub mod log_table;
 pub mod part;
+pub mod registration;
 pub mod symheap;
 pub mod table;
 
 pub use entry::{Entry, Prot};
 pub use iotlb::{Eviction, Iotlb, IotlbConfig, IotlbStats};
 pub use log_table::{LogArena, LogSlot, LogTable, FAULT_SLOT, MAX_DOMAINS, MAX_LOGS};
+pub use registration::{Registrar, RegistrationStats, Strategy};
 pub use table::{AccessKind, Lookup, OriginTable, TableLayout, TargetTable};

@@ -16,11 +16,12 @@
 
 use crate::entry::{Entry, Prot};
 use crate::log_table::{LogArena, LogTable};
+use crate::registration::{MlockPinner, Registrar, RegistrationStats, Strategy};
 use activerma_core::page::{page_floor, page_size, pages_spanned};
 use activerma_core::{Error, Rank, Result};
 use activerma_transport::Window;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 const MAGIC: u64 = 0x7472_616e_736c_7462; // "translTb"
 const FREE: u32 = 0;
@@ -207,6 +208,14 @@ impl OriginTable {
         self.raw.entry(lookup.first_entry + p).load(Ordering::Acquire)
     }
 
+    /// True when every page of `[addr, addr+len)`, inside an access `lookup` checked, is
+    /// REGISTERED: the zero-copy path may move it (a registration hit).
+    #[inline]
+    pub fn registered(&self, lookup: &Lookup, addr: usize, len: usize) -> bool {
+        pages_spanned(lookup.page_base, addr, len.max(1))
+            .all(|p| self.raw.entry(lookup.first_entry + p).load(Ordering::Acquire) & Entry::REGISTERED as u64 != 0)
+    }
+
     /// Checks an access of `len` bytes at the target's address `addr`. Zero-length accesses
     /// are the caller's business (they touch nothing and are never checked).
     #[inline]
@@ -297,11 +306,32 @@ pub struct TargetTable {
     logs: LogTable,
     /// Free ranges of private entries (start, count), and free region slots.
     state: Mutex<TargetState>,
+    /// Pins pages for the registration strategy (nothing under `none`).
+    registrar: Registrar,
 }
 
 struct TargetState {
     free_entries: Vec<(usize, usize)>,
-    exposures: Vec<(usize, usize, usize)>, // (region index, base, len)
+    exposures: Vec<Exposure>,
+    /// Generation of the next exposure: a late release for an exposure that is gone (and
+    /// whose addresses may be exposed again) must not touch the new one.
+    next_generation: u64,
+}
+
+struct Exposure {
+    slot: usize,
+    base: usize,
+    len: usize,
+    generation: u64,
+    /// Per page of the range: registrations held on it (0 = not REGISTERED). The exposure holds
+    /// one Registrar hold on a page while its count is above zero.
+    holds: Vec<u32>,
+}
+
+impl Exposure {
+    fn contains(&self, addr: usize, len: usize) -> bool {
+        addr >= self.base && addr + len <= self.base + self.len
+    }
 }
 
 /// A token for an exposed range; give it back to `unexpose`.
@@ -358,8 +388,22 @@ impl TargetTable {
         Ok(TargetTable {
             raw,
             logs,
-            state: Mutex::new(TargetState { free_entries: vec![(heap_pages, layout.private_pages)], exposures: vec![] }),
+            state: Mutex::new(TargetState {
+                free_entries: vec![(heap_pages, layout.private_pages)],
+                exposures: vec![],
+                next_generation: 1,
+            }),
+            registrar: Registrar::new(Strategy::None, Arc::new(MlockPinner), 0, Arc::new(RegistrationStats::default())),
         })
+    }
+
+    /// Installs the registration strategy (before anything is exposed; `none` until then).
+    pub fn set_registrar(&mut self, registrar: Registrar) {
+        self.registrar = registrar;
+    }
+
+    pub fn registrar(&self) -> &Registrar {
+        &self.registrar
     }
 
     fn heap_base(&self) -> usize {
@@ -405,8 +449,8 @@ impl TargetTable {
             return Err(Error::InvalidArgument("the range overlaps the symmetric heap: segments are exposed already".into()));
         }
         let mut st = self.state.lock().unwrap();
-        if let Some(&(_, b, l)) = st.exposures.iter().find(|&&(_, b, l)| addr < b + l && end > b) {
-            return Err(Error::InvalidArgument(format!("the range overlaps an exposed range {b:#x}+{l}; unexpose it first")));
+        if let Some(e) = st.exposures.iter().find(|e| addr < e.base + e.len && end > e.base) {
+            return Err(Error::InvalidArgument(format!("the range overlaps an exposed range {:#x}+{}; unexpose it first", e.base, e.len)));
         }
         let pages = pages_spanned(page_floor(addr), addr, len).len();
         let slot =
@@ -419,13 +463,20 @@ impl TargetTable {
         let fi = st.free_entries.iter().position(|&(_, n)| n >= pages).ok_or_else(|| {
             Error::OutOfResources(format!("no room for {pages} more pages in the translation table; raise ACTIVERMA_MAX_PRIVATE_PAGES"))
         })?;
+        // pin-all: the whole range is pinned before it becomes reachable; if it does not fit,
+        // the exposure fails and nothing is left exposed or pinned.
+        let strategy = self.registrar.strategy();
+        if strategy == Strategy::PinAll {
+            self.registrar.hold(addr, len)?;
+        }
+        let registered = if strategy.registers_at_expose() { Entry::REGISTERED } else { 0 };
         let (first, n) = st.free_entries[fi];
         if n == pages {
             st.free_entries.remove(fi);
         } else {
             st.free_entries[fi] = (first + pages, n - pages);
         }
-        self.set_entries(first, pages, (Entry::PRESENT | Entry::REGISTERED | prot.bits()) as u64);
+        self.set_entries(first, pages, (Entry::PRESENT | registered | prot.bits()) as u64);
         let r = self.raw.region(slot);
         r.kind.store(KIND_PRIVATE, Ordering::Relaxed);
         r.base.store(addr as u64, Ordering::Release);
@@ -433,7 +484,10 @@ impl TargetTable {
         r.first_entry.store(first as u64, Ordering::Release);
         r.state.store(ACTIVE, Ordering::Release);
         self.raw.header().hwm.fetch_max(slot as u32 + 1, Ordering::AcqRel);
-        st.exposures.push((slot, addr, len));
+        let generation = st.next_generation;
+        st.next_generation += 1;
+        let holds = vec![u32::from(strategy == Strategy::PinAll); pages];
+        st.exposures.push(Exposure { slot, base: addr, len, generation, holds });
         Ok(ExposureId(slot))
     }
 
@@ -443,9 +497,9 @@ impl TargetTable {
         let pos = st
             .exposures
             .iter()
-            .position(|e| e.0 == id.0)
+            .position(|e| e.slot == id.0)
             .ok_or_else(|| Error::InvalidArgument(format!("exposure {} is not active", id.0)))?;
-        let (slot, addr, len) = st.exposures.remove(pos);
+        let Exposure { slot, base: addr, len, holds, .. } = st.exposures.remove(pos);
         let r = self.raw.region(slot);
         r.state.store(DYING, Ordering::SeqCst);
         let started = std::time::Instant::now();
@@ -461,10 +515,121 @@ impl TargetTable {
         let first = r.first_entry.load(Ordering::Relaxed) as usize;
         let pages = pages_spanned(page_floor(addr), addr, len).len();
         self.set_entries(first, pages, 0);
+        // Invalidation: no origin is inside and no entry says REGISTERED any more, so the pages
+        // this exposure registered are unpinned now; a later access finds nothing to reuse.
+        let released = self.release_runs(page_floor(addr), &holds, |h| h > 0);
         st.free_entries.push((first, pages));
         st.free_entries.sort_unstable();
         r.state.store(FREE, Ordering::Release);
-        Ok(())
+        released
+    }
+
+    /// Releases the Registrar hold of every page run (pages of an exposure starting at
+    /// `page_base`) whose hold count satisfies `pick`; counts them as invalidated.
+    fn release_runs(&self, page_base: usize, holds: &[u32], pick: impl Fn(u32) -> bool) -> Result<()> {
+        let ps = page_size();
+        let mut result = Ok(());
+        let mut p = 0;
+        while p < holds.len() {
+            if !pick(holds[p]) {
+                p += 1;
+                continue;
+            }
+            let start = p;
+            while p < holds.len() && pick(holds[p]) {
+                p += 1;
+            }
+            RegistrationStats::add(&self.registrar.stats().invalidated_pages, (p - start) as u64);
+            if let Err(e) = self.registrar.release(page_base + start * ps, (p - start) * ps) {
+                result = Err(e);
+            }
+        }
+        result
+    }
+
+    /// Rendezvous, target side: registers the pages of `[addr, addr+len)` (inside one exposure)
+    /// — pins those not registered yet and sets REGISTERED on them. With `per_op`, every call
+    /// is one more holder that `release_registration` drops; without, a page stays registered
+    /// until its range is unexposed. Returns the exposure's generation, for the release.
+    pub fn register(&self, addr: usize, len: usize, per_op: bool) -> Result<u64> {
+        let mut st = self.state.lock().unwrap();
+        let e = st.exposures.iter_mut().find(|e| e.contains(addr, len)).ok_or(Error::NotExposed { rank: usize::MAX, addr, len })?;
+        let page_base = page_floor(e.base);
+        let range = pages_spanned(page_base, addr, len.max(1));
+        let ps = page_size();
+        // Pin what is not registered yet, run by run; undo on failure (all or nothing).
+        let mut pinned: Vec<(usize, usize)> = Vec::new();
+        let mut p = range.start;
+        while p < range.end {
+            if e.holds[p] > 0 {
+                p += 1;
+                continue;
+            }
+            let start = p;
+            while p < range.end && e.holds[p] == 0 {
+                p += 1;
+            }
+            if let Err(err) = self.registrar.hold(page_base + start * ps, (p - start) * ps) {
+                for &(s, n) in &pinned {
+                    let _ = self.registrar.release(page_base + s * ps, n * ps);
+                }
+                return Err(err);
+            }
+            pinned.push((start, p - start));
+        }
+        let first = self.raw.region(e.slot).first_entry.load(Ordering::Relaxed) as usize;
+        for p in range {
+            if e.holds[p] == 0 {
+                self.raw.entry(first + p).fetch_or(Entry::REGISTERED as u64, Ordering::AcqRel);
+                e.holds[p] = 1;
+            } else if per_op {
+                e.holds[p] += 1;
+            }
+        }
+        Ok(e.generation)
+    }
+
+    /// Rendezvous-unpin, target side: drops one registration of `[addr, addr+len)` taken by
+    /// `register(.., per_op = true)` on exposure `generation`; pages nobody holds lose
+    /// REGISTERED and are unpinned. A release for an exposure that is gone is ignored (false):
+    /// its pages were unpinned by `unexpose`.
+    pub fn release_registration(&self, addr: usize, len: usize, generation: u64) -> Result<bool> {
+        let mut st = self.state.lock().unwrap();
+        let Some(e) = st.exposures.iter_mut().find(|e| e.generation == generation && e.contains(addr, len)) else {
+            return Ok(false);
+        };
+        let page_base = page_floor(e.base);
+        let range = pages_spanned(page_base, addr, len.max(1));
+        let first = self.raw.region(e.slot).first_entry.load(Ordering::Relaxed) as usize;
+        let mut freed = vec![0u32; e.holds.len()];
+        for p in range {
+            if e.holds[p] == 0 {
+                continue;
+            }
+            e.holds[p] -= 1;
+            if e.holds[p] == 0 {
+                // Not REGISTERED before unpinned: no origin starts a zero-copy on it meanwhile.
+                self.raw.entry(first + p).fetch_and(!(Entry::REGISTERED as u64), Ordering::AcqRel);
+                freed[p] = 1;
+            }
+        }
+        let ps = page_size();
+        let mut result = Ok(true);
+        let mut p = 0;
+        while p < freed.len() {
+            if freed[p] == 0 {
+                p += 1;
+                continue;
+            }
+            let start = p;
+            while p < freed.len() && freed[p] == 1 {
+                p += 1;
+            }
+            if let Err(err) = self.registrar.release(page_base + start * ps, (p - start) * ps) {
+                result = Err(err);
+            }
+        }
+        result
     }
 
     /// Sets and clears entry bits over a range of our exposed memory (the `access` layer's
@@ -474,12 +639,8 @@ impl TargetTable {
         let (page_base, first) = if addr >= self.heap_base() && addr - self.heap_base() < self.raw.layout.heap_pages * page_size() {
             (self.heap_base(), 0)
         } else {
-            let &(slot, b, _) = st.exposures.iter().find(|&&(_, b, l)| addr >= b && addr + len <= b + l).ok_or(Error::NotExposed {
-                rank: usize::MAX,
-                addr,
-                len,
-            })?;
-            (page_floor(b), self.raw.region(slot).first_entry.load(Ordering::Relaxed) as usize)
+            let e = st.exposures.iter().find(|e| e.contains(addr, len)).ok_or(Error::NotExposed { rank: usize::MAX, addr, len })?;
+            (page_floor(e.base), self.raw.region(e.slot).first_entry.load(Ordering::Relaxed) as usize)
         };
         let r = pages_spanned(page_base, addr, len.max(1));
         for p in r.clone() {
@@ -562,6 +723,88 @@ mod tests {
         assert!(o.check(base, 8, AccessKind::Get).unwrap().active, "R=1, RL=1: a logged get");
         assert!(o.logs().unwrap().ring(crate::log_table::FAULT_SLOT).is_some(), "the fault log exists");
         t.unexpose(id2).unwrap();
+    }
+
+    fn with_strategy(w: Window, strategy: Strategy) -> (TargetTable, Arc<crate::registration::CountingPinner>) {
+        let mut t = TargetTable::init(w, 0x1000_0000, 4 * page_size(), 8, 16 * 1024, 4096).unwrap();
+        let fake = Arc::new(crate::registration::CountingPinner::new());
+        t.set_registrar(Registrar::new(strategy, fake.clone(), 0, Arc::new(RegistrationStats::default())));
+        (t, fake)
+    }
+
+    #[test]
+    fn strategies_decide_what_expose_registers() {
+        let p = page_size();
+        let (w, _keep) = window(64 * 1024);
+        for (strategy, registered, pinned) in
+            [(Strategy::None, true, 0), (Strategy::PinAll, true, 3), (Strategy::Bounce, false, 0), (Strategy::Rendezvous, false, 0)]
+        {
+            let (t, fake) = with_strategy(w, strategy);
+            let o = OriginTable::attach(w, 1).unwrap();
+            let id = t.expose(0x3000_0100, 2 * p, Prot::ReadWrite).unwrap();
+            let l = o.check(0x3000_0100, 2 * p, AccessKind::Put).unwrap();
+            assert_eq!(o.registered(&l, 0x3000_0100, 2 * p), registered, "{strategy:?}");
+            assert_eq!(fake.live(), pinned, "{strategy:?}");
+            drop(l);
+            t.unexpose(id).unwrap();
+            assert_eq!(fake.live(), 0, "{strategy:?}: unexpose unpins");
+        }
+    }
+
+    #[test]
+    fn rendezvous_registers_on_demand_and_unexpose_invalidates() {
+        let p = page_size();
+        let (w, _keep) = window(64 * 1024);
+        let (t, fake) = with_strategy(w, Strategy::RendezvousUnpin);
+        let o = OriginTable::attach(w, 1).unwrap();
+        let base = 0x3000_0000;
+        let id = t.expose(base, 4 * p, Prot::ReadWrite).unwrap();
+        let reg = |a: usize, l: usize| {
+            let lk = o.check(a, l, AccessKind::Get).unwrap();
+            o.registered(&lk, a, l)
+        };
+        // Two operations hold page 1 at once; the first release keeps it registered.
+        let g1 = t.register(base + p, p, true).unwrap();
+        let g2 = t.register(base + p, 2 * p, true).unwrap();
+        assert_eq!(g1, g2);
+        assert!(reg(base + p, 2 * p) && !reg(base, 8));
+        assert_eq!(fake.live(), 2);
+        assert!(t.release_registration(base + p, p, g1).unwrap());
+        assert!(reg(base + p, 2 * p), "still held by the second operation");
+        assert!(t.release_registration(base + p, 2 * p, g2).unwrap());
+        assert!(!reg(base + p, 8) && fake.live() == 0);
+        // Registered pages are unpinned by unexpose; a late release for the old exposure is
+        // ignored and does not touch a new exposure of the same addresses.
+        let g = t.register(base, 4 * p, true).unwrap();
+        t.unexpose(id).unwrap();
+        assert_eq!(fake.live(), 0);
+        let id2 = t.expose(base, 4 * p, Prot::ReadWrite).unwrap();
+        let g3 = t.register(base, p, true).unwrap();
+        assert_ne!(g, g3);
+        assert!(!t.release_registration(base, 4 * p, g).unwrap(), "stale release ignored");
+        assert!(reg(base, 8), "the new exposure keeps its registration");
+        assert!(t.register(base + 4 * p, 1, true).is_err(), "outside every exposure");
+        t.unexpose(id2).unwrap();
+        assert_eq!(fake.live(), 0);
+        assert_eq!(fake.violations(), 0);
+        assert_eq!(t.registrar().stats().invalidated_pages.load(Ordering::Relaxed), 5);
+    }
+
+    #[test]
+    fn pin_all_exposure_that_does_not_fit_leaves_nothing_exposed() {
+        let p = page_size();
+        let (w, _keep) = window(64 * 1024);
+        let mut t = TargetTable::init(w, 0x1000_0000, 4 * p, 8, 16 * 1024, 4096).unwrap();
+        let fake = Arc::new(crate::registration::CountingPinner::new());
+        t.set_registrar(Registrar::new(Strategy::PinAll, fake.clone(), 2 * p as u64, Arc::new(RegistrationStats::default())));
+        let o = OriginTable::attach(w, 1).unwrap();
+        let e = t.expose(0x3000_0000, 3 * p, Prot::ReadWrite).unwrap_err().to_string();
+        assert!(e.contains("ACTIVERMA_PIN_LIMIT"), "{e}");
+        assert!(matches!(o.check(0x3000_0000, 8, AccessKind::Get), Err(Error::NotExposed { .. })));
+        assert_eq!(fake.live(), 0);
+        // The slot and entries were not consumed: a fitting exposure still works.
+        let id = t.expose(0x3000_0000, 2 * p, Prot::ReadWrite).unwrap();
+        t.unexpose(id).unwrap();
     }
 
     #[test]

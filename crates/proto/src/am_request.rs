@@ -111,6 +111,12 @@ fn rebuild_error(code: i32, value: u64, a: &Asked) -> Error {
         2 => Error::NotExposed { rank, addr, len },
         3 => Error::Protection { rank, addr, len, op: a.op, prot: Prot::describe(value as u32) },
         4 => Error::Misaligned { rank, addr },
+        // Resource limits at the target (a pin over RLIMIT_MEMLOCK or the pin budget): callers
+        // such as rendezvous fall back on this kind.
+        7 => Error::OutOfResources(format!(
+            "rank {rank} ran out of a resource serving the {} at {addr:#x}+{len} (for registration: its pinned-memory limit, RLIMIT_MEMLOCK / ACTIVERMA_PIN_LIMIT)",
+            a.op
+        )),
         _ => Error::InvalidArgument(format!("rank {rank} refused the {} at {addr:#x}+{len} (error code {code})", a.op)),
     }
 }

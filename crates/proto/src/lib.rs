@@ -13,6 +13,10 @@
 //! | rma_conduit   | put_rma/get_rma/atomic_rma: the conduit's one-sided engine (segment on another host) |
 //! | put_am/get_am | the data travels in an active message; the target checks and copies |
 //! | put_active/get_active | Active Access pages: write/read and log per the page bits (log_append) |
+//! | rendezvous    | registration miss: the target pins the pages, then put_cma/get_cma   |
+//!
+//! Registration misses under the bounce strategy take put_am/get_am's code, named put_bounce /
+//! get_bounce so that `explain` and the verbose log say why.
 //!
 //! Completion (`smp`): a blocking put or get returns when the data is in the target's memory
 //! (remote completion); non-blocking and implicit operations are started and their data moved
@@ -32,6 +36,7 @@ mod put_am;
 mod put_cma;
 mod put_direct;
 mod remote_marks;
+mod rendezvous;
 mod rma_conduit;
 mod select;
 
@@ -42,7 +47,7 @@ pub use select::{Choice, Protocol};
 use activerma_am::Am;
 use activerma_core::counters::{bump, Counters};
 use activerma_core::{settings, Error, Rank, Result};
-use activerma_mem::{AccessKind, Iotlb, IotlbConfig, OriginTable};
+use activerma_mem::{AccessKind, Iotlb, IotlbConfig, OriginTable, RegistrationStats, Strategy, TargetTable};
 use activerma_transport::netmodel::NetModel;
 use activerma_transport::{Conduit, Window};
 use std::sync::atomic::{fence, AtomicU64, Ordering};
@@ -74,6 +79,10 @@ pub struct Proto {
     pub iotlb: Iotlb,
     /// Segment ranges other-host targets marked for Active Access (routed through them).
     marks: Arc<RemoteMarks>,
+    /// The job's registration strategy: which slow path a registration miss takes.
+    strategy: Strategy,
+    /// Registration counters of this rank (shared with its table's Registrar).
+    reg_stats: Arc<RegistrationStats>,
 }
 
 impl Proto {
@@ -89,6 +98,12 @@ impl Proto {
         Ok(marks)
     }
 
+    /// Registers the handlers that need this rank's own table (rendezvous registration); call
+    /// after the table exists and before the job's first barrier.
+    pub fn register_table_handlers(am: &Am, table: Arc<TargetTable>) -> Result<()> {
+        rendezvous::register(am, table)
+    }
+
     /// Attaches to every rank's table; call after the barrier that follows table init.
     pub fn new(
         conduit: Arc<dyn Conduit>,
@@ -96,6 +111,7 @@ impl Proto {
         net: Arc<NetModel>,
         counters: Arc<Counters>,
         marks: Arc<RemoteMarks>,
+        reg_stats: Arc<RegistrationStats>,
     ) -> Result<Proto> {
         let n = conduit.size();
         let mut tables = Vec::with_capacity(n);
@@ -117,6 +133,8 @@ impl Proto {
             touched: (0..n).map(|_| AtomicU64::new(0)).collect(),
             iotlb: Iotlb::new(iotlb),
             marks,
+            strategy: Strategy::from_settings()?,
+            reg_stats,
             pending_until: (0..n).map(|_| AtomicU64::new(0)).collect(),
             verbose: settings::get_bool(settings::VERBOSE)?,
             seen: Default::default(),
@@ -245,6 +263,16 @@ impl Proto {
             Protocol::PutRma => rma_conduit::put(self, rank, addr, src, complete)?,
             Protocol::PutAm => put_am::run(self, rank, addr, src)?,
             Protocol::PutActive => put_active::run(self, rank, addr, src, c.lookup(), c.local)?,
+            // The slow paths wait for the target: give back the lookup first (see rendezvous.rs).
+            Protocol::PutBounce => {
+                drop(c);
+                bump(&self.reg_stats.bounce_ops, 1);
+                put_am::run(self, rank, addr, src)?
+            }
+            Protocol::PutRendezvous => {
+                drop(c);
+                rendezvous::put(self, rank, addr, src)?
+            }
             _ => unreachable!("puts choose a put protocol"),
         }
         Ok(self.net.completion_time(src.len()))
@@ -263,6 +291,15 @@ impl Proto {
             Protocol::GetRma => rma_conduit::get(self, rank, addr, dst)?,
             Protocol::GetAm => get_am::run(self, rank, addr, dst)?,
             Protocol::GetActive => get_active::run(self, rank, addr, dst, c.lookup(), c.local)?,
+            Protocol::GetBounce => {
+                drop(c);
+                bump(&self.reg_stats.bounce_ops, 1);
+                get_am::run(self, rank, addr, dst)?
+            }
+            Protocol::GetRendezvous => {
+                drop(c);
+                rendezvous::get(self, rank, addr, dst)?
+            }
             _ => unreachable!("gets choose a get protocol"),
         }
         Ok(self.net.completion_time(dst.len()))

@@ -3,6 +3,9 @@
 //! For a rank whose table this process cannot read (another host), segments are checked against
 //! our own copy of the segment map — identical on every rank, as allocation is collective — and
 //! moved by the conduit's one-sided engine; private memory goes to the target, which checks.
+//! Private memory on this host moves zero-copy (cross-memory attach) only if every page of the
+//! access is REGISTERED in the target's table (a registration hit); otherwise the registration
+//! strategy's slow path runs (a miss: bounce or rendezvous, `docs/design/registration.md`).
 //! Every choice can be explained (`explain`), and with ACTIVERMA_VERBOSE=1 the first use of each
 //! protocol towards each target is printed — never a silent fallback.
 
@@ -25,6 +28,12 @@ pub enum Protocol {
     GetAm,
     PutActive,
     GetActive,
+    /// Registration miss, strategy bounce: put_am / get_am's code, chosen for another reason.
+    PutBounce,
+    GetBounce,
+    /// Registration miss, strategy rendezvous(-unpin): ask the target to register, then zero-copy.
+    PutRendezvous,
+    GetRendezvous,
 }
 
 impl Protocol {
@@ -43,6 +52,10 @@ impl Protocol {
             Protocol::GetAm => "get_am",
             Protocol::PutActive => "put_active",
             Protocol::GetActive => "get_active",
+            Protocol::PutBounce => "put_bounce",
+            Protocol::GetBounce => "get_bounce",
+            Protocol::PutRendezvous => "put_rendezvous",
+            Protocol::GetRendezvous => "get_rendezvous",
         }
     }
 
@@ -60,6 +73,12 @@ impl Protocol {
             }
             Protocol::PutActive | Protocol::GetActive => {
                 "the target marked a page of the access for Active Access: each page's bits decide whether the bytes are written/read and whether the access is logged into an access log"
+            }
+            Protocol::PutBounce | Protocol::GetBounce => {
+                "a page of the target's private memory is not registered and the registration strategy is bounce: the data is copied through the target's pre-registered active-message buffers (fragmented and pipelined), by the target's progress engine"
+            }
+            Protocol::PutRendezvous | Protocol::GetRendezvous => {
+                "a page of the target's private memory is not registered and the registration strategy is rendezvous: a request asks the target to pin the pages and mark them registered, then one cross-memory-attach call moves the data (rendezvous-unpin: a message unpins them after it; on a pin failure the operation bounces)"
             }
         }
     }
@@ -83,6 +102,12 @@ impl<'a> Choice<'a> {
 impl Proto {
     #[inline]
     pub(crate) fn choose(&self, rank: Rank, addr: usize, len: usize, kind: AccessKind) -> Result<Choice<'_>> {
+        self.choose_counted(rank, addr, len, kind, true)
+    }
+
+    /// `count`: record the registration hit or miss (not for `explain`, which moves nothing).
+    #[inline]
+    pub(crate) fn choose_counted(&self, rank: Rank, addr: usize, len: usize, kind: AccessKind, count: bool) -> Result<Choice<'_>> {
         let Some(table) = &self.tables[rank] else {
             return self.choose_remote(rank, addr, len, kind);
         };
@@ -91,19 +116,24 @@ impl Proto {
             self.model_iotlb(rank, addr, len);
         }
         let (protocol, local) = if lookup.active {
-            let local = if lookup.private {
-                std::ptr::null_mut()
+            if lookup.private && self.registration_miss(table, &lookup, rank, addr, len, kind, count) {
+                (self.miss_protocol(kind), std::ptr::null_mut())
             } else {
-                let w = self.heaps[rank].ok_or_else(|| Error::Unsupported(format!("rank {rank}'s segment is not mapped here")))?;
-                w.translate(addr, len).ok_or(Error::NotExposed { rank, addr, len })?
-            };
-            let p = match kind {
-                AccessKind::Put => Protocol::PutActive,
-                _ => Protocol::GetActive,
-            };
-            (p, local)
+                let local = if lookup.private {
+                    std::ptr::null_mut()
+                } else {
+                    let w = self.heaps[rank].ok_or_else(|| Error::Unsupported(format!("rank {rank}'s segment is not mapped here")))?;
+                    w.translate(addr, len).ok_or(Error::NotExposed { rank, addr, len })?
+                };
+                let p = match kind {
+                    AccessKind::Put => Protocol::PutActive,
+                    _ => Protocol::GetActive,
+                };
+                (p, local)
+            }
         } else if lookup.private {
             let p = match kind {
+                _ if self.registration_miss(table, &lookup, rank, addr, len, kind, count) => self.miss_protocol(kind),
                 AccessKind::Put => Protocol::PutCma,
                 AccessKind::Get => Protocol::GetCma,
                 AccessKind::Atomic | AccessKind::AtomicRead => Protocol::AtomicAm,
@@ -124,6 +154,44 @@ impl Proto {
             self.note_choice(protocol, rank);
         }
         Ok(Choice { protocol, local, lookup: Some(lookup) })
+    }
+
+    /// Private memory of another process on this host: is some page of a put/get not
+    /// registered? Atomics are run by the target's CPU (atomic_am) and our own memory is
+    /// copied by our CPU: neither uses the zero-copy path, so registration does not apply.
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    fn registration_miss(
+        &self,
+        table: &activerma_mem::OriginTable,
+        lookup: &Lookup,
+        rank: Rank,
+        addr: usize,
+        len: usize,
+        kind: AccessKind,
+        count: bool,
+    ) -> bool {
+        if !matches!(kind, AccessKind::Put | AccessKind::Get) || rank == self.conduit.rank() {
+            return false;
+        }
+        let hit = table.registered(lookup, addr, len);
+        if count {
+            let s = &self.reg_stats;
+            activerma_core::counters::bump(if hit { &s.hits } else { &s.misses }, 1);
+        }
+        !hit
+    }
+
+    /// The slow path of this job's strategy. `none` and `pin-all` register every page at
+    /// expose, so they never miss; should it happen, the bounce path is always correct.
+    fn miss_protocol(&self, kind: AccessKind) -> Protocol {
+        use activerma_mem::Strategy as S;
+        match (self.strategy, kind) {
+            (S::Rendezvous | S::RendezvousUnpin, AccessKind::Put) => Protocol::PutRendezvous,
+            (S::Rendezvous | S::RendezvousUnpin, _) => Protocol::GetRendezvous,
+            (_, AccessKind::Put) => Protocol::PutBounce,
+            _ => Protocol::GetBounce,
+        }
     }
 
     /// A rank whose table we cannot read: its segments by one-sided RMA after checking our own
@@ -189,7 +257,7 @@ impl Proto {
     /// Which protocol an operation would use, and why (for `info`, benchmarks and users).
     pub fn explain(&self, rank: Rank, addr: usize, len: usize, kind: AccessKind) -> Result<(Protocol, &'static str)> {
         self.check_rank(rank)?;
-        let c = self.choose(rank, addr, len.max(1), kind)?;
+        let c = self.choose_counted(rank, addr, len.max(1), kind, false)?;
         Ok((c.protocol, c.protocol.why()))
     }
 }

@@ -449,6 +449,7 @@ fn rank_main(args: &BenchArgs) -> BResult<()> {
 
     if me == 1 {
         serve(&world, &ctrl, if shm_ok { shm.as_ref() } else { None });
+        registration_counters(&world)?;
         world.barrier()?;
         drop(exposed);
         world.finalize()?;
@@ -477,6 +478,10 @@ fn rank_main(args: &BenchArgs) -> BResult<()> {
     debug_assert!(peer.priv_len as usize >= cfg.window_bytes() + 4096);
     let result = o.run();
     let stop = o.command(CMD_EXIT);
+    if stop.is_ok() {
+        let both = registration_counters(&world)?;
+        o.report.registration(world.registration_strategy().name(), &both);
+    }
     o.report.finish(load_avg());
     let written = o.report.write_json();
     drop(o);
@@ -486,6 +491,18 @@ fn rank_main(args: &BenchArgs) -> BResult<()> {
     stop?;
     written?;
     Ok(())
+}
+
+/// Every rank's registration counters (name, value), in rank order: the origin counts hits and
+/// misses, the target pins.
+fn registration_counters(world: &World) -> BResult<Vec<Vec<(&'static str, u64)>>> {
+    let mine = world.registration_stats().snapshot();
+    let bytes: Vec<u8> = mine.iter().flat_map(|&(_, v)| v.to_le_bytes()).collect();
+    let all = world.allgather(&bytes)?;
+    Ok(all
+        .iter()
+        .map(|b| mine.iter().zip(b.chunks_exact(8)).map(|(&(k, _), v)| (k, u64::from_le_bytes(v.try_into().unwrap()))).collect())
+        .collect())
 }
 
 /// Under an MPI launcher nobody grows the symmetric heap for us (`activerma bench` asks its own

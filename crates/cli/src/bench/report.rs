@@ -408,6 +408,21 @@ impl Report {
         self.out(&format!("# {pass} PASS, {miss} MISS, {} INFO", checks.len() - pass - miss));
     }
 
+    /// The registration strategy and every rank's non-zero registration counters.
+    pub fn registration(&mut self, strategy: &str, per_rank: &[Vec<(&'static str, u64)>]) {
+        for (rank, counters) in per_rank.iter().enumerate() {
+            let words: Vec<String> = counters.iter().filter(|&&(_, v)| v != 0).map(|(k, v)| format!("{k}={v}")).collect();
+            let text = if words.is_empty() { "all zero".to_string() } else { words.join(" ") };
+            self.out(&format!("# registration (ACTIVERMA_REGISTRATION={strategy}), rank {rank}: {text}"));
+            self.rows.push(vec![
+                ("bench", json!("registration")),
+                ("strategy", json!(strategy)),
+                ("rank", json!(rank)),
+                ("counters", json!(counters.iter().map(|&(k, v)| (k, v)).collect::<std::collections::BTreeMap<_, _>>())),
+            ]);
+        }
+    }
+
     pub fn finish(&mut self, load_end: String) {
         self.out(&format!("# machine load at the end: {load_end}"));
         self.rows.push(vec![("bench", json!("meta_end")), ("loadavg", json!(load_end))]);

@@ -193,6 +193,28 @@ pub fn main() -> i32 {
         ranks: 2,
         env: vec![("ACTIVERMA_NET_LATENCY_NS", "1500"), ("ACTIVERMA_NET_RECV_NS", "1000"), ("ACTIVERMA_NET_LOG_NS", "70")],
     });
+    // Registration strategies: the same programs, unchanged, under each of them.
+    for strategy in ["pin-all", "bounce", "rendezvous", "rendezvous-unpin"] {
+        for case in ["randomized", "private_memory", "bad_input"] {
+            for ranks in [2, 3] {
+                jobs.push(Job { case, ranks, env: vec![("ACTIVERMA_REGISTRATION", strategy)] });
+            }
+        }
+    }
+    for strategy in ["rendezvous", "rendezvous-unpin"] {
+        for ranks in [2, 3] {
+            jobs.push(Job { case: "reexpose_no_stale", ranks, env: vec![("ACTIVERMA_REGISTRATION", strategy)] });
+        }
+    }
+    // A real 256 KiB RLIMIT_MEMLOCK (the rank drops CAP_IPC_LOCK), then the runtime's own budget.
+    for strategy in ["pin-all", "rendezvous", "rendezvous-unpin"] {
+        jobs.push(Job { case: "memlock_exhaustion", ranks: 3, env: vec![("ACTIVERMA_REGISTRATION", strategy)] });
+    }
+    jobs.push(Job {
+        case: "memlock_exhaustion",
+        ranks: 2,
+        env: vec![("ACTIVERMA_REGISTRATION", "pin-all"), ("ACTIVERMA_PIN_LIMIT", "128K")],
+    });
 
     for job in &jobs {
         let name = format!("{} ({} ranks{})", job.case, job.ranks, job.env.iter().map(|(k, v)| format!(", {k}={v}")).collect::<String>());
@@ -313,6 +335,16 @@ fn launcher_checks(t: &mut Tally) {
         !out.status.success() && String::from_utf8_lossy(&out.stderr).contains("cannot start rank 0"),
         || show(&out),
     );
+
+    // Reserved registration strategies are refused at init, by name, not silently replaced.
+    for reserved in ["firehose", "part"] {
+        let (out, _) = launch(&Job { case: "hello", ranks: 2, env: vec![("ACTIVERMA_REGISTRATION", reserved)] }, &[]);
+        t.check(
+            format!("ACTIVERMA_REGISTRATION={reserved} is refused as not available yet"),
+            !out.status.success() && String::from_utf8_lossy(&out.stderr).contains("not available yet"),
+            || show(&out),
+        );
+    }
 
     let out = Command::new(LAUNCHER).args(["run", "-n", "2", "--", "true"]).env("ACTIVERMA_PROGRESS", "sometimes").output().unwrap();
     t.check(

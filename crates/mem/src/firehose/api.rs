@@ -9,11 +9,11 @@
 
 use super::config::{Buckets, Config, Region};
 use super::page_table::LocalAcquire;
-use super::pinner::Pinner;
 use super::remote_table::FirehoseState;
 use super::smp::{self, DoneCallback, Outcome, Request, Step, Tables};
 use super::stats::FirehoseStats;
 use super::transport::{MoveReply, MoveRequest, MoveTransport};
+use super::Pinner;
 use activerma_core::{Error, Rank, Result};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};

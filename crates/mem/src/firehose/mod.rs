@@ -14,7 +14,8 @@
 //! victims.rs       the FIFO both tables use
 //! smp.rs           remote requests of many threads: estimate, easy path, deadlock avoidance
 //! api.rs           the Firehose object: the API, the AM-handler entry points, invalidation
-//! pinner.rs        trait Pinner; mlock/munlock; a counting fake for tests
+//! (pinner)         trait Pinner, mlock/munlock and a counting fake: `crate::registration::pin`,
+//!                  shared with the other registration strategies, re-exported here
 //! transport.rs     trait MoveTransport, which the AM layer implements
 //! stats.rs         counters
 //! ```
@@ -26,16 +27,15 @@
 mod api;
 mod config;
 mod page_table;
-mod pinner;
 mod remote_table;
 mod smp;
 mod stats;
 mod transport;
 mod victims;
 
+pub use crate::registration::pin::{pin_error, CountingPinner, MlockPinner, Pinner};
 pub use api::{Firehose, LocalPin, RemotePin, TargetCallback};
 pub use config::{Config, Region};
-pub use pinner::{pin_error, CountingPinner, MlockPinner, Pinner};
 pub use remote_table::FirehoseState;
 pub use smp::DoneCallback;
 pub use stats::FirehoseStats;

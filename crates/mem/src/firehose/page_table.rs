@@ -15,9 +15,9 @@
 //! which is trimmed at once by unpinning the oldest victim.
 
 use super::config::{Buckets, Region};
-use super::pinner::Pinner;
 use super::stats::FirehoseStats;
 use super::victims::VictimFifo;
+use super::Pinner;
 use activerma_core::{Error, Rank, Result};
 use std::collections::HashMap;
 

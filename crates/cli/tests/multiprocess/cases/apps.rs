@@ -10,7 +10,7 @@ pub fn dht_variants_agree() -> Result<()> {
     let w = activerma::init()?;
     // Across hosts every active put is a request to the target and back: fewer of them.
     let inserts = if super::expect_protocol("local", "remote") == "remote" { 600 } else { 4000 };
-    let mix = Mix { ranks: w.size(), inserts, collisions: 0.25, table: 1 << 14, seed: 3, delete_every: 5 };
+    let mix = Mix { ranks: w.size(), inserts, collisions: 0.25, table: 1 << 14, seed: 3, delete_every: 5, skew: 0.0 };
     let load = mix.workload(w.rank()).map_err(Error::InvalidArgument)?;
     let mut dht = Dht::new(&w, Layout::new(mix.table, mix.heap_cells()))?;
     let out = activerma_dht::run_all(&mut dht, &Variant::ALL, &load, 0, 1)?;

@@ -5,6 +5,7 @@ mod am;
 mod apps;
 mod faults;
 mod randomized;
+mod registration;
 mod rma;
 
 use activerma::{Result, World};
@@ -33,6 +34,8 @@ pub fn run(case: &str) -> i32 {
         "single_rank_job" => faults::single_rank_job(),
         "dht_variants_agree" => apps::dht_variants_agree(),
         "counter_variants_agree" => apps::counter_variants_agree(),
+        "reexpose_no_stale" => registration::reexpose_no_stale(),
+        "memlock_exhaustion" => registration::memlock_exhaustion(),
         other => {
             eprintln!("unknown case {other}");
             return 2;
@@ -60,6 +63,22 @@ pub fn expect_protocol(on_host: &'static str, cross_host: &'static str) -> &'sta
         cross_host
     } else {
         on_host
+    }
+}
+
+/// The protocols a put/get to private memory of another rank on this host may take, by the
+/// job's registration strategy, once this origin has accessed the range itself: a registration
+/// hit (cma), the bounce path, or under rendezvous-unpin either (another origin's registration
+/// may still hold the pages).
+pub fn private_protocols(op: &str) -> Vec<String> {
+    if expect_protocol("local", "remote") == "remote" {
+        return vec![format!("{op}_am")];
+    }
+    let strategy = std::env::var("ACTIVERMA_REGISTRATION").unwrap_or_default();
+    match strategy.as_str() {
+        "bounce" => vec![format!("{op}_bounce")],
+        "rendezvous-unpin" => vec![format!("{op}_rendezvous"), format!("{op}_cma")],
+        _ => vec![format!("{op}_cma")],
     }
 }
 

@@ -1,7 +1,8 @@
 //! How pages are pinned: the `Pinner` trait, the real one (mlock/munlock) and a counting fake
-//! for tests. Firehose only ever pins whole buckets, and never pins a bucket twice (mlock is
-//! not reference counted: one munlock would undo any number of mlocks), so the fake can check
-//! that the bookkeeping is exact.
+//! for tests. Shared by every registration strategy (Firehose re-exports it). mlock is not
+//! reference counted — one munlock undoes any number of mlocks — so callers never pin a page
+//! twice: Firehose pins whole buckets once, the `Registrar` keeps a count per page; the fake
+//! checks that this bookkeeping is exact.
 
 use activerma_core::page::{memlock_limit, page_size};
 use activerma_core::{Error, Result};
@@ -9,8 +10,8 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-/// Pins and unpins page-aligned ranges. Called with the Firehose table lock held, so it must
-/// return in bounded time (the AM handler serving a move waits for it).
+/// Pins and unpins page-aligned ranges. Called with the caller's table lock held (Firehose's,
+/// the Registrar's), so it must return in bounded time (an AM handler waits for it).
 pub trait Pinner: Send + Sync {
     fn pin(&self, addr: usize, len: usize) -> Result<()>;
     fn unpin(&self, addr: usize, len: usize) -> Result<()>;
@@ -61,8 +62,10 @@ pub fn pin_error(addr: usize, len: usize, err: std::io::Error) -> Error {
             "cannot pin {len} bytes at {addr:#x} (mlock: {err}); the locked-memory limit \
              RLIMIT_MEMLOCK is {limit}: raise it with `ulimit -l <KiB>` or `ulimit -l unlimited` \
              (for batch jobs: `memlock` in /etc/security/limits.conf or the scheduler's setting), \
-             or lower the firehose limits M and MAXVICTIM so that (M + MAXVICTIM) fits under it \
-             (if the limit is already large, the range may not be mapped memory)"
+             or pin less: a registration strategy that pins on demand (ACTIVERMA_REGISTRATION=\
+             rendezvous-unpin or bounce instead of pin-all), or for firehose lower M and MAXVICTIM \
+             so that (M + MAXVICTIM) fits under it (if the limit is already large, the range may \
+             not be mapped memory)"
         )),
         _ => Error::Os { call: "mlock", errno_text: err.to_string() },
     }
