@@ -120,8 +120,10 @@ case "$mpi" in
     openmpi)
         osc="${COMPARE_OMPI_OSC:-rdma}"
         impl="openmpi-osc-$osc"; [ "$osc" = sm ] && impl=openmpi
+        # Ours may also use osc/sm: MPI_Win_allocate_shared (the one-host heap every rank maps,
+        # ACTIVERMA_MPI_SHARED=auto) needs it; the one-sided operations stay on "$osc".
         run_case openmpi-shm "$version, shared memory, osc/$osc" "$impl" \
-            "MPI_PEERS_IMPLS=openmpi MPI_PEERS_OMPI_OSC=$osc" -- "${ompi[@]}" --mca osc "$osc"
+            "MPI_PEERS_IMPLS=openmpi MPI_PEERS_OMPI_OSC=$osc" -- "${ompi[@]}" --mca osc "$osc,sm"
         if [ "$tcp" = 1 ]; then
             tcp_env="OMPI_MCA_pml=ob1 OMPI_MCA_btl=tcp,self OMPI_MCA_osc=ucx UCX_TLS=tcp,self"
             # The peer kit runs mpirun in this environment: Open MPI's mpirun reads OMPI_MCA_*,
@@ -131,7 +133,8 @@ case "$mpi" in
             export $tcp_env
             run_case openmpi-tcp "$version, TCP (pml ob1, btl tcp,self, osc/ucx, UCX_TLS=tcp,self)" openmpi-osc-ucx \
                 "MPI_PEERS_IMPLS=openmpi MPI_PEERS_OMPI_OSC=ucx MPI_PEERS_TIMEOUT=${MPI_PEERS_TIMEOUT:-$pt} MPI_PEERS_BUDGET=${MPI_PEERS_BUDGET:-$pb}" \
-                -- "${ompi[@]}" -x OMPI_MCA_pml -x OMPI_MCA_btl -x OMPI_MCA_osc -x UCX_TLS --mca osc ucx
+                -- "${ompi[@]}" -x OMPI_MCA_pml -x OMPI_MCA_btl -x OMPI_MCA_osc -x UCX_TLS --mca osc ucx \
+                -x ACTIVERMA_MPI_SHARED=off  # the TCP case stands for two hosts: no shared heap
             unset OMPI_MCA_pml OMPI_MCA_btl OMPI_MCA_osc UCX_TLS
         fi
         ;;

@@ -37,7 +37,7 @@ impl Exposed<'_> {
     /// Withdraws the exposure now, reporting errors (drop does the same silently).
     pub fn unexpose(mut self) -> crate::Result<()> {
         match self.id.take() {
-            Some(id) => self.world.table().unexpose(id),
+            Some(id) => self.world.unexpose_id(id, self.addr, self.len),
             None => Ok(()),
         }
     }
@@ -46,7 +46,7 @@ impl Exposed<'_> {
 impl Drop for Exposed<'_> {
     fn drop(&mut self) {
         if let Some(id) = self.id.take() {
-            let _ = self.world.table().unexpose(id);
+            let _ = self.world.unexpose_id(id, self.addr, self.len);
         }
     }
 }

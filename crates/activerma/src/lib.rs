@@ -25,6 +25,8 @@ pub use activerma_access::{Actions, EntryMeta, LogEntry, LogHandler, LogOp, Noti
 pub use activerma_am::{AmCtx, Handler, HandlerId, ProgressMode, FIRST_USER_HANDLER};
 pub use activerma_core::counters::Counters;
 pub use activerma_core::{settings, Error, Rank, Result};
+pub use activerma_mem::firehose::FirehoseStats;
+pub use activerma_mem::part::PartStats;
 pub use activerma_mem::{IotlbStats, Prot, RegistrationStats, Strategy};
 pub use activerma_proto::{AtomicOp, OpHandle, Protocol};
 pub use exposed::Exposed;

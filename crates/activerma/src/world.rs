@@ -71,11 +71,12 @@ pub fn init() -> Result<World> {
     table.set_registrar(Registrar::from_settings(reg_stats.clone())?);
     let table = Arc::new(table);
     Proto::register_table_handlers(&am, table.clone())?;
+    let firehose = Proto::register_firehose(&am, table.clone())?;
     // Everyone's table and heap base must be in place before anyone looks at them.
     conduit.barrier(&mut || {
         am.progress();
     })?;
-    let proto = Proto::new(conduit.clone(), am.clone(), net.clone(), counters.clone(), marks, reg_stats)?;
+    let proto = Proto::new(conduit.clone(), am.clone(), net.clone(), counters.clone(), marks, reg_stats)?.with_firehose(firehose);
     let heap_bases = (0..conduit.size()).map(|r| conduit.heap_base(r)).collect();
     let mode = ProgressMode::from_settings()?;
     let access = activerma_access::Access::new(&table, &am, counters.clone());
@@ -175,6 +176,28 @@ impl World {
     pub fn registration_stats(&self) -> &RegistrationStats {
         self.inner.table.registrar().stats()
     }
+    /// This rank's Firehose counters (as an origin: hits, misses, moves sent; as a target:
+    /// moves served, pins, victims reused); None unless ACTIVERMA_REGISTRATION=firehose.
+    pub fn firehose_stats(&self) -> Option<&activerma_mem::firehose::FirehoseStats> {
+        self.inner.proto.firehose().map(|f| f.stats())
+    }
+    /// Firehose's configuration on this rank (M, MAXVICTIM, f, bucket) under firehose.
+    pub fn firehose_config(&self) -> Option<&activerma_mem::firehose::Config> {
+        self.inner.proto.firehose().map(|f| f.config())
+    }
+    /// This rank's PART counters (as an origin: transfers, NACKs sent, retransmissions; as a
+    /// target: regions registered, faults resolved, ERRs sent); all zero unless
+    /// ACTIVERMA_REGISTRATION=part.
+    pub fn part_stats(&self) -> &activerma_mem::part::PartStats {
+        self.inner.table.part_stats()
+    }
+    /// Under PART, for benchmarks and tests: evicts (contents kept) every whole page inside
+    /// `[addr, addr+len)` of this rank's exposed memory, so that the next remote access there
+    /// meets real faults (and this rank's own touch a SIGBUS it resolves); returns how many
+    /// pages were evicted (0 under other strategies). No write to those pages may run meanwhile.
+    pub fn part_evict(&self, addr: usize, len: usize) -> Result<u64> {
+        self.live()?.table.part_evict(addr, len)
+    }
     /// The job's registration strategy (ACTIVERMA_REGISTRATION).
     pub fn registration_strategy(&self) -> Strategy {
         self.inner.table.registrar().strategy()
@@ -184,6 +207,15 @@ impl World {
     }
     pub(crate) fn table(&self) -> &TargetTable {
         &self.inner.table
+    }
+    /// Withdraws exposure `id` of `[addr, addr+len)`: the table waits for copies in flight and
+    /// unpins; under firehose no bucket of it stays pinned and other ranks drop their firehoses.
+    pub(crate) fn unexpose_id(&self, id: activerma_mem::table::ExposureId, addr: usize, len: usize) -> Result<()> {
+        let r = self.table().unexpose(id);
+        if !self.is_finalized() {
+            self.inner.proto.firehose_unexposed(addr, len);
+        }
+        r
     }
 
     /// Runs pending active-message handlers (needed in `app` progress mode when this rank is
@@ -276,6 +308,7 @@ impl World {
     /// `[ptr, ptr+len)` must stay valid memory of this process until the exposure is dropped.
     pub unsafe fn expose_raw<'a>(&self, ptr: *mut u8, len: usize, prot: Prot) -> Result<Exposed<'a>> {
         let i = self.live()?;
+        i.proto.firehose_exposing(ptr as usize, len);
         let id = i.table.expose(ptr as usize, len, prot)?;
         Ok(Exposed { world: self.clone(), id: Some(id), addr: ptr as usize, len, _borrow: PhantomData })
     }

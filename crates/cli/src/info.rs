@@ -57,13 +57,38 @@ pub fn print() -> i32 {
     }
     let names: Vec<&str> = activerma::RegistrationStats::default().snapshot().into_iter().map(|(k, _)| k).collect();
     println!("                 counters per rank (printed by `activerma bench`): {}", names.join(" "));
+    if activerma::Strategy::from_settings().is_ok_and(|s| s == activerma::Strategy::Part) {
+        println!(
+            "PART             block {}; page-in {}; retransmit {}; pretouch {}; injected fault probability {}",
+            settings::raw(settings::PART_BLOCK),
+            settings::raw(settings::PART_PAGEIN),
+            settings::raw(settings::PART_RETRANSMIT),
+            settings::raw(settings::PART_PRETOUCH),
+            settings::raw(settings::PART_FAULT_PROB)
+        );
+    }
+    let part: Vec<&str> = activerma::PartStats::default().snapshot().into_iter().map(|(k, _)| k).collect();
+    println!("                 PART counters per rank (printed by `activerma bench` under part): {}", part.join(" "));
+    if activerma::Strategy::from_settings().is_ok_and(|s| s == activerma::Strategy::Firehose) {
+        println!(
+            "firehose         M {}; MAXVICTIM {}; bucket {} page(s); f = M / (ranks - 1) per origin and target; pinned per rank <= M + MAXVICTIM",
+            settings::raw(settings::FIREHOSE_M),
+            settings::raw(settings::FIREHOSE_MAXVICTIM),
+            settings::raw(settings::FIREHOSE_BUCKET)
+        );
+    }
+    let fh: Vec<&str> = activerma::FirehoseStats::default().snapshot().into_iter().map(|(k, _)| k).collect();
+    println!(
+        "                 firehose counters per rank (printed by `activerma bench` under firehose, prefixed firehose_): {}",
+        fh.join(" ")
+    );
     match NetModel::from_settings() {
         Ok(n) => println!("modelled network {}", n.describe()),
         Err(e) => println!("modelled network error: {e}"),
     }
     println!("protocols        same host: put_direct get_direct atomic_direct (segment) · put_cma get_cma atomic_am (private memory)");
     println!("                 other host: put_rma get_rma atomic_rma (segment) · put_am get_am atomic_am (private memory)");
-    println!("                 registration miss (same host, private memory): put_bounce get_bounce (bounce) · put_rendezvous get_rendezvous (rendezvous, rendezvous-unpin)");
+    println!("                 registration miss (same host, private memory): put_bounce get_bounce (bounce) · put_rendezvous get_rendezvous (rendezvous, rendezvous-unpin) · put_part get_part (part) · put_firehose get_firehose (firehose)");
     if bad > 0 {
         1
     } else {

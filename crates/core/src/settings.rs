@@ -49,6 +49,7 @@ pub const TIMEOUT_S: &str = "ACTIVERMA_TIMEOUT_S";
 pub const VERBOSE: &str = "ACTIVERMA_VERBOSE";
 pub const SMP_EMULATE_REMOTE: &str = "ACTIVERMA_SMP_EMULATE_REMOTE";
 pub const MPI_ASYNC_PROGRESS_US: &str = "ACTIVERMA_MPI_ASYNC_PROGRESS_US";
+pub const MPI_SHARED: &str = "ACTIVERMA_MPI_SHARED";
 pub const LOG_ARENA: &str = "ACTIVERMA_LOG_ARENA";
 pub const FAULT_LOG_SIZE: &str = "ACTIVERMA_FAULT_LOG_SIZE";
 pub const AA_NOTIFY: &str = "ACTIVERMA_AA_NOTIFY";
@@ -59,6 +60,14 @@ pub const IOTLB_EVICTION: &str = "ACTIVERMA_IOTLB_EVICTION";
 pub const IOTLB_MISS_NS: &str = "ACTIVERMA_IOTLB_MISS_NS";
 pub const REGISTRATION: &str = "ACTIVERMA_REGISTRATION";
 pub const PIN_LIMIT: &str = "ACTIVERMA_PIN_LIMIT";
+pub const FIREHOSE_M: &str = "ACTIVERMA_FIREHOSE_M";
+pub const FIREHOSE_MAXVICTIM: &str = "ACTIVERMA_FIREHOSE_MAXVICTIM";
+pub const FIREHOSE_BUCKET: &str = "ACTIVERMA_FIREHOSE_BUCKET";
+pub const PART_BLOCK: &str = "ACTIVERMA_PART_BLOCK";
+pub const PART_PAGEIN: &str = "ACTIVERMA_PART_PAGEIN";
+pub const PART_RETRANSMIT: &str = "ACTIVERMA_PART_RETRANSMIT";
+pub const PART_PRETOUCH: &str = "ACTIVERMA_PART_PRETOUCH";
+pub const PART_FAULT_PROB: &str = "ACTIVERMA_PART_FAULT_PROB";
 
 pub static TABLE: &[Setting] = &[
     Setting { name: CONDUIT, kind: Kind::Enum(&["auto", "smp", "mpi"]), default: "auto",
@@ -91,6 +100,8 @@ pub static TABLE: &[Setting] = &[
         description: "print protocol choices and job events to stderr" },
     Setting { name: MPI_ASYNC_PROGRESS_US, kind: Kind::Int, default: "100",
         description: "mpi: a background thread drives MPI's progress engine this often (us), so one-sided operations to a rank complete even while its code computes; 0 = off (then some MPIs need the target to call in)" },
+    Setting { name: MPI_SHARED, kind: Kind::Enum(&["auto", "off"]), default: "auto",
+        description: "mpi conduit: when every rank runs on one host, map every rank's heap and table (one MPI shared window) and move data with the CPU as the smp conduit does; off: always MPI one-sided operations (use it to emulate separate hosts)" },
     Setting { name: SMP_EMULATE_REMOTE, kind: Kind::Bool, default: "0",
         description: "smp: treat other ranks as if on other hosts (no direct mapping: one-sided engine for segments, the target for private memory) — tests the cross-host paths on one host" },
     Setting { name: LOG_ARENA, kind: Kind::Size, default: "16M",
@@ -110,9 +121,25 @@ pub static TABLE: &[Setting] = &[
     Setting { name: IOTLB_MISS_NS, kind: Kind::Int, default: "0",
         description: "modelled IOTLB: cost charged per miss (ns, busy-waited by the origin)" },
     Setting { name: REGISTRATION, kind: Kind::Enum(&["none", "pin-all", "bounce", "rendezvous", "rendezvous-unpin", "firehose", "part"]), default: "none",
-        description: "how exposed private memory becomes a zero-copy target: none = registered at once, nothing pinned; pin-all = mlock at expose (and segments at allocation); bounce = never pinned, the target copies through its message buffers; rendezvous = pinned on first access, kept until unexposed; rendezvous-unpin = pinned for each operation; firehose, part = not available yet" },
+        description: "how exposed private memory becomes a zero-copy target: none = registered at once, nothing pinned; pin-all = mlock at expose (and segments at allocation); bounce = never pinned, the target copies through its message buffers; rendezvous = pinned on first access, kept until unexposed; rendezvous-unpin = pinned for each operation; part = nothing pinned, a missing page fails the zero-copy block fast and the target pages it in (ACTIVERMA_PART_*); firehose = each origin keeps at most f firehoses (pinned buckets) on every other rank, a miss moves one with a message, released ones stay pinned as victims (ACTIVERMA_FIREHOSE_*)" },
     Setting { name: PIN_LIMIT, kind: Kind::Size, default: "0",
         description: "bytes a rank may keep pinned by its registration strategy, checked before mlock; 0 = no budget of our own (the kernel's RLIMIT_MEMLOCK, `ulimit -l`, still applies; root ignores it)" },
+    Setting { name: FIREHOSE_M, kind: Kind::Size, default: "64M",
+        description: "firehose: M, bytes a rank keeps pinned at most for other ranks' firehoses; each origin may hold f = M / (ranks - 1) bytes of firehoses on each target (rounded down to whole buckets)" },
+    Setting { name: FIREHOSE_MAXVICTIM, kind: Kind::Size, default: "16M",
+        description: "firehose: MAXVICTIM, bytes of released firehoses a rank keeps pinned as victims (lazy deregistration, reused on the next move); pinned memory never exceeds M + MAXVICTIM" },
+    Setting { name: FIREHOSE_BUCKET, kind: Kind::Int, default: "1",
+        description: "firehose: pages per bucket (the unit one firehose covers and one pin): 1 = page-based firehose; a power of two above 1 = the region flavour (fewer, larger firehoses and moves)" },
+    Setting { name: PART_BLOCK, kind: Kind::Size, default: "16K",
+        description: "PART: unit of retransmission (bytes, a multiple of the page size); a block that meets a missing page at the target is NACKed and resent whole" },
+    Setting { name: PART_PAGEIN, kind: Kind::Enum(&["pio", "pi4", "pia"]), default: "pio",
+        description: "PART: what the target pages in per fault: pio = the faulting page; pi4 = the rest of its block; pia = the rest of the transfer (the origin holds new blocks meanwhile)" },
+    Setting { name: PART_RETRANSMIT, kind: Kind::Enum(&["err", "timeout:10us", "timeout:50us", "timeout:100us", "timeout:500us", "timeout:1ms", "timeout:10ms"]), default: "err",
+        description: "PART: when the origin resends a NACKed block: err = on the target's explicit retransmission request; timeout:<t> = after that time (no ERR)" },
+    Setting { name: PART_PRETOUCH, kind: Kind::Size, default: "0",
+        description: "PART: transfers of at most this many bytes first page in the origin's own buffer (the paper's touch); 0 = off" },
+    Setting { name: PART_FAULT_PROB, kind: Kind::Float, default: "0",
+        description: "PART fault injection (tests, benchmarks), 0.0-1.0: before each put/get the origin asks the target to evict each page lying wholly inside the accessed range with this probability (contents kept), so the transfer meets real faults; 0 = off" },
 ];
 
 pub fn lookup(name: &str) -> &'static Setting {

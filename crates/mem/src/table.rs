@@ -308,6 +308,8 @@ pub struct TargetTable {
     state: Mutex<TargetState>,
     /// Pins pages for the registration strategy (nothing under `none`).
     registrar: Registrar,
+    /// PART counters of this rank (target and origin side; the table counts its regions).
+    part_stats: Arc<crate::part::PartStats>,
 }
 
 struct TargetState {
@@ -326,6 +328,9 @@ struct Exposure {
     /// Per page of the range: registrations held on it (0 = not REGISTERED). The exposure holds
     /// one Registrar hold on a page while its count is above zero.
     holds: Vec<u32>,
+    /// PART: the whole pages inside the range, registered with userfaultfd in SIGBUS mode
+    /// (`None` under other strategies, or when no whole page lies inside / the kernel refused).
+    part: Option<crate::part::UffdRegion>,
 }
 
 impl Exposure {
@@ -394,6 +399,7 @@ impl TargetTable {
                 next_generation: 1,
             }),
             registrar: Registrar::new(Strategy::None, Arc::new(MlockPinner), 0, Arc::new(RegistrationStats::default())),
+            part_stats: Arc::new(crate::part::PartStats::default()),
         })
     }
 
@@ -404,6 +410,60 @@ impl TargetTable {
 
     pub fn registrar(&self) -> &Registrar {
         &self.registrar
+    }
+
+    /// This rank's PART counters.
+    pub fn part_stats(&self) -> &Arc<crate::part::PartStats> {
+        &self.part_stats
+    }
+
+    /// PART, at expose: registers the whole pages inside `[addr, addr+len)` with userfaultfd
+    /// (SIGBUS mode), so a zero-copy access to a missing one fails fast. Only whole pages: an
+    /// unaligned exposure shares its edge pages with other data (and possibly with a
+    /// neighbouring exposure, which a second registration would refuse); the edge pages stay
+    /// under the kernel's own demand paging (unpinned too, they just never fail). A mapping
+    /// userfaultfd refuses (file-backed, hugetlb ...) is left to the kernel likewise, counted as
+    /// unmanaged. Whether userfaultfd works at all is checked once at init.
+    fn part_adopt(&self, addr: usize, len: usize) -> Option<crate::part::UffdRegion> {
+        let (a, b) = (activerma_core::page::page_ceil(addr), page_floor(addr + len));
+        let region = if a < b {
+            // SAFETY: the caller of `expose` keeps the range mapped until it is unexposed, and
+            // `unexpose` drops the region; exposures do not overlap, so no whole page of this
+            // range is registered by another exposure.
+            unsafe { crate::part::UffdRegion::adopt(a, b - a) }.ok()
+        } else {
+            None
+        };
+        let c = if region.is_some() { &self.part_stats.regions_registered } else { &self.part_stats.regions_unmanaged };
+        c.fetch_add(1, Ordering::Relaxed);
+        region
+    }
+
+    /// PART, benchmarks and tests: evicts (contents kept) every whole page inside
+    /// `[addr, addr+len)` of one of our exposures, so the next remote access meets real faults
+    /// there; returns how many pages were evicted (0 when the range is not PART-managed).
+    pub fn part_evict(&self, addr: usize, len: usize) -> Result<u64> {
+        self.part_inject(addr, len, &mut crate::part::FaultInjector::new(1.0, 0)?)
+    }
+
+    /// PART fault injection, at the target: evicts (contents kept) each whole page inside
+    /// `[addr, addr+len)` that this rank manages with the injector's probability; returns the
+    /// number of pages evicted — each is missing when this returns. Only whole pages inside
+    /// the accessed range are touched, so no byte outside the access can be lost to a write
+    /// racing with the eviction; the access range itself must have no concurrent writer (as
+    /// for any RMA).
+    pub fn part_inject(&self, addr: usize, len: usize, inj: &mut crate::part::FaultInjector) -> Result<u64> {
+        let st = self.state.lock().unwrap();
+        let e = st.exposures.iter().find(|e| e.contains(addr, len)).ok_or(Error::NotExposed { rank: usize::MAX, addr, len })?;
+        let Some(r) = &e.part else { return Ok(0) };
+        let a = activerma_core::page::page_ceil(addr).max(r.addr());
+        let b = page_floor(addr + len).min(r.addr() + r.len());
+        if a >= b {
+            return Ok(0);
+        }
+        let n = inj.inject(r, a, b - a)?.len() as u64;
+        self.part_stats.pages_injected.fetch_add(n, Ordering::Relaxed);
+        Ok(n)
     }
 
     fn heap_base(&self) -> usize {
@@ -470,6 +530,7 @@ impl TargetTable {
             self.registrar.hold(addr, len)?;
         }
         let registered = if strategy.registers_at_expose() { Entry::REGISTERED } else { 0 };
+        let part = if strategy == Strategy::Part { self.part_adopt(addr, len) } else { None };
         let (first, n) = st.free_entries[fi];
         if n == pages {
             st.free_entries.remove(fi);
@@ -487,7 +548,7 @@ impl TargetTable {
         let generation = st.next_generation;
         st.next_generation += 1;
         let holds = vec![u32::from(strategy == Strategy::PinAll); pages];
-        st.exposures.push(Exposure { slot, base: addr, len, generation, holds });
+        st.exposures.push(Exposure { slot, base: addr, len, generation, holds, part });
         Ok(ExposureId(slot))
     }
 
@@ -499,7 +560,7 @@ impl TargetTable {
             .iter()
             .position(|e| e.slot == id.0)
             .ok_or_else(|| Error::InvalidArgument(format!("exposure {} is not active", id.0)))?;
-        let Exposure { slot, base: addr, len, holds, .. } = st.exposures.remove(pos);
+        let Exposure { slot, base: addr, len, holds, part, .. } = st.exposures.remove(pos);
         let r = self.raw.region(slot);
         r.state.store(DYING, Ordering::SeqCst);
         let started = std::time::Instant::now();
@@ -518,6 +579,8 @@ impl TargetTable {
         // Invalidation: no origin is inside and no entry says REGISTERED any more, so the pages
         // this exposure registered are unpinned now; a later access finds nothing to reuse.
         let released = self.release_runs(page_floor(addr), &holds, |h| h > 0);
+        // PART: evicted pages come back from the shadow, then the range is unregistered.
+        drop(part);
         st.free_entries.push((first, pages));
         st.free_entries.sort_unstable();
         r.state.store(FREE, Ordering::Release);
@@ -627,6 +690,94 @@ impl TargetTable {
             }
             if let Err(err) = self.registrar.release(page_base + start * ps, (p - start) * ps) {
                 result = Err(err);
+            }
+        }
+        result
+    }
+
+    /// Firehose, target side (its pinner): a bucket run `[addr, addr+len)` is being pinned.
+    /// Every exposed page inside it that is not registered yet is held in the Registrar
+    /// (mlock, budget, counters) and marked REGISTERED; pages outside every exposure are left
+    /// alone (nothing to register, and they may not even be mapped). All or nothing.
+    pub fn firehose_pin(&self, addr: usize, len: usize) -> Result<()> {
+        let mut st = self.state.lock().unwrap();
+        let end = addr + len;
+        let ps = page_size();
+        let mut done: Vec<(usize, usize, usize)> = Vec::new(); // (exposure index, first page, pages)
+        let mut failed = None;
+        'outer: for (i, e) in st.exposures.iter().enumerate() {
+            if e.base >= end || e.base + e.len <= addr {
+                continue;
+            }
+            let page_base = page_floor(e.base);
+            let (lo, hi) = (addr.max(e.base), end.min(e.base + e.len));
+            let range = pages_spanned(page_base, lo, hi - lo);
+            let mut p = range.start;
+            while p < range.end {
+                if e.holds[p] > 0 {
+                    p += 1;
+                    continue;
+                }
+                let start = p;
+                while p < range.end && e.holds[p] == 0 {
+                    p += 1;
+                }
+                if let Err(err) = self.registrar.hold(page_base + start * ps, (p - start) * ps) {
+                    failed = Some(err);
+                    break 'outer;
+                }
+                done.push((i, start, p - start));
+            }
+        }
+        if let Some(err) = failed {
+            for &(i, s, n) in &done {
+                let _ = self.registrar.release(page_floor(st.exposures[i].base) + s * ps, n * ps);
+            }
+            return Err(err);
+        }
+        for (i, s, n) in done {
+            let e = &mut st.exposures[i];
+            let first = self.raw.region(e.slot).first_entry.load(Ordering::Relaxed) as usize;
+            for p in s..s + n {
+                e.holds[p] = 1;
+                self.raw.entry(first + p).fetch_or(Entry::REGISTERED as u64, Ordering::AcqRel);
+            }
+        }
+        Ok(())
+    }
+
+    /// Firehose, target side (its pinner): a bucket run is being unpinned (a victim evicted,
+    /// or invalidated). Exposed pages inside it lose REGISTERED first, then their Registrar
+    /// hold. Pages whose exposure is gone were unpinned by `unexpose` already.
+    pub fn firehose_unpin(&self, addr: usize, len: usize) -> Result<()> {
+        let mut st = self.state.lock().unwrap();
+        let end = addr + len;
+        let ps = page_size();
+        let mut result = Ok(());
+        for e in st.exposures.iter_mut() {
+            if e.base >= end || e.base + e.len <= addr {
+                continue;
+            }
+            let page_base = page_floor(e.base);
+            let (lo, hi) = (addr.max(e.base), end.min(e.base + e.len));
+            let first = self.raw.region(e.slot).first_entry.load(Ordering::Relaxed) as usize;
+            let range = pages_spanned(page_base, lo, hi - lo);
+            let mut p = range.start;
+            while p < range.end {
+                if e.holds[p] == 0 {
+                    p += 1;
+                    continue;
+                }
+                let start = p;
+                while p < range.end && e.holds[p] > 0 {
+                    // Not REGISTERED before unpinned: no origin starts a zero-copy on it meanwhile.
+                    self.raw.entry(first + p).fetch_and(!(Entry::REGISTERED as u64), Ordering::AcqRel);
+                    e.holds[p] = 0;
+                    p += 1;
+                }
+                if let Err(err) = self.registrar.release(page_base + start * ps, (p - start) * ps) {
+                    result = Err(err);
+                }
             }
         }
         result
@@ -788,6 +939,37 @@ mod tests {
         assert_eq!(fake.live(), 0);
         assert_eq!(fake.violations(), 0);
         assert_eq!(t.registrar().stats().invalidated_pages.load(Ordering::Relaxed), 5);
+    }
+
+    #[test]
+    fn firehose_buckets_register_exactly_their_exposed_pages() {
+        let p = page_size();
+        let (w, _keep) = window(64 * 1024);
+        let (t, fake) = with_strategy(w, Strategy::Firehose);
+        let o = OriginTable::attach(w, 1).unwrap();
+        let base = 0x3000_0000;
+        let id = t.expose(base + 100, 2 * p, Prot::ReadWrite).unwrap(); // pages 0, 1, 2
+        let reg = |a: usize| {
+            let lk = o.check(a, 1, AccessKind::Get).unwrap();
+            o.registered(&lk, a, 1)
+        };
+        assert!(!reg(base + 100), "firehose registers on demand");
+        // A two-page bucket run starting one page below the exposure: only page 0 is exposed.
+        t.firehose_pin(base - p, 2 * p).unwrap();
+        assert_eq!(fake.live(), 1, "pages outside every exposure are not pinned");
+        assert!(reg(base + 100) && !reg(base + p));
+        t.firehose_pin(base + p, 2 * p).unwrap();
+        assert_eq!(fake.live(), 3);
+        assert!(reg(base + 2 * p + 99));
+        t.firehose_unpin(base - p, 2 * p).unwrap();
+        assert!(!reg(base + 100) && reg(base + p));
+        assert_eq!(fake.live(), 2);
+        // unexpose unpins what is left; the later unpin of the bucket (invalidation) is a no-op.
+        t.unexpose(id).unwrap();
+        assert_eq!(fake.live(), 0);
+        t.firehose_unpin(base + p, 2 * p).unwrap();
+        assert_eq!(fake.violations(), 0);
+        assert_eq!(t.registrar().stats().pinned_peak.load(Ordering::Relaxed), 3 * p as u64);
     }
 
     #[test]

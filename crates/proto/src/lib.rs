@@ -14,6 +14,8 @@
 //! | put_am/get_am | the data travels in an active message; the target checks and copies |
 //! | put_active/get_active | Active Access pages: write/read and log per the page bits (log_append) |
 //! | rendezvous    | registration miss: the target pins the pages, then put_cma/get_cma   |
+//! | part          | PART (nothing pinned): cross-memory attach block by block; NACK, page-in, ERR, resend |
+//! | firehose      | registration miss: move this origin's firehoses (pinned buckets), then put_cma/get_cma |
 //!
 //! Registration misses under the bounce strategy take put_am/get_am's code, named put_bounce /
 //! get_bounce so that `explain` and the verbose log say why.
@@ -26,11 +28,13 @@ mod am_request;
 mod atomic_am;
 mod atomic_direct;
 mod completion;
+mod firehose;
 mod get_active;
 mod get_am;
 mod get_cma;
 mod get_direct;
 mod log_append;
+mod part;
 mod put_active;
 mod put_am;
 mod put_cma;
@@ -41,6 +45,7 @@ mod rma_conduit;
 mod select;
 
 pub use completion::OpHandle;
+pub use firehose::config_from_settings as firehose_config;
 pub use remote_marks::RemoteMarks;
 pub use select::{Choice, Protocol};
 
@@ -83,6 +88,10 @@ pub struct Proto {
     strategy: Strategy,
     /// Registration counters of this rank (shared with its table's Registrar).
     reg_stats: Arc<RegistrationStats>,
+    /// PART's origin engine and message state (only under ACTIVERMA_REGISTRATION=part).
+    part: Option<Arc<part::PartRt>>,
+    /// This rank's Firehose, under ACTIVERMA_REGISTRATION=firehose (`with_firehose`).
+    firehose: Option<Arc<activerma_mem::firehose::Firehose>>,
 }
 
 impl Proto {
@@ -100,8 +109,27 @@ impl Proto {
 
     /// Registers the handlers that need this rank's own table (rendezvous registration); call
     /// after the table exists and before the job's first barrier.
-    pub fn register_table_handlers(am: &Am, table: Arc<TargetTable>) -> Result<()> {
+    pub fn register_table_handlers(am: &Arc<Am>, table: Arc<TargetTable>) -> Result<()> {
+        if table.registrar().strategy() == Strategy::Part {
+            part::register(am, table.clone())?;
+        }
         rendezvous::register(am, table)
+    }
+
+    /// Under ACTIVERMA_REGISTRATION=firehose: creates this rank's Firehose (M, MAXVICTIM and
+    /// the bucket size from the settings) and installs its move handlers; call after the table
+    /// exists and before the job's first barrier, then hand it to `with_firehose`.
+    pub fn register_firehose(am: &Arc<Am>, table: Arc<TargetTable>) -> Result<Option<Arc<activerma_mem::firehose::Firehose>>> {
+        if Strategy::from_settings()? != Strategy::Firehose {
+            return Ok(None);
+        }
+        firehose::setup(am, table).map(Some)
+    }
+
+    /// Installs the Firehose `register_firehose` made (misses then move firehoses).
+    pub fn with_firehose(mut self, fh: Option<Arc<activerma_mem::firehose::Firehose>>) -> Proto {
+        self.firehose = fh;
+        self
     }
 
     /// Attaches to every rank's table; call after the barrier that follows table init.
@@ -135,6 +163,8 @@ impl Proto {
             marks,
             strategy: Strategy::from_settings()?,
             reg_stats,
+            part: part::take_runtime(),
+            firehose: None,
             pending_until: (0..n).map(|_| AtomicU64::new(0)).collect(),
             verbose: settings::get_bool(settings::VERBOSE)?,
             seen: Default::default(),
@@ -273,6 +303,14 @@ impl Proto {
                 drop(c);
                 rendezvous::put(self, rank, addr, src)?
             }
+            Protocol::PutPart => {
+                drop(c);
+                part::put(self, rank, addr, src)?
+            }
+            Protocol::PutFirehose => {
+                drop(c);
+                firehose::put(self, rank, addr, src)?
+            }
             _ => unreachable!("puts choose a put protocol"),
         }
         Ok(self.net.completion_time(src.len()))
@@ -299,6 +337,14 @@ impl Proto {
             Protocol::GetRendezvous => {
                 drop(c);
                 rendezvous::get(self, rank, addr, dst)?
+            }
+            Protocol::GetPart => {
+                drop(c);
+                part::get(self, rank, addr, dst)?
+            }
+            Protocol::GetFirehose => {
+                drop(c);
+                firehose::get(self, rank, addr, dst)?
             }
             _ => unreachable!("gets choose a get protocol"),
         }

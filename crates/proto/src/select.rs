@@ -34,6 +34,13 @@ pub enum Protocol {
     /// Registration miss, strategy rendezvous(-unpin): ask the target to register, then zero-copy.
     PutRendezvous,
     GetRendezvous,
+    /// Registration miss, strategy part: zero-copy into unpinned memory; faults NACKed, paged in
+    /// by the target, blocks resent (part.rs).
+    PutPart,
+    GetPart,
+    /// Registration miss, strategy firehose: move a firehose (pin at the target), then zero-copy.
+    PutFirehose,
+    GetFirehose,
 }
 
 impl Protocol {
@@ -56,6 +63,10 @@ impl Protocol {
             Protocol::GetBounce => "get_bounce",
             Protocol::PutRendezvous => "put_rendezvous",
             Protocol::GetRendezvous => "get_rendezvous",
+            Protocol::PutPart => "put_part",
+            Protocol::GetPart => "get_part",
+            Protocol::PutFirehose => "put_firehose",
+            Protocol::GetFirehose => "get_firehose",
         }
     }
 
@@ -76,6 +87,12 @@ impl Protocol {
             }
             Protocol::PutBounce | Protocol::GetBounce => {
                 "a page of the target's private memory is not registered and the registration strategy is bounce: the data is copied through the target's pre-registered active-message buffers (fragmented and pipelined), by the target's progress engine"
+            }
+            Protocol::PutFirehose | Protocol::GetFirehose => {
+                "a page of the target's private memory is not registered and the registration strategy is firehose: this origin's firehoses (at most f buckets pinned at the target on its behalf) are moved to cover it with one message (the target unpins released buckets beyond its victim budget and pins the new ones), then one cross-memory-attach call moves the data; if the target cannot pin, the operation bounces"
+            }
+            Protocol::PutPart | Protocol::GetPart => {
+                "the registration strategy is part: nothing is pinned; cross-memory attach moves the data block by block into unpinned memory, and a block that meets a page missing at the target is NACKed, the target pages it in and the block is resent (on its ERR or after a time-out)"
             }
             Protocol::PutRendezvous | Protocol::GetRendezvous => {
                 "a page of the target's private memory is not registered and the registration strategy is rendezvous: a request asks the target to pin the pages and mark them registered, then one cross-memory-attach call moves the data (rendezvous-unpin: a message unpins them after it; on a pin failure the operation bounces)"
@@ -117,7 +134,13 @@ impl Proto {
         }
         let (protocol, local) = if lookup.active {
             if lookup.private && self.registration_miss(table, &lookup, rank, addr, len, kind, count) {
-                (self.miss_protocol(kind), std::ptr::null_mut())
+                // PART's block copies cannot log: Active Access pages go through the target.
+                let p = match self.miss_protocol(kind) {
+                    Protocol::PutPart => Protocol::PutBounce,
+                    Protocol::GetPart => Protocol::GetBounce,
+                    p => p,
+                };
+                (p, std::ptr::null_mut())
             } else {
                 let local = if lookup.private {
                     std::ptr::null_mut()
@@ -189,6 +212,10 @@ impl Proto {
         match (self.strategy, kind) {
             (S::Rendezvous | S::RendezvousUnpin, AccessKind::Put) => Protocol::PutRendezvous,
             (S::Rendezvous | S::RendezvousUnpin, _) => Protocol::GetRendezvous,
+            (S::Part, AccessKind::Put) => Protocol::PutPart,
+            (S::Part, _) => Protocol::GetPart,
+            (S::Firehose, AccessKind::Put) => Protocol::PutFirehose,
+            (S::Firehose, _) => Protocol::GetFirehose,
             (_, AccessKind::Put) => Protocol::PutBounce,
             _ => Protocol::GetBounce,
         }

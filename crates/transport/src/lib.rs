@@ -149,6 +149,11 @@ pub trait Conduit: Send + Sync {
     /// Copies into / out of a range of another process's private memory.
     fn cma_write(&self, rank: Rank, addr: usize, src: &[u8]) -> Result<()>;
     fn cma_read(&self, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<()>;
+    /// The process id of `rank`, when it runs on this host and cross-memory attach can reach it
+    /// (PART moves data with its own process_vm_writev/readv calls, to see where a copy stopped).
+    fn peer_pid(&self, _rank: Rank) -> Option<i32> {
+        None
+    }
 
     /// Wakes `rank`'s progress thread if it sleeps.
     fn wake(&self, rank: Rank);

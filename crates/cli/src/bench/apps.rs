@@ -8,7 +8,6 @@
 //! process prints the tables and checks the targets from them.
 
 use super::{BResult, BenchArgs};
-use crate::launcher::RunArgs;
 use activerma_dht::{Dht, Layout, Mix, Variant};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -168,21 +167,9 @@ pub fn worker(spec: &str) -> BResult<()> {
 
 /// Runs one job through the launcher with extra settings; returns its rows.
 fn run_job(job: &Job, env: &[(&str, &str)]) -> BResult<Vec<Row>> {
-    let exe = std::env::current_exe()?;
-    let program = vec![exe.to_string_lossy().into_owned(), "bench".into(), "--rank-worker".into(), "--job".into(), job.encode()];
-    let saved: Vec<(String, Option<String>)> = env.iter().map(|(k, _)| (k.to_string(), std::env::var(k).ok())).collect();
-    for (k, v) in env {
-        std::env::set_var(k, v); // single-threaded here; the launcher passes it to the ranks
-    }
     let _ = std::fs::remove_file(&job.out);
-    let code =
-        crate::launcher::run(RunArgs { n: job.ranks, label: false, timeout: Some(600.0), segment_size: None, progress: None, program });
-    for (k, v) in saved {
-        match v {
-            Some(v) => std::env::set_var(&k, v),
-            None => std::env::remove_var(&k),
-        }
-    }
+    let env: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let code = super::jobs::run_with_env(job.ranks, &["bench", "--rank-worker", "--job", &job.encode()], &env, 600.0)?;
     if code != 0 {
         return Err(format!("the {} job ({}) failed with exit code {code}", job.app, job.encode()).into());
     }

@@ -13,7 +13,10 @@
 //! measured: there the limits are the MPI peers' numbers (`bench/compare_mpi_conduit.sh`).
 
 mod apps;
+mod firehose;
+mod jobs;
 mod limits;
+mod part;
 mod report;
 mod rma;
 mod shm;
@@ -74,6 +77,14 @@ pub enum Which {
     /// The Active Access access counter against remote atomics, an active key-value design and
     /// counting at the source (jobs of --ranks ranks; not part of the default set)
     Counter,
+    /// PART: 4 KiB put with no fault, a fault at the target resolved by ERR or a 100 us / 1 ms
+    /// time-out, a fault in the origin's buffer (with and without pretouch), and into mlock-pinned
+    /// memory (a 2-rank job per case; not part of the default set)
+    PartLatency,
+    /// Firehose's figure 3: 64 KiB random puts over a working set growing past M and
+    /// M + MAXVICTIM, firehose vs pin-all vs rendezvous vs rendezvous-unpin, with hit rates
+    /// (a 2-rank job per strategy; not part of the default set)
+    FirehoseWs,
 }
 
 const ALL: [Which; 8] = [
@@ -209,6 +220,32 @@ fn started_as_mpi_rank() -> bool {
 pub fn main(mut args: BenchArgs) -> i32 {
     if let Some(job) = &args.job {
         return report_exit(apps::worker(job));
+    }
+    if args.which.contains(&Which::PartLatency) {
+        // Its own jobs, one per configuration (the settings are job-wide).
+        if part::is_worker() {
+            return report_exit(part::worker());
+        }
+        if !args.rank_worker && report_exit(part::latency(&args)) != 0 {
+            return 1;
+        }
+        args.which.retain(|w| *w != Which::PartLatency);
+        if args.which.is_empty() {
+            return 0;
+        }
+    }
+    if args.which.contains(&Which::FirehoseWs) {
+        // Its own jobs, one per strategy (the strategy is read at init).
+        if firehose::is_worker() {
+            return report_exit(firehose::worker());
+        }
+        if !args.rank_worker && report_exit(firehose::working_set(&args)) != 0 {
+            return 1;
+        }
+        args.which.retain(|w| *w != Which::FirehoseWs);
+        if args.which.is_empty() {
+            return 0;
+        }
     }
     let app_benches: Vec<Which> = args.which.iter().copied().filter(|w| matches!(w, Which::Dht | Which::Counter)).collect();
     if !app_benches.is_empty() {
@@ -363,7 +400,7 @@ impl Origin<'_> {
                 Which::AtomicLatency => self.atomics()?,
                 Which::AmRoundtrip => self.am_roundtrip()?,
                 Which::ActivePut => self.active_put()?,
-                Which::Limits | Which::Dht | Which::Counter => {}
+                Which::Limits | Which::Dht | Which::Counter | Which::PartLatency | Which::FirehoseWs => {}
             }
         }
         self.report.summary();
@@ -496,13 +533,34 @@ fn rank_main(args: &BenchArgs) -> BResult<()> {
 /// Every rank's registration counters (name, value), in rank order: the origin counts hits and
 /// misses, the target pins.
 fn registration_counters(world: &World) -> BResult<Vec<Vec<(&'static str, u64)>>> {
-    let mine = world.registration_stats().snapshot();
+    let mut mine = world.registration_stats().snapshot();
+    if world.registration_strategy() == activerma::Strategy::Part {
+        // PART keeps its own counters (faults, NACKs, ERRs, resends): printed beside these.
+        mine.extend(world.part_stats().snapshot());
+    }
+    if let Some(s) = world.firehose_stats() {
+        // Firehose keeps its own counters (moves, victims reused, ...), printed beside these.
+        mine.extend(firehose_names().iter().zip(s.snapshot()).map(|(&k, (_, v))| (k, v)));
+    }
     let bytes: Vec<u8> = mine.iter().flat_map(|&(_, v)| v.to_le_bytes()).collect();
     let all = world.allgather(&bytes)?;
     Ok(all
         .iter()
         .map(|b| mine.iter().zip(b.chunks_exact(8)).map(|(&(k, _), v)| (k, u64::from_le_bytes(v.try_into().unwrap()))).collect())
         .collect())
+}
+
+/// Firehose's counter names, prefixed `firehose_` (its pins and bytes would otherwise read as
+/// the Registrar's); made once.
+fn firehose_names() -> &'static [&'static str] {
+    static NAMES: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+    NAMES.get_or_init(|| {
+        activerma::FirehoseStats::default()
+            .snapshot()
+            .into_iter()
+            .map(|(k, _)| &*Box::leak(format!("firehose_{k}").into_boxed_str()))
+            .collect()
+    })
 }
 
 /// Under an MPI launcher nobody grows the symmetric heap for us (`activerma bench` asks its own

@@ -297,10 +297,12 @@ impl Firehose {
             let mut g = self.lock();
             let mut first_err = None;
             for &b in &req.release {
-                if let Err(e) = g.local.serve_release(origin, b, &*self.pinner, &self.stats) {
+                if let Err(e) = g.local.serve_release(origin, b) {
                     first_err.get_or_insert(e);
                 }
             }
+            // Released buckets beyond MAXVICTIM are unpinned now, in runs, before any pin.
+            g.local.trim_victims(&*self.pinner, &self.stats);
             let r = match first_err {
                 Some(e) => Err(e),
                 None => g.local.serve_pin(origin, &req.pin, &*self.pinner, &self.stats),

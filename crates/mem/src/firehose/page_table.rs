@@ -141,10 +141,11 @@ impl PageTable {
             return Ok(LocalAcquire::NeedBudget);
         }
         // Make room: after this call Lh grows by `growth` and V loses the `reused` victims.
+        let mut out = Vec::new();
         while self.local_held + growth + self.victims.len() - reused > self.max_victim {
-            let v = self.victims.pop_oldest_where(|v| !bk.contains(v)).expect("victims to evict");
-            self.evict(v, pinner, stats);
+            out.push(self.victims.pop_oldest_where(|v| !bk.contains(v)).expect("victims to evict"));
         }
+        self.evict(out, pinner, stats);
         self.pin_runs(&missing, pinner, stats)?;
         for b in mine {
             let e = self.entries.entry(b).or_insert(PageEntry { state: PageState::Pinned, local_refs: 0, remote_refs: 0 });
@@ -188,8 +189,10 @@ impl PageTable {
         Ok(())
     }
 
-    /// Target side of a move, first half: a remote rank stops using bucket `b`.
-    pub fn serve_release(&mut self, from: Rank, b: usize, pinner: &dyn Pinner, stats: &FirehoseStats) -> Result<()> {
+    /// Target side of a move, first half: a remote rank stops using bucket `b`. The victims
+    /// this makes are trimmed by `trim_victims` once the whole move's releases are applied, so
+    /// that buckets evicted together are unpinned in runs.
+    pub fn serve_release(&mut self, from: Rank, b: usize) -> Result<()> {
         if self.is_prepinned(b) {
             return Ok(());
         }
@@ -202,7 +205,6 @@ impl PageTable {
                         self.retire(b);
                     }
                 }
-                self.trim(pinner, stats);
                 Ok(())
             }
             _ => Err(Error::InvalidArgument(format!(
@@ -246,8 +248,8 @@ impl PageTable {
             e.state = PageState::Pinned;
             if e.remote_refs == 0 {
                 self.remote_held += 1;
-                if e.local_refs == 0 {
-                    self.victims.remove(b);
+                if e.local_refs == 0 && self.victims.remove(b) {
+                    FirehoseStats::add(&stats.victim_reuses, 1);
                 }
             }
             e.remote_refs += 1;
@@ -322,21 +324,39 @@ impl PageTable {
 
     /// Lazy deregistration happens here: only when Lh + V exceeds MAXVICTIM.
     fn trim(&mut self, pinner: &dyn Pinner, stats: &FirehoseStats) {
+        let mut out = Vec::new();
         while self.local_held + self.victims.len() > self.max_victim {
-            let v = self.victims.pop_oldest().unwrap();
-            self.evict(v, pinner, stats);
+            out.push(self.victims.pop_oldest().unwrap());
         }
+        self.evict(out, pinner, stats);
     }
 
-    /// Unpins a victim (already out of the FIFO) and forgets it.
-    fn evict(&mut self, b: usize, pinner: &dyn Pinner, stats: &FirehoseStats) {
-        self.entries.remove(&b);
-        self.pinned -= 1;
-        FirehoseStats::add(&stats.unpins, 1);
-        FirehoseStats::add(&stats.bytes_unpinned, self.bucket as u64);
-        // A failing munlock leaves the bucket locked but not counted: the bound on what we
-        // *count* holds, and the kernel's RLIMIT_MEMLOCK still caps the real amount.
-        let _ = pinner.unpin(b, self.bucket);
+    /// `trim` for the move handler, after all of a move's releases (`serve_release`).
+    pub fn trim_victims(&mut self, pinner: &dyn Pinner, stats: &FirehoseStats) {
+        self.trim(pinner, stats);
+    }
+
+    /// Unpins victims (already out of the FIFO) and forgets them; consecutive buckets in one
+    /// unpin call (a move's released buckets often are: they age out of the FIFO together).
+    fn evict(&mut self, mut out: Vec<usize>, pinner: &dyn Pinner, stats: &FirehoseStats) {
+        out.sort_unstable();
+        for &b in &out {
+            self.entries.remove(&b);
+        }
+        self.pinned -= out.len();
+        FirehoseStats::add(&stats.bytes_unpinned, (out.len() * self.bucket) as u64);
+        let mut i = 0;
+        while i < out.len() {
+            let mut j = i + 1;
+            while j < out.len() && out[j] == out[j - 1] + self.bucket {
+                j += 1;
+            }
+            FirehoseStats::add(&stats.unpins, 1);
+            // A failing munlock leaves the run locked but not counted: the bound on what we
+            // *count* holds, and the kernel's RLIMIT_MEMLOCK still caps the real amount.
+            let _ = pinner.unpin(out[i], (j - i) * self.bucket);
+            i = j;
+        }
     }
 
     /// Pins sorted buckets in runs of consecutive ones (one pinner call per run), all or

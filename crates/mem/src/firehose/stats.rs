@@ -13,7 +13,7 @@ activerma_core::counter_set! {
         local_hits: "local pin requests satisfied without pinning anything",
         local_misses: "local pin requests that had to pin",
         local_waits: "local pin requests that waited for budget (M + MAXVICTIM bound)",
-        victim_reuses: "buckets taken back from the local victim FIFO (a re-pin avoided)",
+        victim_reuses: "buckets taken back from the victim FIFO by a local pin or a move served (a re-pin avoided)",
         remote_hits: "remote pin requests fully covered by committed firehoses (no message)",
         remote_pending_hits: "remote pin requests covered by firehoses whose move was in flight (no extra message)",
         remote_misses: "remote pin requests that sent a move",

@@ -18,6 +18,9 @@ activerma_core::counter_set! {
         timeouts: "retransmissions triggered by the time-out (no ERR)",
         pages_paged_in: "pages installed to resolve faults (target handler and origin's own buffer)",
         pages_pretouched: "pages of small transfers paged in before sending",
+        regions_registered: "exposed ranges registered with userfaultfd by this target (the whole pages inside each exposure)",
+        regions_unmanaged: "exposures left to the kernel's own paging (no whole page inside, or userfaultfd refused the mapping: e.g. file-backed)",
+        pages_injected: "pages this target evicted on an origin's fault-injection request (ACTIVERMA_PART_FAULT_PROB)",
     }
 }
 

@@ -323,3 +323,25 @@ fn part_adopt_existing_memory_keeps_resident_pages() {
     assert_eq!(raw_write(p as usize + 3 * ps, &[1u8; 8]), 8);
     unsafe { libc::munmap(p, 4 * ps) };
 }
+
+#[test]
+fn part_adopted_region_gives_back_evicted_pages_when_dropped() {
+    // An exposure's region is dropped at unexpose while the memory lives on: pages evicted
+    // (their contents in the shadow) must be installed again first, not come back as zeros.
+    let ps = page_size();
+    let p = unsafe {
+        libc::mmap(std::ptr::null_mut(), 4 * ps, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
+    };
+    assert_ne!(p, libc::MAP_FAILED);
+    let data = pattern(4 * ps, 5);
+    unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), p as *mut u8, 4 * ps) };
+    {
+        let r = unsafe { UffdRegion::adopt(p as usize, 4 * ps) }.unwrap_or_else(|e| panic!("adopt: {e}"));
+        assert_eq!(r.evict(r.addr() + ps, 2 * ps).unwrap(), 2);
+        assert_eq!(r.resident_pages(r.addr(), 4 * ps).unwrap(), 2);
+    }
+    // Unregistered: a missing page would now read as zeros; every byte must be the old one.
+    let back = unsafe { std::slice::from_raw_parts(p as *const u8, 4 * ps) };
+    assert!(back == &data[..], "evicted pages lost their contents when the region was dropped");
+    unsafe { libc::munmap(p, 4 * ps) };
+}

@@ -369,9 +369,19 @@ impl UffdRegion {
 
 impl Drop for UffdRegion {
     fn drop(&mut self) {
-        // First make the region unreachable for the SIGBUS handler and the fault paths.
-        registry::remove(self.slot);
         let i = &self.inner;
+        if !self.owned {
+            // Adopted memory outlives the region: give back every page whose contents sit in
+            // the shadow (evicted and not paged in since), or unregistering would turn them
+            // into demand-zero pages and lose the data.
+            for idx in 0..i.saved.len() {
+                if i.saved[idx].load(Ordering::Acquire) == 1 {
+                    let _ = i.install_one(idx);
+                }
+            }
+        }
+        // Make the region unreachable for the SIGBUS handler and the fault paths.
+        registry::remove(self.slot);
         let mut r = UffdioRange { start: i.base as u64, len: i.len as u64 };
         // SAFETY: unregistering and unmapping what we registered / mapped.
         unsafe {

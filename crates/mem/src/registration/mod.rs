@@ -8,7 +8,7 @@
 //!
 //! ```text
 //! strategy.rs   Strategy (ACTIVERMA_REGISTRATION): none, pin-all, bounce, rendezvous,
-//!               rendezvous-unpin; firehose and part reserved
+//!               rendezvous-unpin, firehose (`crate::firehose`), part
 //! pin.rs        trait Pinner, MlockPinner (mlock/munlock), CountingPinner (tests), pin_error
 //! stats.rs      RegistrationStats: pins, unpins, bytes, hits, misses, per-strategy counters
 //! mod.rs        Registrar: the target's pinned pages with a hold count each, the pin budget

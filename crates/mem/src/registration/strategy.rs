@@ -20,9 +20,13 @@ pub enum Strategy {
     Rendezvous,
     /// As `Rendezvous`, but the pages are unpinned again after every operation.
     RendezvousUnpin,
-    /// Reserved: the Firehose library exists (`crate::firehose`) but is not plugged in yet.
+    /// Firehose: each origin holds at most f firehoses (pinned buckets) on every other rank; a
+    /// miss moves one with a message, released ones stay pinned as victims (`crate::firehose`,
+    /// docs/design/firehose.md).
     Firehose,
-    /// Reserved: the PART library exists (`crate::part`) but is not plugged in yet.
+    /// PART: nothing is pinned; exposed pages are registered with userfaultfd (SIGBUS mode) so
+    /// a zero-copy access to a missing page fails fast, the target pages it in and the origin
+    /// resends the block (`crate::part`, docs/design/part.md).
     Part,
 }
 
@@ -49,21 +53,13 @@ impl Strategy {
         }
     }
 
-    /// Parses a name of the setting's enum; refuses the reserved strategies with a clear error
-    /// rather than quietly running another one.
+    /// Parses a name of the setting's enum.
     pub fn parse(name: &str) -> Result<Strategy> {
         let s = Strategy::ALL.iter().copied().find(|s| s.name().eq_ignore_ascii_case(name)).ok_or_else(|| Error::BadSetting {
             name: settings::REGISTRATION.into(),
             value: name.into(),
             why: format!("expected one of {}", Strategy::ALL.map(|s| s.name()).join(", ")),
         })?;
-        if matches!(s, Strategy::Firehose | Strategy::Part) {
-            return Err(Error::Unsupported(format!(
-                "{}={}: this registration strategy is not available yet (its library is built and tested, but not yet plugged into put/get); use none, pin-all, bounce, rendezvous or rendezvous-unpin",
-                settings::REGISTRATION,
-                s.name()
-            )));
-        }
         Ok(s)
     }
 
@@ -98,13 +94,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_round_trip_and_reserved_ones_are_refused() {
-        for s in [Strategy::None, Strategy::PinAll, Strategy::Bounce, Strategy::Rendezvous, Strategy::RendezvousUnpin] {
+    fn names_round_trip_and_unknown_ones_are_refused() {
+        for s in Strategy::ALL {
             assert_eq!(Strategy::parse(s.name()).unwrap(), s);
-        }
-        for reserved in ["firehose", "part"] {
-            let e = Strategy::parse(reserved).unwrap_err().to_string();
-            assert!(e.contains("not available yet") && e.contains("ACTIVERMA_REGISTRATION"), "{e}");
         }
         assert!(matches!(Strategy::parse("pin-some"), Err(Error::BadSetting { .. })));
         // The setting's enum and this one list the same names, in the same order.

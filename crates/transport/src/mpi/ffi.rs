@@ -107,6 +107,51 @@ impl Mpi {
         }
     }
 
+    /// True when every rank of the job runs on this host (MPI's shared-memory communicator
+    /// holds them all): then the heap can be one shared window every rank maps.
+    pub fn whole_job_on_one_host(&mut self) -> Result<bool> {
+        // SAFETY: out-parameters are ours; the new communicator is freed before returning.
+        unsafe {
+            let mut node: MPI_Comm = std::mem::zeroed();
+            check("MPI_Comm_split_type", MPI_Comm_split_type(self.comm, RSMPI_COMM_TYPE_SHARED, 0, RSMPI_INFO_NULL, &mut node))?;
+            let mut n: c_int = 0;
+            MPI_Comm_size(node, &mut n);
+            MPI_Comm_free(&mut node);
+            Ok(n as usize == self.size)
+        }
+    }
+
+    /// Collectively allocates `len` bytes per rank as one *shared* window (every rank on this
+    /// host maps every other's part; displacement unit 1); returns where each rank's part starts
+    /// in this process. The window is also the heap's RMA window.
+    pub fn allocate_shared_heap(&mut self, len: usize) -> Result<Vec<*mut u8>> {
+        // SAFETY: out-parameters are ours; MPI owns the memory until MPI_Win_free.
+        unsafe {
+            let mut info: MPI_Info = std::mem::zeroed();
+            check("MPI_Info_create", MPI_Info_create(&mut info))?;
+            // Each rank's part on its own pages: its heap stays page-aligned in every process.
+            MPI_Info_set(info, c"alloc_shared_noncontig".as_ptr(), c"true".as_ptr());
+            let mut base: *mut u8 = std::ptr::null_mut();
+            let mut win: MPI_Win = std::mem::zeroed();
+            let r = MPI_Win_allocate_shared(len as MPI_Aint, 1, info, self.comm, &mut base as *mut *mut u8 as *mut _, &mut win);
+            MPI_Info_free(&mut info);
+            check("MPI_Win_allocate_shared (the symmetric heap and tables; ACTIVERMA_SEGMENT_SIZE sets the heap's size)", r)?;
+            let mut parts = Vec::with_capacity(self.size);
+            for rank in 0..self.size {
+                let (mut size, mut unit): (MPI_Aint, c_int) = (0, 0);
+                let mut ptr: *mut u8 = std::ptr::null_mut();
+                check(
+                    "MPI_Win_shared_query",
+                    MPI_Win_shared_query(win, rank as c_int, &mut size, &mut unit, &mut ptr as *mut *mut u8 as *mut _),
+                )?;
+                parts.push(ptr);
+            }
+            open_epoch(win, self.size as c_int)?;
+            self.heap_win = Some(win);
+            Ok(parts)
+        }
+    }
+
     pub fn rank(&self) -> Rank {
         self.rank
     }

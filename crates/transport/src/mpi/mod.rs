@@ -40,7 +40,12 @@ pub struct MpiConduit {
     /// The heap window's memory (MPI owns it): page-aligned start here, and its length.
     heap_ptr: usize,
     heap_len: usize,
-    table: Mapping,
+    /// This rank's translation table: a private mapping, or its part of the shared window.
+    table_ptr: *mut u8,
+    table_len: usize,
+    _table_map: Option<Mapping>,
+    /// The whole job is on this host and shares its heaps and tables (ACTIVERMA_MPI_SHARED).
+    shared: Option<Shared>,
     /// Per rank: where its heap starts (page-aligned) and where its heap window starts (the
     /// displacement origin, which MPI may not have page-aligned).
     heap_bases: Vec<usize>,
@@ -65,17 +70,71 @@ pub struct MpiConduit {
     timeout_s: f64,
 }
 
+/// Every rank's heap and table as mapped in this process, and its pid (for cross-memory attach
+/// to private memory): what the smp conduit has, over MPI's shared window.
+struct Shared {
+    heaps: Vec<usize>,
+    tables: Vec<usize>,
+    pids: Vec<i32>,
+}
+
+// SAFETY: the raw table pointer is a mapping that lives as long as the conduit; access to the
+// table's contents is synchronised by its own atomics.
+unsafe impl Send for MpiConduit {}
+unsafe impl Sync for MpiConduit {}
+
 impl MpiConduit {
     /// Initializes MPI and the job: heap, table, window, active-message endpoints.
     pub fn init(heap_size: usize, table_bytes: usize) -> Result<MpiConduit> {
         let mut mpi = Mpi::init()?;
         let (rank, size) = (mpi.rank(), mpi.size());
-        // One spare page, so the heap itself can start on a page boundary.
-        let win_base = mpi.allocate_heap(heap_size + page_size())? as usize;
-        let heap_ptr = win_base.next_multiple_of(page_size());
-        let table = Mapping::anonymous(table_bytes, 0)?;
+        let ps = page_size();
+        let share = settings::get_enum(settings::MPI_SHARED)? == "auto" && mpi.whole_job_on_one_host()?;
+        // One shared window: per rank a spare page (alignment), the heap, the table. An MPI
+        // whose one-sided component cannot make shared windows (e.g. Open MPI with
+        // `--mca osc rdma`) fails on every rank alike: then the heap is an ordinary window.
+        let table_len = table_bytes.next_multiple_of(ps);
+        let parts = if share {
+            match mpi.allocate_shared_heap(heap_size + ps + table_len) {
+                Ok(parts) => Some(parts),
+                Err(e) => {
+                    if settings::get_bool(settings::VERBOSE).unwrap_or(false) {
+                        eprintln!("activerma: rank {rank}: no shared window ({e}); every access goes through MPI one-sided operations");
+                    }
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let (win_base, table_ptr, table_map) = if let Some(parts) = &parts {
+            let win_base = parts[rank] as usize;
+            let table_ptr = (win_base.next_multiple_of(ps) + heap_size) as *mut u8;
+            // SAFETY: our part of the window; the table must start zeroed (TargetTable::init).
+            unsafe { std::ptr::write_bytes(table_ptr, 0, table_len) };
+            (win_base, table_ptr, None)
+        } else {
+            // One spare page, so the heap itself can start on a page boundary.
+            let win_base = mpi.allocate_heap(heap_size + ps)? as usize;
+            let table = Mapping::anonymous(table_bytes, 0)?;
+            (win_base, table.ptr, Some(table))
+        };
+        let heap_ptr = win_base.next_multiple_of(ps);
         let win_bases = mpi.allgather_u64(win_base as u64)?;
         let bases = mpi.allgather_u64(heap_ptr as u64)?;
+        let shared = match parts {
+            Some(parts) => {
+                let pids = mpi.allgather_u64(std::process::id() as u64)?;
+                // A rank's heap starts as far into its part as it does in its own process.
+                let heaps: Vec<usize> = (0..size).map(|r| parts[r] as usize + (bases[r] as usize - win_bases[r] as usize)).collect();
+                Some(Shared {
+                    tables: heaps.iter().map(|h| h + heap_size).collect(),
+                    heaps,
+                    pids: pids.into_iter().map(|p| p as i32).collect(),
+                })
+            }
+            None => None,
+        };
         let am = am::Endpoints::new(&mut mpi, size)?;
         let mpi = Arc::new(Mutex::new(mpi));
         let calls = Arc::new(std::sync::atomic::AtomicU64::new(0));
@@ -90,11 +149,15 @@ impl MpiConduit {
             pump: Mutex::new(pump),
             heap_ptr,
             heap_len: heap_size,
-            table,
+            table_ptr,
+            table_len: table_map.as_ref().map_or(table_bytes.next_multiple_of(ps), |m| m.len),
+            _table_map: table_map,
             am,
             unflushed: (0..size).map(|_| AtomicU8::new(0)).collect(),
             finalized: AtomicBool::new(false),
-            cpu_atomics_coherent: Mpi::library_version().starts_with("Open MPI"),
+            // Shared: every atomic is a CPU atomic on the shared heap (all ranks are here).
+            cpu_atomics_coherent: shared.is_some() || Mpi::library_version().starts_with("Open MPI"),
+            shared,
             poll_lock: AtomicBool::new(false),
             timeout_s: settings::get_f64(settings::TIMEOUT_S)?,
         })
@@ -115,7 +178,7 @@ impl MpiConduit {
     /// Whether our memory at `addr` belongs in the dynamic window: everything outside the heap,
     /// and segments too where atomics go through it (see `cpu_atomics_coherent`).
     fn in_dynamic_window(&self, addr: usize) -> bool {
-        !self.in_heap(self.rank, addr) || self.cpu_atomics_coherent
+        !self.in_heap(self.rank, addr) || (self.cpu_atomics_coherent && self.shared.is_none())
     }
 
     /// Where atomics go: see `cpu_atomics_coherent`.
@@ -244,7 +307,12 @@ impl Conduit for MpiConduit {
     }
 
     fn heap_window(&self, rank: Rank) -> Option<Window> {
-        (rank == self.rank).then_some(Window { local: self.heap_ptr as *mut u8, remote_base: self.heap_ptr, len: self.heap_len })
+        match &self.shared {
+            Some(s) => Some(Window { local: s.heaps[rank] as *mut u8, remote_base: self.heap_bases[rank], len: self.heap_len }),
+            None => {
+                (rank == self.rank).then_some(Window { local: self.heap_ptr as *mut u8, remote_base: self.heap_ptr, len: self.heap_len })
+            }
+        }
     }
 
     fn heap_base(&self, rank: Rank) -> usize {
@@ -252,7 +320,10 @@ impl Conduit for MpiConduit {
     }
 
     fn table_window(&self, rank: Rank) -> Option<Window> {
-        (rank == self.rank).then_some(Window { local: self.table.ptr, remote_base: 0, len: self.table.len })
+        match &self.shared {
+            Some(s) => Some(Window { local: s.tables[rank] as *mut u8, remote_base: 0, len: self.table_len }),
+            None => (rank == self.rank).then_some(Window { local: self.table_ptr, remote_base: 0, len: self.table_len }),
+        }
     }
 
     /// The heap is in its window from the start; other memory is attached to the dynamic
@@ -308,12 +379,22 @@ impl Conduit for MpiConduit {
         self.flush_pending(&mut *self.live()?, None)
     }
 
-    fn cma_write(&self, rank: Rank, _addr: usize, _src: &[u8]) -> Result<()> {
-        Err(Error::Unsupported(format!("cross-memory attach to rank {rank}: the mpi conduit reaches private memory through the target")))
+    fn cma_write(&self, rank: Rank, addr: usize, src: &[u8]) -> Result<()> {
+        match &self.shared {
+            Some(s) => crate::smp::cma::write(s.pids[rank], rank, addr, src),
+            None => Err(Error::Unsupported(format!(
+                "cross-memory attach to rank {rank}: the mpi conduit reaches private memory through the target"
+            ))),
+        }
     }
 
-    fn cma_read(&self, rank: Rank, _addr: usize, _dst: &mut [u8]) -> Result<()> {
-        Err(Error::Unsupported(format!("cross-memory attach to rank {rank}: the mpi conduit reaches private memory through the target")))
+    fn cma_read(&self, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<()> {
+        match &self.shared {
+            Some(s) => crate::smp::cma::read(s.pids[rank], rank, addr, dst),
+            None => Err(Error::Unsupported(format!(
+                "cross-memory attach to rank {rank}: the mpi conduit reaches private memory through the target"
+            ))),
+        }
     }
 
     fn wake(&self, _rank: Rank) {

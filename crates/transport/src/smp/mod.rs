@@ -425,6 +425,10 @@ impl Conduit for SmpConduit {
         cma::read(self.info(rank).pid.load(Ordering::Acquire) as i32, rank, addr, dst)
     }
 
+    fn peer_pid(&self, rank: Rank) -> Option<i32> {
+        Some(self.info(rank).pid.load(Ordering::Acquire) as i32)
+    }
+
     fn wake(&self, rank: Rank) {
         let i = self.info(rank);
         i.wake_word.fetch_add(1, Ordering::AcqRel);

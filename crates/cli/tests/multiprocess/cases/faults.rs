@@ -95,7 +95,10 @@ pub fn modelled_network() -> Result<()> {
     // Non-blocking operations overlap: 4 of them complete together, by flush.
     let t = Instant::now();
     let h = w.put_nb(seg.remote(right, 0), &[0u8; 8])?;
-    assert!(!h.test(), "not complete before the modelled latency");
+    // Only meaningful if issuing it took less than the latency (a loaded machine may take
+    // longer than 20 us to get here; then the handle may rightly be complete already).
+    let issued_in = t.elapsed().as_micros();
+    assert!(issued_in >= 20 || !h.test(), "complete {issued_in} us after issue, before the modelled latency");
     h.wait();
     assert!(t.elapsed().as_micros() >= 20);
     w.finalize()

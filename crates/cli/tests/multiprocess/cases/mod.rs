@@ -4,6 +4,8 @@ mod active_access;
 mod am;
 mod apps;
 mod faults;
+mod firehose;
+mod part;
 mod randomized;
 mod registration;
 mod rma;
@@ -36,6 +38,8 @@ pub fn run(case: &str) -> i32 {
         "counter_variants_agree" => apps::counter_variants_agree(),
         "reexpose_no_stale" => registration::reexpose_no_stale(),
         "memlock_exhaustion" => registration::memlock_exhaustion(),
+        "firehose_bound_holds" => firehose::bound_holds(),
+        "part_faults_counted" => part::faults_counted(),
         other => {
             eprintln!("unknown case {other}");
             return 2;
@@ -59,7 +63,8 @@ pub fn pattern(src: usize, region: usize, offset: usize) -> u8 {
 /// mpi conduit or when the job emulates other hosts (ACTIVERMA_SMP_EMULATE_REMOTE=1).
 pub fn expect_protocol(on_host: &'static str, cross_host: &'static str) -> &'static str {
     let env_is = |k: &str, v: &str| std::env::var(k).is_ok_and(|x| x == v);
-    if env_is("ACTIVERMA_SMP_EMULATE_REMOTE", "1") || env_is("ACTIVERMA_CONDUIT", "mpi") {
+    // On the mpi conduit a one-host job maps every rank's memory unless ACTIVERMA_MPI_SHARED=off.
+    if env_is("ACTIVERMA_SMP_EMULATE_REMOTE", "1") || (env_is("ACTIVERMA_CONDUIT", "mpi") && env_is("ACTIVERMA_MPI_SHARED", "off")) {
         cross_host
     } else {
         on_host
@@ -77,7 +82,10 @@ pub fn private_protocols(op: &str) -> Vec<String> {
     let strategy = std::env::var("ACTIVERMA_REGISTRATION").unwrap_or_default();
     match strategy.as_str() {
         "bounce" => vec![format!("{op}_bounce")],
+        "part" => vec![format!("{op}_part")],
         "rendezvous-unpin" => vec![format!("{op}_rendezvous"), format!("{op}_cma")],
+        // Its firehose may have been moved away meanwhile (and the bucket evicted past MAXVICTIM).
+        "firehose" => vec![format!("{op}_cma"), format!("{op}_firehose")],
         _ => vec![format!("{op}_cma")],
     }
 }

@@ -94,6 +94,27 @@ fn firehose_remote_hit_miss_and_move_replacements() {
 }
 
 #[test]
+fn firehose_move_reuses_a_target_victim() {
+    // MAXVICTIM 3: the third move's release (bucket 2) is applied before its pin and must not
+    // push bucket 0 out of the victim FIFO.
+    let p = pair(2, 3);
+    let fh = &p.origin;
+    let a = fh.remote_pin(1, rp(0), 2 * page()).unwrap();
+    fh.release_remote(a).unwrap();
+    // f = 2: buckets 2 and 3 take the slots of 0 and 1, which the target keeps as victims.
+    let b = fh.remote_pin(1, rp(2), 2 * page()).unwrap();
+    fh.release_remote(b).unwrap();
+    assert_eq!(p.tpin.live(), 4, "released firehoses stay pinned at the target (lazy deregistration)");
+    let pins = p.tpin.pin_calls();
+    let c = fh.remote_pin(1, rp(0), page()).unwrap();
+    assert_eq!(p.net.moves().len(), 3, "a miss for us: one move");
+    assert_eq!(p.tpin.pin_calls(), pins, "but the target re-pins nothing: bucket 0 was a victim");
+    assert_eq!(p.target.stats().victim_reuses.load(Ordering::Relaxed), 1);
+    fh.release_remote(c).unwrap();
+    p.check();
+}
+
+#[test]
 fn firehose_async_pending_hit_and_target_callback() {
     type Seen = Vec<(usize, Vec<usize>, u64)>; // (origin, pinned buckets, argument)
     let seen: Arc<Mutex<Seen>> = Arc::default();
