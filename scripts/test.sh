@@ -16,7 +16,7 @@ target/release/activerma bench --quick > /tmp/activerma-bench-smoke.txt
 tail -n 3 /tmp/activerma-bench-smoke.txt
 # The applications' benchmarks check their own results (every design ends with the same
 # contents / counts) and fail otherwise.
-target/release/activerma bench dht counter --quick --ops 5000 > /tmp/activerma-bench-apps.txt
+target/release/activerma bench dht counter stencil --quick --ops 5000 > /tmp/activerma-bench-apps.txt
 grep -A 20 "^# Summary" /tmp/activerma-bench-apps.txt | head -n 12
 
 echo "== the mpi conduit: the same multi-process suite under Open MPI and MPICH (shared memory, then TCP)"

@@ -14,6 +14,7 @@
 
 mod apps;
 mod firehose;
+mod firehose_threads;
 mod jobs;
 mod limits;
 mod part;
@@ -77,14 +78,28 @@ pub enum Which {
     /// The Active Access access counter against remote atomics, an active key-value design and
     /// counting at the source (jobs of --ranks ranks; not part of the default set)
     Counter,
+    /// The PART paper's application run: a halo-exchange Jacobi stencil whose exchange buffers
+    /// are exposed private memory, under ACTIVERMA_REGISTRATION=part with untouched buffers vs
+    /// pre-touched ones (jobs of --ranks ranks; not part of the default set)
+    Stencil,
     /// PART: 4 KiB put with no fault, a fault at the target resolved by ERR or a 100 us / 1 ms
     /// time-out, a fault in the origin's buffer (with and without pretouch), and into mlock-pinned
     /// memory (a 2-rank job per case; not part of the default set)
     PartLatency,
+    /// PART, the paper's Figure 10: 4 KiB .. 1 MiB puts with every target page evicted (outside
+    /// the timed put), PIO / PI4 / PIA / pre-touched vs no fault (not part of the default set)
+    PartAllFaults,
+    /// PART, the paper's Figure 11: 1 MiB puts, 0 .. 100 % of target pages evicted, PIO vs PIA
+    /// (not part of the default set)
+    PartFaultFreq,
     /// Firehose's figure 3: 64 KiB random puts over a working set growing past M and
     /// M + MAXVICTIM, firehose vs pin-all vs rendezvous vs rendezvous-unpin, with hit rates
     /// (a 2-rank job per strategy; not part of the default set)
     FirehoseWs,
+    /// Firehose-SMP (figure 8, GUPS): 1, 2, 4, 8 threads of one rank sharing a Firehose (per-thread
+    /// and aggregate put rate, deadlock-avoidance share), and shared vs separate tables' misses
+    /// (jobs of 2 and T+1 ranks; not part of the default set)
+    FirehoseThreads,
 }
 
 const ALL: [Which; 8] = [
@@ -221,38 +236,41 @@ pub fn main(mut args: BenchArgs) -> i32 {
     if let Some(job) = &args.job {
         return report_exit(apps::worker(job));
     }
-    if args.which.contains(&Which::PartLatency) {
-        // Its own jobs, one per configuration (the settings are job-wide).
-        if part::is_worker() {
-            return report_exit(part::worker());
+    // Benchmarks that run their own jobs, one per configuration (registration settings are
+    // job-wide): (which, "am I one of its ranks?", the rank's work, the parent's work).
+    type Check = fn() -> bool;
+    type Step = fn() -> BResult<()>;
+    type Run = fn(&BenchArgs) -> BResult<()>;
+    let own_jobs: [(Which, Check, Step, Run); 5] = [
+        (Which::PartLatency, part::is_worker, part::worker, part::latency),
+        (Which::PartAllFaults, part::is_sweep_worker, part::sweep_worker, part::all_faults),
+        (Which::PartFaultFreq, part::is_sweep_worker, part::sweep_worker, part::fault_freq),
+        (Which::FirehoseThreads, firehose_threads::is_worker, firehose_threads::worker, firehose_threads::threads),
+        (Which::FirehoseWs, firehose::is_worker, firehose::worker, firehose::working_set),
+    ];
+    for (which, is_worker, worker, run) in own_jobs {
+        if !args.which.contains(&which) {
+            continue;
         }
-        if !args.rank_worker && report_exit(part::latency(&args)) != 0 {
+        if is_worker() {
+            return report_exit(worker());
+        }
+        if !args.rank_worker && report_exit(run(&args)) != 0 {
             return 1;
         }
-        args.which.retain(|w| *w != Which::PartLatency);
+        args.which.retain(|w| *w != which);
         if args.which.is_empty() {
             return 0;
         }
     }
-    if args.which.contains(&Which::FirehoseWs) {
-        // Its own jobs, one per strategy (the strategy is read at init).
-        if firehose::is_worker() {
-            return report_exit(firehose::worker());
-        }
-        if !args.rank_worker && report_exit(firehose::working_set(&args)) != 0 {
-            return 1;
-        }
-        args.which.retain(|w| *w != Which::FirehoseWs);
-        if args.which.is_empty() {
-            return 0;
-        }
-    }
-    let app_benches: Vec<Which> = args.which.iter().copied().filter(|w| matches!(w, Which::Dht | Which::Counter)).collect();
+    let app_benches: Vec<Which> =
+        args.which.iter().copied().filter(|w| matches!(w, Which::Dht | Which::Counter | Which::Stencil)).collect();
     if !app_benches.is_empty() {
         args.which.retain(|w| !app_benches.contains(w));
         for w in app_benches {
             let r = match w {
                 Which::Dht => apps::dht(&args),
+                Which::Stencil => apps::stencil(&args),
                 _ => apps::counter(&args),
             };
             if report_exit(r) != 0 {
@@ -400,7 +418,15 @@ impl Origin<'_> {
                 Which::AtomicLatency => self.atomics()?,
                 Which::AmRoundtrip => self.am_roundtrip()?,
                 Which::ActivePut => self.active_put()?,
-                Which::Limits | Which::Dht | Which::Counter | Which::PartLatency | Which::FirehoseWs => {}
+                Which::Limits
+                | Which::Dht
+                | Which::Counter
+                | Which::Stencil
+                | Which::PartLatency
+                | Which::PartAllFaults
+                | Which::PartFaultFreq
+                | Which::FirehoseWs
+                | Which::FirehoseThreads => {}
             }
         }
         self.report.summary();

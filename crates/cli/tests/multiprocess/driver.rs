@@ -195,6 +195,9 @@ pub fn main() -> i32 {
     // The applications: every variant agrees, on the raw conduit and with the modelled network.
     jobs.push(Job { case: "dht_variants_agree", ranks: 3, env: vec![] });
     jobs.push(Job { case: "counter_variants_agree", ranks: 3, env: vec![] });
+    for reg in ["none", "part"] {
+        jobs.push(Job { case: "stencil_untouched_equals_pretouched", ranks: 3, env: vec![("ACTIVERMA_REGISTRATION", reg)] });
+    }
     jobs.push(Job {
         case: "dht_variants_agree",
         ranks: 2,

@@ -109,11 +109,13 @@ pub(crate) struct Request {
     /// Victims or to-release mappings reaped to be moved (given back on rollback).
     replacements: Vec<usize>,
     pub tries: u32,
+    /// Queued at least once for another request's deadlock-avoidance token.
+    pub queued: bool,
 }
 
 impl Request {
     pub fn new(id: ReqId, rank: Rank, bk: Buckets, region: Region, target_arg: Option<u64>) -> Request {
-        Request { id, rank, bk, region, target_arg, created: Vec::new(), free_taken: 0, replacements: Vec::new(), tries: 0 }
+        Request { id, rank, bk, region, target_arg, created: Vec::new(), free_taken: 0, replacements: Vec::new(), tries: 0, queued: false }
     }
 
     fn holds_anything(&self) -> bool {
@@ -147,6 +149,10 @@ pub(crate) fn step(t: &mut Tables, req: &mut Request, cfg: &Config, stats: &Fire
             }
             if !rt.da_queue.contains(&req.id) {
                 rt.da_queue.push_back(req.id);
+                if !req.queued {
+                    req.queued = true;
+                    FirehoseStats::add(&stats.token_waits, 1);
+                }
             }
             return Step::WaitToken;
         }
@@ -154,7 +160,7 @@ pub(crate) fn step(t: &mut Tables, req: &mut Request, cfg: &Config, stats: &Fire
     if !est.conflict {
         let avail = rt.available(&est);
         if est.need <= avail {
-            if req.tries == 0 && !req.holds_anything() {
+            if req.tries == 0 && !req.queued && !req.holds_anything() {
                 FirehoseStats::add(&stats.easy_path, 1);
             }
             gather(rt, req, est.need);

@@ -21,6 +21,7 @@ activerma_core::counter_set! {
         moves_served: "move requests served for other ranks",
         firehoses_moved: "firehoses re-pointed by moves (buckets pinned remotely)",
         easy_path: "remote requests the estimate found satisfiable at once (no polling)",
+        token_waits: "remote requests that found another request holding the deadlock-avoidance token and queued for it (once per request)",
         da_retries: "remote request attempts that could not complete and polled (deadlock-avoidance retries)",
         da_claims: "times a request took the deadlock-avoidance token of a rank",
         rollbacks: "remote requests that returned what they had gathered (lost to the token holder or hit an uncommitted firehose)",

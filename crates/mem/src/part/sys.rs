@@ -13,7 +13,10 @@ pub const UFFD_USER_MODE_ONLY: libc::c_int = 1;
 /// A fault in a registered range is not queued for a handler: it fails at once (SIGBUS for a
 /// CPU access, EFAULT / a short count for process_vm_writev/readv). This is the NACK.
 pub const UFFD_FEATURE_SIGBUS: u64 = 1 << 7;
+/// UFFDIO_MOVE is available (Linux >= 6.8): a page is moved, not copied, into a missing page.
+pub const UFFD_FEATURE_MOVE: u64 = 1 << 16;
 pub const UFFDIO_REGISTER_MODE_MISSING: u64 = 1;
+pub const UFFDIO_MOVE_MODE_DONTWAKE: u64 = 1;
 /// Nobody sleeps on a SIGBUS-mode range, so skip the wake-up walk.
 pub const UFFDIO_COPY_MODE_DONTWAKE: u64 = 1;
 
@@ -48,6 +51,16 @@ pub struct UffdioCopy {
     pub copy: i64,
 }
 
+#[repr(C)]
+pub struct UffdioMove {
+    pub dst: u64,
+    pub src: u64,
+    pub len: u64,
+    pub mode: u64,
+    /// Out: bytes moved, or -errno when nothing was moved.
+    pub moved: i64,
+}
+
 // The generic _IOC encoding (x86, arm64, riscv); powerpc/mips/sparc encode differently.
 #[cfg(not(any(target_arch = "x86_64", target_arch = "x86", target_arch = "aarch64", target_arch = "riscv64")))]
 compile_error!("part/sys.rs: add this architecture's _IOC encoding");
@@ -60,6 +73,7 @@ pub const UFFDIO_API: libc::c_ulong = ioc(3, 0x3F, size_of::<UffdioApi>());
 pub const UFFDIO_REGISTER: libc::c_ulong = ioc(3, 0x00, size_of::<UffdioRegister>());
 pub const UFFDIO_UNREGISTER: libc::c_ulong = ioc(2, 0x01, size_of::<UffdioRange>());
 pub const UFFDIO_COPY: libc::c_ulong = ioc(3, 0x03, size_of::<UffdioCopy>());
+pub const UFFDIO_MOVE: libc::c_ulong = ioc(3, 0x05, size_of::<UffdioMove>());
 
 #[cfg(test)]
 mod tests {
@@ -72,5 +86,6 @@ mod tests {
         assert_eq!(UFFDIO_REGISTER, 0xC020_AA00);
         assert_eq!(UFFDIO_UNREGISTER, 0x8010_AA01);
         assert_eq!(UFFDIO_COPY, 0xC028_AA03);
+        assert_eq!(UFFDIO_MOVE, 0xC028_AA05);
     }
 }

@@ -82,6 +82,33 @@ fn part_evict_keeps_contents_and_faults_again() {
 }
 
 #[test]
+fn part_page_in_from_the_shadow_keeps_contents_over_repeated_evictions() {
+    // Page-in moves the shadow's pages into place where the kernel has UFFDIO_MOVE (the shadow
+    // page is gone afterwards), so a second eviction must save the new contents again, and a
+    // run of pages mixing evicted and never-written pages must come back exactly.
+    let ps = page_size();
+    let r = region(64 * ps);
+    for round in 0..3u8 {
+        let data = pattern(48 * ps, 11 + round);
+        r.write(0, &data).unwrap();
+        assert_eq!(r.evict(r.addr(), 64 * ps).unwrap(), if round == 0 { 48 } else { 64 });
+        assert_eq!(r.resident_pages(r.addr(), 64 * ps).unwrap(), 0);
+        assert_eq!(r.page_in(r.addr(), 64 * ps).unwrap(), 64);
+        let mut back = vec![1u8; 64 * ps];
+        r.read(0, &mut back).unwrap();
+        assert_eq!(&back[..48 * ps], &data[..], "round {round}: evicted pages come back with their contents");
+        assert!(back[48 * ps..].iter().all(|&b| b == 0), "round {round}: never-written pages are zeros");
+    }
+    // The owner's own touch (SIGBUS, one page at a time) takes the same path.
+    let data = pattern(64 * ps, 3);
+    r.write(0, &data).unwrap();
+    r.evict(r.addr(), 64 * ps).unwrap();
+    for i in 0..64 {
+        assert_eq!(unsafe { std::ptr::read_volatile(r.as_ptr().add(i * ps + 9)) }, data[i * ps + 9]);
+    }
+}
+
+#[test]
 fn part_owner_cpu_touch_is_resolved_by_the_sigbus_handler() {
     let ps = page_size();
     let r = region(4 * ps);

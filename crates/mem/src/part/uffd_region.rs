@@ -30,6 +30,9 @@ pub(crate) struct RegionInner {
     saved: Box<[AtomicU8]>,
     /// Serialises evictions (a test/benchmark tool), never taken on a fault path.
     evict_lock: Mutex<()>,
+    /// UFFDIO_MOVE works here: a page-in from the shadow moves the page (no allocation, no
+    /// copy); cleared at the first refusal, then UFFDIO_COPY as before.
+    can_move: std::sync::atomic::AtomicBool,
 }
 
 /// Source of zeros for UFFDIO_COPY: a read-only anonymous mapping that is never written, so
@@ -44,6 +47,12 @@ fn zero_src() -> Result<usize> {
     Ok(*Z.get_or_init(|| p))
 }
 
+/// Runs of evicted pages shorter than this are copied, not moved: a move pays a TLB flush of
+/// the shadow's page and costs ~1.5 µs per ioctl against ~1 µs for copying one page, while a
+/// long run moves at ~0.06 µs per page against ~0.43 µs copied (measured here, 1 MiB: 16 vs
+/// 110 µs).
+const MOVE_MIN_PAGES: usize = 4;
+
 fn mmap_anon(len: usize, prot: libc::c_int) -> Result<usize> {
     // SAFETY: a fresh anonymous mapping; no existing memory is affected.
     let p = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE, -1, 0) };
@@ -53,8 +62,18 @@ fn mmap_anon(len: usize, prot: libc::c_int) -> Result<usize> {
     Ok(p as usize)
 }
 
-/// Opens a SIGBUS-mode userfaultfd, or says exactly why it cannot and how to fix that.
-fn open_uffd() -> Result<OwnedFd> {
+/// Opens a SIGBUS-mode userfaultfd, or says exactly why it cannot and how to fix that; with
+/// UFFD_FEATURE_MOVE when the kernel has it (the bool).
+fn open_uffd() -> Result<(OwnedFd, bool)> {
+    match open_uffd_with(UFFD_FEATURE_SIGBUS | UFFD_FEATURE_MOVE) {
+        Ok(fd) => Ok((fd, true)),
+        // UFFDIO_API can be called once per descriptor: ask a fresh one for SIGBUS alone.
+        Err(Error::Unsupported(_)) => Ok((open_uffd_with(UFFD_FEATURE_SIGBUS)?, false)),
+        Err(e) => Err(e),
+    }
+}
+
+fn open_uffd_with(features: u64) -> Result<OwnedFd> {
     let flags = libc::O_CLOEXEC | libc::O_NONBLOCK;
     // SAFETY: plain syscalls; the result is checked.
     let mut fd = unsafe { libc::syscall(libc::SYS_userfaultfd, flags | UFFD_USER_MODE_ONLY) } as i32;
@@ -84,7 +103,7 @@ fn open_uffd() -> Result<OwnedFd> {
     }
     // SAFETY: fd is a fresh descriptor we own.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    let mut api = UffdioApi { api: UFFD_API, features: UFFD_FEATURE_SIGBUS, ioctls: 0 };
+    let mut api = UffdioApi { api: UFFD_API, features, ioctls: 0 };
     // SAFETY: UFFDIO_API reads and writes the struct we pass.
     if unsafe { libc::ioctl(fd.as_raw_fd(), UFFDIO_API, &mut api) } < 0 {
         let e = std::io::Error::last_os_error();
@@ -108,7 +127,7 @@ impl RegionInner {
         let ps = page_size();
         let saved = self.saved[idx].load(Ordering::Acquire) == 1;
         let src = if saved { self.shadow + idx * ps } else { zero_src().map_err(|_| libc::ENOMEM)? };
-        let n = self.copy(self.base + idx * ps, src, ps)?;
+        let n = if saved { self.fill_from_shadow(self.base + idx * ps, src, ps)? } else { self.copy(self.base + idx * ps, src, ps)? };
         if n == 1 && saved {
             self.saved[idx].store(0, Ordering::Release);
         }
@@ -140,13 +159,58 @@ impl RegionInner {
                 j += 1;
             }
             let src = if saved { self.shadow + i * ps } else { zero_src().map_err(|_| libc::ENOMEM)? };
-            installed += self.copy(self.base + i * ps, src, (j - i) * ps)?;
+            installed += if saved {
+                self.fill_from_shadow(self.base + i * ps, src, (j - i) * ps)?
+            } else {
+                self.copy(self.base + i * ps, src, (j - i) * ps)?
+            };
             if saved {
                 for s in &self.saved[i..j] {
                     s.store(0, Ordering::Release);
                 }
             }
             i = j;
+        }
+        Ok(installed)
+    }
+
+    /// Installs `len` bytes of evicted pages from the shadow: UFFDIO_MOVE where the kernel
+    /// allows it and the run is at least MOVE_MIN_PAGES long (the shadow's pages are moved into place: no allocation, no 4 KiB copy — the
+    /// shadow is rewritten at the next eviction anyway), else UFFDIO_COPY. Skips pages someone
+    /// else installed meanwhile (EEXIST). Returns the number of pages this call installed.
+    fn fill_from_shadow(&self, dst: usize, src: usize, len: usize) -> std::result::Result<usize, i32> {
+        let ps = page_size();
+        let (mut off, mut installed) = (0usize, 0usize);
+        while off < len && len >= MOVE_MIN_PAGES * ps && self.can_move.load(Ordering::Relaxed) {
+            let mut m = UffdioMove {
+                dst: (dst + off) as u64,
+                src: (src + off) as u64,
+                len: (len - off) as u64,
+                mode: UFFDIO_MOVE_MODE_DONTWAKE,
+                moved: 0,
+            };
+            // SAFETY: UFFDIO_MOVE takes pages of our own shadow into missing pages of our own
+            // registered range.
+            let r = unsafe { libc::ioctl(self.uffd.as_raw_fd(), UFFDIO_MOVE, &mut m) };
+            if r == 0 {
+                return Ok(installed + (len - off) / ps);
+            }
+            if m.moved > 0 {
+                installed += m.moved as usize / ps;
+                off += m.moved as usize;
+                continue;
+            }
+            let e = if m.moved < 0 { -m.moved as i32 } else { errno() };
+            match e {
+                libc::EEXIST => off += ps,
+                libc::EAGAIN => std::hint::spin_loop(),
+                // Anything else (EBUSY: a shared or large shadow folio, EINVAL, ENOENT ...):
+                // this page, and from now on every page, by UFFDIO_COPY.
+                _ => self.can_move.store(false, Ordering::Relaxed),
+            }
+        }
+        if off < len {
+            installed += self.copy(dst + off, src + off, len - off)?;
         }
         Ok(installed)
     }
@@ -257,7 +321,7 @@ impl UffdRegion {
     fn register(base: usize, len: usize, owned: bool) -> Result<UffdRegion> {
         zero_src()?;
         registry::install_sigbus_handler()?;
-        let uffd = open_uffd()?;
+        let (uffd, can_move) = open_uffd()?;
         let mut reg =
             UffdioRegister { range: UffdioRange { start: base as u64, len: len as u64 }, mode: UFFDIO_REGISTER_MODE_MISSING, ioctls: 0 };
         // SAFETY: UFFDIO_REGISTER on a range of our own address space.
@@ -276,6 +340,7 @@ impl UffdRegion {
             shadow,
             saved: (0..pages).map(|_| AtomicU8::new(0)).collect(),
             evict_lock: Mutex::new(()),
+            can_move: std::sync::atomic::AtomicBool::new(can_move),
         });
         let slot = registry::insert(&inner).inspect_err(|_| {
             // SAFETY: shadow is our own mapping.

@@ -36,6 +36,7 @@ pub fn run(case: &str) -> i32 {
         "single_rank_job" => faults::single_rank_job(),
         "dht_variants_agree" => apps::dht_variants_agree(),
         "counter_variants_agree" => apps::counter_variants_agree(),
+        "stencil_untouched_equals_pretouched" => apps::stencil_untouched_equals_pretouched(),
         "reexpose_no_stale" => registration::reexpose_no_stale(),
         "memlock_exhaustion" => registration::memlock_exhaustion(),
         "firehose_bound_holds" => firehose::bound_holds(),
