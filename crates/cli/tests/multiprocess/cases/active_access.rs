@@ -208,3 +208,58 @@ pub fn bits_change_under_load() -> Result<()> {
     drop(seg);
     w.finalize()
 }
+
+/// Active flush orders: after `active_flush(0)` returns, every active put this origin made has
+/// run through rank 0's handler — checked by rank 0 when it sees the origin's plain flag put,
+/// issued after the active flush, while rank 0 makes progress and nothing else synchronises.
+pub fn active_flush_orders() -> Result<()> {
+    let w = activerma::init()?;
+    let (me, n) = (w.rank(), w.size());
+    let seg = w.alloc_segment(2 * 4096)?;
+    let handled = Arc::new(AtomicU64::new(0));
+    const PUTS: u64 = 300;
+    if me == 0 {
+        let h = handled.clone();
+        w.create_log(
+            4,
+            1 << 12,
+            notify_from_env()?,
+            Arc::new(move |_: &LogEntry| {
+                h.fetch_add(1, Ordering::AcqRel);
+            }),
+        )?;
+        w.assoc_pages(seg.as_ptr(), 4096, Actions::WL | Actions::WLD, Some(4))?;
+    }
+    w.barrier()?;
+    if me != 0 {
+        for i in 0..PUTS {
+            w.put(seg.remote(0, 8 * (i as usize % 64)), &i.to_le_bytes())?;
+        }
+        w.active_flush(0)?;
+        // A plain put to the unmarked page: rank 0 may look at its count when it sees this.
+        w.put(seg.remote(0, 4096 + 8 * me), &1u64.to_le_bytes())?;
+    } else {
+        // SAFETY: flags in our own segment, written by remote plain puts of whole words.
+        let flag = |r: usize| unsafe { std::ptr::read_volatile(seg.as_ptr().add(4096 + 8 * r) as *const u64) };
+        let mut seen = vec![false; n];
+        let mut done = 1;
+        while done < n {
+            w.progress();
+            for r in 1..n {
+                if !seen[r] && flag(r) == 1 {
+                    seen[r] = true;
+                    done += 1;
+                    // Every origin that flagged has all its puts handled: at least PUTS per flag.
+                    let count = handled.load(Ordering::Acquire);
+                    assert!(
+                        count >= PUTS * (done as u64 - 1),
+                        "rank {r} flagged after active_flush, but only {count} entries were handled"
+                    );
+                }
+            }
+        }
+        assert_eq!(handled.load(Ordering::Acquire), PUTS * (n as u64 - 1));
+    }
+    w.barrier()?;
+    w.finalize()
+}
