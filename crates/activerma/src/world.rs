@@ -70,13 +70,15 @@ pub fn init() -> Result<World> {
     let reg_stats = Arc::new(RegistrationStats::default());
     table.set_registrar(Registrar::from_settings(reg_stats.clone())?);
     let table = Arc::new(table);
-    Proto::register_table_handlers(&am, table.clone())?;
+    let table_handlers = Proto::register_table_handlers(&am, table.clone())?;
     let firehose = Proto::register_firehose(&am, table.clone())?;
     // Everyone's table and heap base must be in place before anyone looks at them.
     conduit.barrier(&mut || {
         am.progress();
     })?;
-    let proto = Proto::new(conduit.clone(), am.clone(), net.clone(), counters.clone(), marks, reg_stats)?.with_firehose(firehose);
+    let proto = Proto::new(conduit.clone(), am.clone(), net.clone(), counters.clone(), marks, reg_stats)?
+        .with_firehose(firehose)
+        .with_table_handlers(table_handlers);
     let heap_bases = (0..conduit.size()).map(|r| conduit.heap_base(r)).collect();
     let mode = ProgressMode::from_settings()?;
     let access = activerma_access::Access::new(&table, &am, counters.clone());

@@ -94,6 +94,12 @@ pub struct Proto {
     firehose: Option<Arc<activerma_mem::firehose::Firehose>>,
 }
 
+/// State the table's handlers share with the origin side, made before the job's first
+/// barrier (handlers must exist by then) and handed to the `Proto` made after it.
+pub struct TableHandlers {
+    part: Option<Arc<part::PartRt>>,
+}
+
 impl Proto {
     /// Registers the protocol handlers; call before the job's first barrier.
     pub fn register_handlers(am: &Am) -> Result<Arc<RemoteMarks>> {
@@ -109,11 +115,16 @@ impl Proto {
 
     /// Registers the handlers that need this rank's own table (rendezvous registration); call
     /// after the table exists and before the job's first barrier.
-    pub fn register_table_handlers(am: &Arc<Am>, table: Arc<TargetTable>) -> Result<()> {
-        if table.registrar().strategy() == Strategy::Part {
-            part::register(am, table.clone())?;
-        }
-        rendezvous::register(am, table)
+    pub fn register_table_handlers(am: &Arc<Am>, table: Arc<TargetTable>) -> Result<TableHandlers> {
+        let part = if table.registrar().strategy() == Strategy::Part { Some(part::register(am, table.clone())?) } else { None };
+        rendezvous::register(am, table)?;
+        Ok(TableHandlers { part })
+    }
+
+    /// Installs what `register_table_handlers` made (the PART runtime under that strategy).
+    pub fn with_table_handlers(mut self, h: TableHandlers) -> Proto {
+        self.part = h.part;
+        self
     }
 
     /// Under ACTIVERMA_REGISTRATION=firehose: creates this rank's Firehose (M, MAXVICTIM and
@@ -163,7 +174,7 @@ impl Proto {
             marks,
             strategy: Strategy::from_settings()?,
             reg_stats,
-            part: part::take_runtime(),
+            part: None,
             firehose: None,
             pending_until: (0..n).map(|_| AtomicU64::new(0)).collect(),
             verbose: settings::get_bool(settings::VERBOSE)?,

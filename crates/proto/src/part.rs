@@ -75,20 +75,13 @@ pub fn config_from_settings() -> Result<PartConfig> {
     Ok(cfg)
 }
 
-/// The runtime made by `register`, picked up by `Proto::new` (init makes both, in this order,
-/// on one thread; the handlers need it before the job's first barrier, the origin after).
-static HANDOFF: Mutex<Option<Arc<PartRt>>> = Mutex::new(None);
-
-pub(crate) fn take_runtime() -> Option<Arc<PartRt>> {
-    HANDOFF.lock().unwrap().take()
-}
-
 fn words<const N: usize>(msg: &[u8]) -> [u64; N] {
     std::array::from_fn(|i| u64::from_le_bytes(msg[i * 8..i * 8 + 8].try_into().unwrap()))
 }
 
-/// The target's side (and the ERR handler of the origin side); only under PART.
-pub(crate) fn register(am: &Arc<Am>, table: Arc<TargetTable>) -> Result<()> {
+/// The target's side (and the ERR handler of the origin side); only under PART. Returns the
+/// runtime the origin side uses (handed to the Proto by `with_table_handlers`).
+pub(crate) fn register(am: &Arc<Am>, table: Arc<TargetTable>) -> Result<Arc<PartRt>> {
     // Refuse at init, with how to fix it, when userfaultfd (SIGBUS mode) is not available.
     drop(UffdRegion::new(activerma_core::page::page_size())?);
     let me = am.conduit().rank();
@@ -145,8 +138,7 @@ pub(crate) fn register(am: &Arc<Am>, table: Arc<TargetTable>) -> Result<()> {
             }
         }
     }));
-    *HANDOFF.lock().unwrap() = Some(rt);
-    Ok(())
+    Ok(rt)
 }
 
 /// ERRs travel as active messages.

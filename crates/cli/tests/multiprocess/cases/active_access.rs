@@ -245,9 +245,9 @@ pub fn active_flush_orders() -> Result<()> {
         let mut done = 1;
         while done < n {
             w.progress();
-            for r in 1..n {
-                if !seen[r] && flag(r) == 1 {
-                    seen[r] = true;
+            for (r, seen) in seen.iter_mut().enumerate().skip(1) {
+                if !*seen && flag(r) == 1 {
+                    *seen = true;
                     done += 1;
                     // Every origin that flagged has all its puts handled: at least PUTS per flag.
                     let count = handled.load(Ordering::Acquire);
