@@ -177,7 +177,7 @@ impl Dht {
             _ => {}
         }
         let deadline = Instant::now() + COMPLETE_TIMEOUT;
-        while !v.eq(&Variant::Rma) && self.applied.load(Ordering::Acquire) < expected {
+        while v != Variant::Rma && self.applied.load(Ordering::Acquire) < expected {
             if self.world.progress() == 0 {
                 std::hint::spin_loop();
             }

@@ -103,13 +103,13 @@ pub fn run_variant(dht: &mut Dht, v: Variant, w: &Workload, comp_ns: u64) -> Res
         )));
     }
     let mut b = Vec::new();
-    for x in [mine.keys, mine.tombstones, mine.digest, iotlb.hits, iotlb.misses] {
+    for x in [mine.keys, mine.tombstones, mine.digest, iotlb.hits, iotlb.misses, w.inserts.len() as u64] {
         b.extend(x.to_le_bytes());
     }
     let all = world.allgather(&b)?;
     let word = |r: &[u8], i: usize| u64::from_le_bytes(r[i * 8..i * 8 + 8].try_into().unwrap());
     dht.end(v)?;
-    let total_inserts: u64 = in_inserts_total(&world, w)?;
+    let total_inserts: u64 = all.iter().map(|r| word(r, 5)).sum();
     let total_deletes: u64 = all.iter().map(|r| word(r, 1)).sum();
     Ok(Outcome {
         variant: v,
@@ -121,10 +121,6 @@ pub fn run_variant(dht: &mut Dht, v: Variant, w: &Workload, comp_ns: u64) -> Res
         iotlb_hits: all.iter().map(|r| word(r, 3)).sum(),
         iotlb_misses: all.iter().map(|r| word(r, 4)).sum(),
     })
-}
-
-fn in_inserts_total(world: &activerma::World, w: &Workload) -> Result<u64> {
-    Ok(world.allgather(&(w.inserts.len() as u64).to_le_bytes())?.iter().map(|r| u64::from_le_bytes(r[..8].try_into().unwrap())).sum())
 }
 
 /// Runs `variants` one after the other on the same workload, `reps` rounds (interleaved, so

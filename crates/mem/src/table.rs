@@ -339,6 +339,25 @@ impl Exposure {
     }
 }
 
+/// The maximal runs `(first page, pages)` of `range` whose pages satisfy `keep`: registration
+/// pins and unpins whole runs with one call each.
+fn page_runs(range: std::ops::Range<usize>, keep: impl Fn(usize) -> bool) -> Vec<(usize, usize)> {
+    let mut runs = Vec::new();
+    let mut p = range.start;
+    while p < range.end {
+        if !keep(p) {
+            p += 1;
+            continue;
+        }
+        let start = p;
+        while p < range.end && keep(p) {
+            p += 1;
+        }
+        runs.push((start, p - start));
+    }
+    runs
+}
+
 /// A token for an exposed range; give it back to `unexpose`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ExposureId(pub usize);
@@ -622,23 +641,14 @@ impl TargetTable {
         let ps = page_size();
         // Pin what is not registered yet, run by run; undo on failure (all or nothing).
         let mut pinned: Vec<(usize, usize)> = Vec::new();
-        let mut p = range.start;
-        while p < range.end {
-            if e.holds[p] > 0 {
-                p += 1;
-                continue;
-            }
-            let start = p;
-            while p < range.end && e.holds[p] == 0 {
-                p += 1;
-            }
-            if let Err(err) = self.registrar.hold(page_base + start * ps, (p - start) * ps) {
+        for (start, n) in page_runs(range.clone(), |p| e.holds[p] == 0) {
+            if let Err(err) = self.registrar.hold(page_base + start * ps, n * ps) {
                 for &(s, n) in &pinned {
                     let _ = self.registrar.release(page_base + s * ps, n * ps);
                 }
                 return Err(err);
             }
-            pinned.push((start, p - start));
+            pinned.push((start, n));
         }
         let first = self.raw.region(e.slot).first_entry.load(Ordering::Relaxed) as usize;
         for p in range {
@@ -678,17 +688,8 @@ impl TargetTable {
         }
         let ps = page_size();
         let mut result = Ok(true);
-        let mut p = 0;
-        while p < freed.len() {
-            if freed[p] == 0 {
-                p += 1;
-                continue;
-            }
-            let start = p;
-            while p < freed.len() && freed[p] == 1 {
-                p += 1;
-            }
-            if let Err(err) = self.registrar.release(page_base + start * ps, (p - start) * ps) {
+        for (start, n) in page_runs(0..freed.len(), |p| freed[p] == 1) {
+            if let Err(err) = self.registrar.release(page_base + start * ps, n * ps) {
                 result = Err(err);
             }
         }
@@ -711,22 +712,12 @@ impl TargetTable {
             }
             let page_base = page_floor(e.base);
             let (lo, hi) = (addr.max(e.base), end.min(e.base + e.len));
-            let range = pages_spanned(page_base, lo, hi - lo);
-            let mut p = range.start;
-            while p < range.end {
-                if e.holds[p] > 0 {
-                    p += 1;
-                    continue;
-                }
-                let start = p;
-                while p < range.end && e.holds[p] == 0 {
-                    p += 1;
-                }
-                if let Err(err) = self.registrar.hold(page_base + start * ps, (p - start) * ps) {
+            for (start, n) in page_runs(pages_spanned(page_base, lo, hi - lo), |p| e.holds[p] == 0) {
+                if let Err(err) = self.registrar.hold(page_base + start * ps, n * ps) {
                     failed = Some(err);
                     break 'outer;
                 }
-                done.push((i, start, p - start));
+                done.push((i, start, n));
             }
         }
         if let Some(err) = failed {
@@ -761,21 +752,13 @@ impl TargetTable {
             let page_base = page_floor(e.base);
             let (lo, hi) = (addr.max(e.base), end.min(e.base + e.len));
             let first = self.raw.region(e.slot).first_entry.load(Ordering::Relaxed) as usize;
-            let range = pages_spanned(page_base, lo, hi - lo);
-            let mut p = range.start;
-            while p < range.end {
-                if e.holds[p] == 0 {
-                    p += 1;
-                    continue;
-                }
-                let start = p;
-                while p < range.end && e.holds[p] > 0 {
+            for (start, n) in page_runs(pages_spanned(page_base, lo, hi - lo), |p| e.holds[p] > 0) {
+                for p in start..start + n {
                     // Not REGISTERED before unpinned: no origin starts a zero-copy on it meanwhile.
                     self.raw.entry(first + p).fetch_and(!(Entry::REGISTERED as u64), Ordering::AcqRel);
                     e.holds[p] = 0;
-                    p += 1;
                 }
-                if let Err(err) = self.registrar.release(page_base + start * ps, (p - start) * ps) {
+                if let Err(err) = self.registrar.release(page_base + start * ps, n * ps) {
                     result = Err(err);
                 }
             }

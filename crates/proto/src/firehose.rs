@@ -30,8 +30,8 @@
 //! `RegistrationStats`), and exactly its exposed pages carry REGISTERED while it is pinned.
 //! Pages of a bucket outside every exposure are not pinned (nothing may reach them).
 
-use crate::select::{Choice, Protocol};
-use crate::{get_active, get_am, get_cma, put_active, put_am, put_cma, Proto};
+use crate::select::Choice;
+use crate::{registered_move, Proto};
 use activerma_am::{Am, AmCtx, HandlerId};
 use activerma_core::counters::bump;
 use activerma_core::{settings, Error, Rank, Result};
@@ -243,10 +243,6 @@ impl Proto {
 }
 
 /// Which zero-copy protocol a registered access takes.
-fn zero_copy(p: Protocol) -> bool {
-    matches!(p, Protocol::PutCma | Protocol::GetCma | Protocol::PutActive | Protocol::GetActive)
-}
-
 /// Moves one piece `(offset, len)` of a transfer: zero-copy with a choice, else bounced.
 type PieceMover<'a> = dyn FnMut(usize, usize, Option<&Choice>) -> Result<()> + 'a;
 
@@ -288,11 +284,7 @@ fn piece(
             }
             Err(e) => return Err(e),
         };
-        let moved = match p.choose_counted(rank, addr, len, kind, false) {
-            Ok(c) if zero_copy(c.protocol) => Some(run(Some(&c))),
-            Ok(_) => None,
-            Err(e) => Some(Err(e)),
-        };
+        let moved = registered_move::try_zero_copy(p, rank, addr, len, kind, run);
         let released = fh.release_remote(pin);
         if let Some(r) = moved {
             return r.and(released);
@@ -307,24 +299,12 @@ fn piece(
 }
 
 pub(crate) fn put(p: &Proto, rank: Rank, addr: usize, src: &[u8]) -> Result<()> {
-    transfer(p, rank, addr, src.len(), AccessKind::Put, &mut |off, n, c| {
-        let (a, s) = (addr + off, &src[off..off + n]);
-        match c {
-            Some(c) if c.protocol == Protocol::PutActive => put_active::run(p, rank, a, s, c.lookup(), c.local),
-            Some(_) => put_cma::run(p, rank, a, s),
-            None => put_am::run(p, rank, a, s),
-        }
-    })
+    transfer(p, rank, addr, src.len(), AccessKind::Put, &mut |off, n, c| registered_move::put(p, rank, addr + off, &src[off..off + n], c))
 }
 
 pub(crate) fn get(p: &Proto, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<()> {
     transfer(p, rank, addr, dst.len(), AccessKind::Get, &mut |off, n, c| {
-        let (a, d) = (addr + off, &mut dst[off..off + n]);
-        match c {
-            Some(c) if c.protocol == Protocol::GetActive => get_active::run(p, rank, a, d, c.lookup(), c.local),
-            Some(_) => get_cma::run(p, rank, a, d),
-            None => get_am::run(p, rank, a, d),
-        }
+        registered_move::get(p, rank, addr + off, &mut dst[off..off + n], c)
     })
 }
 

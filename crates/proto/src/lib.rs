@@ -39,6 +39,7 @@ mod put_active;
 mod put_am;
 mod put_cma;
 mod put_direct;
+mod registered_move;
 mod remote_marks;
 mod rendezvous;
 mod rma_conduit;

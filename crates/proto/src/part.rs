@@ -166,14 +166,7 @@ impl OriginLink for Link<'_> {
         if errs.is_empty() {
             return;
         }
-        let mut i = 0;
-        while i < errs.len() {
-            if errs[i].xfer == xfer {
-                out.push(errs.swap_remove(i));
-            } else {
-                i += 1;
-            }
-        }
+        out.extend(errs.extract_if(.., |e| e.xfer == xfer));
     }
     fn progress(&self) {
         self.p.am.progress();

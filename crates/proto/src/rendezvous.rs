@@ -20,8 +20,8 @@
 //! cache with no staleness (unexpose invalidates) bounded by RLIMIT_MEMLOCK / ACTIVERMA_PIN_LIMIT.
 
 use crate::am_request::{self, respond, Asked};
-use crate::select::{Choice, Protocol};
-use crate::{get_active, get_am, get_cma, put_active, put_am, put_cma, Proto};
+use crate::select::Choice;
+use crate::{registered_move, Proto};
 use activerma_am::{Am, AmCtx, HandlerId};
 use activerma_core::counters::bump;
 use activerma_core::{Error, Rank, Result};
@@ -81,10 +81,6 @@ pub(crate) fn register(am: &Am, table: Arc<TargetTable>) -> Result<()> {
 }
 
 /// Which zero-copy protocol a registered access takes.
-fn zero_copy(p: Protocol) -> bool {
-    matches!(p, Protocol::PutCma | Protocol::GetCma | Protocol::PutActive | Protocol::GetActive)
-}
-
 /// Registers, moves zero-copy (`run(Some(choice))`) and, under rendezvous-unpin, releases; or
 /// bounces (`run(None)`) when the target cannot pin.
 fn transfer(
@@ -111,11 +107,7 @@ fn transfer(
             }
             Err(e) => return Err(e),
         };
-        let moved = match p.choose_counted(rank, addr, len, kind, false) {
-            Ok(c) if zero_copy(c.protocol) => Some(run(Some(&c))),
-            Ok(_) => None, // exposed anew meanwhile: not registered any more
-            Err(e) => Some(Err(e)),
-        };
+        let moved = registered_move::try_zero_copy(p, rank, addr, len, kind, run);
         if per_op {
             bump(&p.reg_stats.rendezvous_releases, 1);
             p.am.send(rank, RELEASE, 0, &encode([addr as u64, len as u64, gen]))?;
@@ -129,17 +121,9 @@ fn transfer(
 }
 
 pub(crate) fn put(p: &Proto, rank: Rank, addr: usize, src: &[u8]) -> Result<()> {
-    transfer(p, rank, addr, src.len(), AccessKind::Put, &mut |c| match c {
-        Some(c) if c.protocol == Protocol::PutActive => put_active::run(p, rank, addr, src, c.lookup(), c.local),
-        Some(_) => put_cma::run(p, rank, addr, src),
-        None => put_am::run(p, rank, addr, src),
-    })
+    transfer(p, rank, addr, src.len(), AccessKind::Put, &mut |c| registered_move::put(p, rank, addr, src, c))
 }
 
 pub(crate) fn get(p: &Proto, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<()> {
-    transfer(p, rank, addr, dst.len(), AccessKind::Get, &mut |c| match c {
-        Some(c) if c.protocol == Protocol::GetActive => get_active::run(p, rank, addr, dst, c.lookup(), c.local),
-        Some(_) => get_cma::run(p, rank, addr, dst),
-        None => get_am::run(p, rank, addr, dst),
-    })
+    transfer(p, rank, addr, dst.len(), AccessKind::Get, &mut |c| registered_move::get(p, rank, addr, dst, c))
 }

@@ -194,7 +194,12 @@ impl Proto {
         kind: AccessKind,
         count: bool,
     ) -> bool {
-        if !matches!(kind, AccessKind::Put | AccessKind::Get) || rank == self.conduit.rank() {
+        // Under `none` every exposed page is registered at expose: no per-page walk (the
+        // default configuration's private path stays as it was; hits are not counted).
+        if self.strategy == activerma_mem::Strategy::None
+            || !matches!(kind, AccessKind::Put | AccessKind::Get)
+            || rank == self.conduit.rank()
+        {
             return false;
         }
         let hit = table.registered(lookup, addr, len);

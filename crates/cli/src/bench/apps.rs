@@ -65,6 +65,11 @@ struct Job {
 }
 
 impl Job {
+    /// A job of `app` with the DHT's default table (2^18 cells) and everything else zero.
+    fn new(app: &str, ranks: u32, ops: usize, reps: usize, variants: Vec<String>, out: &Path) -> Job {
+        Job { app: app.into(), ranks, ops, reps, table_log2: 18, variants, out: out.to_path_buf(), ..Job::default() }
+    }
+
     fn encode(&self) -> String {
         format!(
             "app={};collisions={};comp={};ops={};table={};reps={};skew={};variants={};out={}",
@@ -232,9 +237,7 @@ pub fn dht(args: &BenchArgs) -> BResult<()> {
     let comps = if args.comp_ns.is_empty() { vec![0] } else { args.comp_ns.clone() };
     let reps = args.reps.map_or(3, |r| r as usize);
     let all: Vec<String> = Variant::ALL.iter().map(|v| v.name().to_string()).collect();
-    let dir = std::env::temp_dir().join(format!("activerma-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
-    let out = dir.join("rows.tsv");
+    let out = super::jobs::rows_file("dht");
     let paper: BTreeMap<&str, &str> = [
         ("AA-Poll", "1 (best)"),
         ("AA-SP", "~0.99 (1% faster)"),
@@ -254,18 +257,7 @@ pub fn dht(args: &BenchArgs) -> BResult<()> {
         for &p in &ranks {
             for &c in &collisions {
                 for &comp in &comps {
-                    let job = Job {
-                        app: "dht".into(),
-                        ranks: p,
-                        collisions: c,
-                        comp_ns: comp,
-                        ops,
-                        table_log2: 18,
-                        reps,
-                        skew: 0.0,
-                        variants: all.clone(),
-                        out: out.clone(),
-                    };
+                    let job = Job { collisions: c, comp_ns: comp, ..Job::new("dht", p, ops, reps, all.clone(), &out) };
                     let rows = run_job(&job, env)?;
                     print_rows(&format!("DHT, {model}: {p} ranks, {c}% collisions, {comp} ns computation per insert"), &rows, &paper);
                     if env.is_empty() {
@@ -292,18 +284,7 @@ pub fn dht(args: &BenchArgs) -> BResult<()> {
     // AA-SP as the paper has it: the handler thread on a hardware context of its own (the
     // scratchpad hyperthread). This VM has 2 CPUs: 1 inserting rank + its handler thread.
     {
-        let job = Job {
-            app: "dht".into(),
-            ranks: 1,
-            collisions: collisions[0],
-            comp_ns: 0,
-            ops,
-            table_log2: 18,
-            reps,
-            skew: 0.0,
-            variants: vec!["AA-Poll".into(), "AA-SP".into()],
-            out: out.clone(),
-        };
+        let job = Job { collisions: collisions[0], ..Job::new("dht", 1, ops, reps, vec!["AA-Poll".into(), "AA-SP".into()], &out) };
         let rows = run_job(&job, &PAPER_MODEL)?;
         print_rows(
             &format!("DHT, modelled network: 1 rank, the AA-SP handler thread on the second CPU, {}% collisions", collisions[0]),
@@ -324,18 +305,8 @@ pub fn dht(args: &BenchArgs) -> BResult<()> {
     for o in RECV_SWEEP {
         let o_s = o.to_string();
         let env = [PAPER_MODEL[0], ("ACTIVERMA_NET_RECV_NS", o_s.as_str()), PAPER_MODEL[2]];
-        let job = Job {
-            app: "dht".into(),
-            ranks: ranks[0],
-            collisions: collisions[0],
-            comp_ns: 0,
-            ops,
-            table_log2: 18,
-            reps,
-            skew: 0.0,
-            variants: vec!["AA-Poll".into(), "AM".into(), "AM-Exp".into()],
-            out: out.clone(),
-        };
+        let variants = vec!["AA-Poll".into(), "AM".into(), "AM-Exp".into()];
+        let job = Job { collisions: collisions[0], ..Job::new("dht", ranks[0], ops, reps, variants, &out) };
         let rows = run_job(&job, &env)?;
         let (aa, am, exp) = (rate(&rows, "AA-Poll"), rate(&rows, "AM"), rate(&rows, "AM-Exp"));
         println!("{o:>12} {aa:>14.0} {am:>14.0} {exp:>14.0} {:>16.2}", aa / am.max(exp));
@@ -360,16 +331,12 @@ pub fn dht(args: &BenchArgs) -> BResult<()> {
                 ("ACTIVERMA_IOTLB_MISS_NS", IOTLB_MISS_NS),
             ];
             let job = Job {
-                app: "dht".into(),
-                ranks: ranks[0],
                 collisions: collisions[0],
-                comp_ns: 0,
-                ops: ops.min(8192), // an eighth of the table's cells: popular pages stay popular
                 table_log2: IOTLB_TABLE_LOG2,
-                reps: 5, // short runs (the table is small): more of them
                 skew: IOTLB_SKEW,
-                variants: vec!["AA-Poll".into()],
-                out: out.clone(),
+                // An eighth of the table's cells (popular pages stay popular); short runs, so
+                // more of them.
+                ..Job::new("dht", ranks[0], ops.min(8192), 5, vec!["AA-Poll".into()], &out)
             };
             runs[i].push(run_job(&job, &env)?.remove(0));
         }
@@ -403,7 +370,7 @@ pub fn dht(args: &BenchArgs) -> BResult<()> {
         paper: "up to 1.16 (rate)",
     });
     print_checks("targets of issue 4, modelled network", &checks);
-    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(&out);
     Ok(())
 }
 
@@ -413,9 +380,7 @@ pub fn counter(args: &BenchArgs) -> BResult<()> {
     let ranks = if args.ranks.is_empty() { vec![2] } else { args.ranks.clone() };
     let reps = args.reps.map_or(3, |r| r as usize);
     let all: Vec<String> = activerma_counter::Variant::ALL.iter().map(|v| v.name().to_string()).collect();
-    let dir = std::env::temp_dir().join(format!("activerma-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
-    let out = dir.join("rows.tsv");
+    let out = super::jobs::rows_file("counter");
     let paper: BTreeMap<&str, &str> = [
         ("AA-Poll", "1 (best counting)"),
         ("RMA", ">1 (atomics)"),
@@ -432,18 +397,7 @@ pub fn counter(args: &BenchArgs) -> BResult<()> {
     let mut checks = Vec::new();
     for (model, env) in [("raw shared memory", &[][..]), ("modelled network (paper)", &PAPER_MODEL[..])] {
         for &p in &ranks {
-            let job = Job {
-                app: "counter".into(),
-                ranks: p,
-                collisions: 0.0,
-                skew: 0.0,
-                comp_ns: 0,
-                ops,
-                table_log2: 0,
-                reps,
-                variants: all.clone(),
-                out: out.clone(),
-            };
+            let job = Job::new("counter", p, ops, reps, all.clone(), &out);
             let rows = run_job(&job, env)?;
             println!("\n# Access counter, {model}: {p} ranks");
             let base = rate(&rows, "AA-Poll");
@@ -464,7 +418,7 @@ pub fn counter(args: &BenchArgs) -> BResult<()> {
         }
     }
     print_checks("paper's ordering, modelled network", &checks);
-    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(&out);
     Ok(())
 }
 
@@ -474,9 +428,7 @@ pub fn stencil(args: &BenchArgs) -> BResult<()> {
     let ranks = args.ranks.first().copied().unwrap_or(2);
     let reps = args.reps.map_or(3, |r| r as usize);
     let (n_log2, iters) = if args.quick { (10, 100) } else { (11, args.ops.unwrap_or(300)) };
-    let dir = std::env::temp_dir().join(format!("activerma-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
-    let out = dir.join("rows.tsv");
+    let out = super::jobs::rows_file("stencil");
     println!(
         "activerma bench stencil: {0}x{0} Jacobi, {iters} iterations, {ranks} ranks, halo exchange by put into exposed private memory, ACTIVERMA_REGISTRATION=part, median of {reps} runs, load {1}",
         1usize << n_log2,
@@ -488,22 +440,12 @@ pub fn stencil(args: &BenchArgs) -> BResult<()> {
     let mut rows = Vec::new();
     for pages in [None, Some("4k")] {
         for buffers in ["pretouched", "untouched"] {
-            let job = Job {
-                app: "stencil".into(),
-                ranks,
-                collisions: 0.0,
-                comp_ns: 0,
-                ops: iters,
-                table_log2: n_log2,
-                reps,
-                skew: 0.0,
-                variants: std::iter::once(buffers.to_string()).chain(pages.map(String::from)).collect(),
-                out: out.clone(),
-            };
+            let variants = std::iter::once(buffers.to_string()).chain(pages.map(String::from)).collect();
+            let job = Job { table_log2: n_log2, ..Job::new("stencil", ranks, iters, reps, variants, &out) };
             rows.push(run_job(&job, &[("ACTIVERMA_REGISTRATION", "part")])?.remove(0));
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(&out);
     println!("{:<16} {:>14} {:>20}", "buffers/pages", "iterations/s", "checksum");
     for r in &rows {
         println!("{:<16} {:>14.1} {:>20.6}", r.variant, r.rate, f64::from_bits(r.misses));

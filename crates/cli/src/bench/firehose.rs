@@ -65,7 +65,7 @@ struct Row {
 
 /// The parent: one job per strategy, then the table.
 pub fn working_set(args: &BenchArgs) -> BResult<()> {
-    let out = std::env::temp_dir().join(format!("activerma-bench-firehose-{}.tsv", std::process::id()));
+    let out = super::jobs::rows_file("firehose-ws");
     let _ = std::fs::remove_file(&out);
     println!(
         "activerma bench firehose-ws: {} KiB puts at random places of a working set W of rank 1's exposed private memory; firehose M = {M_MIB} MiB, MAXVICTIM = {V_MIB} MiB, page-based and with 64 KiB buckets; load {}",

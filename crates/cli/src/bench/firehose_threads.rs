@@ -58,7 +58,7 @@ fn fh_env(m: usize, v: usize) -> Vec<(String, String)> {
 
 /// The parent: the rate job, then a shared and a separate job per T, then the comparison.
 pub fn threads(args: &BenchArgs) -> BResult<()> {
-    let out = std::env::temp_dir().join(format!("activerma-bench-fh-threads-{}.tsv", std::process::id()));
+    let out = super::jobs::rows_file("firehose-threads");
     let _ = std::fs::remove_file(&out);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!("activerma bench firehose-threads: {cores} cores, load {}", super::load_avg());

@@ -24,3 +24,8 @@ pub fn run_with_env(n: u32, args: &[&str], env: &[(String, String)], timeout_s: 
     }
     Ok(code)
 }
+
+/// Where the jobs of benchmark `bench` leave their rows (rank 0 writes, this process reads).
+pub fn rows_file(bench: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("activerma-bench-{bench}-{}.tsv", std::process::id()))
+}

@@ -59,7 +59,7 @@ const CASES: [Case; 7] = [
 
 /// The parent: one job per configuration, then the table.
 pub fn latency(args: &BenchArgs) -> BResult<()> {
-    let out = std::env::temp_dir().join(format!("activerma-bench-part-{}.tsv", std::process::id()));
+    let out = super::jobs::rows_file("part-latency");
     let _ = std::fs::remove_file(&out);
     println!("activerma bench part-latency: blocking {SIZE} B put to rank 1's exposed private memory, load {}", super::load_avg());
     for (i, c) in CASES.iter().enumerate() {
@@ -233,7 +233,7 @@ struct Row {
 }
 
 fn run_sweeps(bench: &str, sweeps: &[Sweep], args: &BenchArgs) -> BResult<Vec<Row>> {
-    let out = std::env::temp_dir().join(format!("activerma-bench-{bench}-{}.tsv", std::process::id()));
+    let out = super::jobs::rows_file(bench);
     let _ = std::fs::remove_file(&out);
     for (i, s) in sweeps.iter().enumerate() {
         let mut env = vec![

@@ -148,15 +148,7 @@ impl PageTable {
         self.evict(out, pinner, stats);
         self.pin_runs(&missing, pinner, stats)?;
         for b in mine {
-            let e = self.entries.entry(b).or_insert(PageEntry { state: PageState::Pinned, local_refs: 0, remote_refs: 0 });
-            e.state = PageState::Pinned;
-            if e.local_refs == 0 {
-                self.local_held += 1;
-                if e.remote_refs == 0 && self.victims.remove(b) {
-                    FirehoseStats::add(&stats.victim_reuses, 1);
-                }
-            }
-            e.local_refs += 1;
+            self.take_ref(b, true, stats);
         }
         Ok(LocalAcquire::Done { pinned: !missing.is_empty() })
     }
@@ -187,6 +179,26 @@ impl PageTable {
         }
         self.trim(pinner, stats);
         Ok(())
+    }
+
+    /// Takes one local (or remote) reference on bucket `b`, which is pinned by now: the first
+    /// one counts the bucket as held on that side, and takes it back from the victims if
+    /// nobody held it.
+    fn take_ref(&mut self, b: usize, local: bool, stats: &FirehoseStats) {
+        let e = self.entries.entry(b).or_insert(PageEntry { state: PageState::Pinned, local_refs: 0, remote_refs: 0 });
+        e.state = PageState::Pinned;
+        let (mine, other, held) = if local {
+            (&mut e.local_refs, e.remote_refs, &mut self.local_held)
+        } else {
+            (&mut e.remote_refs, e.local_refs, &mut self.remote_held)
+        };
+        if *mine == 0 {
+            *held += 1;
+            if other == 0 && self.victims.remove(b) {
+                FirehoseStats::add(&stats.victim_reuses, 1);
+            }
+        }
+        *mine += 1;
     }
 
     /// Target side of a move, first half: a remote rank stops using bucket `b`. The victims
@@ -244,15 +256,7 @@ impl PageTable {
         missing.sort_unstable();
         self.pin_runs(&missing, pinner, stats)?;
         for b in mine {
-            let e = self.entries.entry(b).or_insert(PageEntry { state: PageState::Pinned, local_refs: 0, remote_refs: 0 });
-            e.state = PageState::Pinned;
-            if e.remote_refs == 0 {
-                self.remote_held += 1;
-                if e.local_refs == 0 && self.victims.remove(b) {
-                    FirehoseStats::add(&stats.victim_reuses, 1);
-                }
-            }
-            e.remote_refs += 1;
+            self.take_ref(b, false, stats);
         }
         // Reviving victims shrank V; nothing to trim. Pinning new buckets only grew R.
         Ok(())

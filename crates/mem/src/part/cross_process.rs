@@ -167,14 +167,7 @@ impl OriginLink for ChildTarget {
     fn take_errs(&self, xfer: u64, out: &mut Vec<ErrMsg>) {
         self.pump();
         let mut v = self.errs.lock().unwrap();
-        let mut i = 0;
-        while i < v.len() {
-            if v[i].xfer == xfer {
-                out.push(v.swap_remove(i));
-            } else {
-                i += 1;
-            }
-        }
+        out.extend(v.extract_if(.., |e| e.xfer == xfer));
     }
 }
 

@@ -40,14 +40,7 @@ impl OriginLink for LocalLink {
         }
         let mut v = self.errs.lock().unwrap_or_else(|e| e.into_inner());
         // Other transfers' ERRs stay for their own origins.
-        let mut i = 0;
-        while i < v.len() {
-            if v[i].xfer == xfer {
-                out.push(v.swap_remove(i));
-            } else {
-                i += 1;
-            }
-        }
+        out.extend(v.extract_if(.., |e| e.xfer == xfer));
         self.nerrs.store(v.len(), Ordering::Release);
     }
 

@@ -180,33 +180,26 @@ impl RegionInner {
     /// else installed meanwhile (EEXIST). Returns the number of pages this call installed.
     fn fill_from_shadow(&self, dst: usize, src: usize, len: usize) -> std::result::Result<usize, i32> {
         let ps = page_size();
-        let (mut off, mut installed) = (0usize, 0usize);
-        while off < len && len >= MOVE_MIN_PAGES * ps && self.can_move.load(Ordering::Relaxed) {
-            let mut m = UffdioMove {
-                dst: (dst + off) as u64,
-                src: (src + off) as u64,
-                len: (len - off) as u64,
-                mode: UFFDIO_MOVE_MODE_DONTWAKE,
-                moved: 0,
-            };
-            // SAFETY: UFFDIO_MOVE takes pages of our own shadow into missing pages of our own
-            // registered range.
-            let r = unsafe { libc::ioctl(self.uffd.as_raw_fd(), UFFDIO_MOVE, &mut m) };
-            if r == 0 {
-                return Ok(installed + (len - off) / ps);
-            }
-            if m.moved > 0 {
-                installed += m.moved as usize / ps;
-                off += m.moved as usize;
-                continue;
-            }
-            let e = if m.moved < 0 { -m.moved as i32 } else { errno() };
-            match e {
-                libc::EEXIST => off += ps,
-                libc::EAGAIN => std::hint::spin_loop(),
-                // Anything else (EBUSY: a shared or large shadow folio, EINVAL, ENOENT ...):
-                // this page, and from now on every page, by UFFDIO_COPY.
-                _ => self.can_move.store(false, Ordering::Relaxed),
+        let (mut off, mut installed) = (0, 0);
+        if len >= MOVE_MIN_PAGES * ps && self.can_move.load(Ordering::Relaxed) {
+            let stopped;
+            (installed, off, stopped) = install_runs(len, |off| {
+                let mut m = UffdioMove {
+                    dst: (dst + off) as u64,
+                    src: (src + off) as u64,
+                    len: (len - off) as u64,
+                    mode: UFFDIO_MOVE_MODE_DONTWAKE,
+                    moved: 0,
+                };
+                // SAFETY: UFFDIO_MOVE takes pages of our own shadow into missing pages of our
+                // own registered range.
+                let r = unsafe { libc::ioctl(self.uffd.as_raw_fd(), UFFDIO_MOVE, &mut m) };
+                (r, outcome(r, m.moved))
+            });
+            if stopped.is_some() {
+                // EBUSY (a shared or large shadow folio), EINVAL, ENOENT ...: this page, and
+                // from now on every page, by UFFDIO_COPY.
+                self.can_move.store(false, Ordering::Relaxed);
             }
         }
         if off < len {
@@ -218,9 +211,7 @@ impl RegionInner {
     /// UFFDIO_COPY of `len` bytes, skipping pages someone else installed meanwhile (EEXIST).
     /// Returns the number of pages this call installed.
     fn copy(&self, dst: usize, src: usize, len: usize) -> std::result::Result<usize, i32> {
-        let ps = page_size();
-        let (mut off, mut installed) = (0usize, 0usize);
-        while off < len {
+        let (installed, _, stopped) = install_runs(len, |off| {
             let mut c = UffdioCopy {
                 dst: (dst + off) as u64,
                 src: (src + off) as u64,
@@ -230,24 +221,12 @@ impl RegionInner {
             };
             // SAFETY: UFFDIO_COPY reads `src` (ours) and fills missing pages of our own range.
             let r = unsafe { libc::ioctl(self.uffd.as_raw_fd(), UFFDIO_COPY, &mut c) };
-            if r == 0 {
-                return Ok(installed + (len - off) / ps);
-            }
-            if c.copy > 0 {
-                // Partial: stopped at a page that is present (or a transient EAGAIN).
-                installed += c.copy as usize / ps;
-                off += c.copy as usize;
-                continue;
-            }
-            // `copy` holds -errno when the kernel got as far as trying; otherwise errno says why.
-            let e = if c.copy < 0 { -c.copy as i32 } else { errno() };
-            match e {
-                libc::EEXIST => off += ps,              // present already: skip it
-                libc::EAGAIN => std::hint::spin_loop(), // mappings changing; retry
-                _ => return Err(e),
-            }
+            (r, outcome(r, c.copy))
+        });
+        match stopped {
+            Some(e) => Err(e),
+            None => Ok(installed),
         }
-        Ok(installed)
     }
 
     /// mincore vector for `pages` (bit 0 set = resident).
@@ -457,4 +436,41 @@ impl Drop for UffdRegion {
             }
         }
     }
+}
+
+/// What an install ioctl (UFFDIO_COPY / UFFDIO_MOVE) did: bytes done (> 0, also on a partial
+/// failure), or -errno — from the struct's field when the kernel got as far as trying,
+/// otherwise from errno.
+fn outcome(r: i32, field: i64) -> i64 {
+    if r == 0 || field != 0 {
+        field
+    } else {
+        -(errno() as i64)
+    }
+}
+
+/// Drives one kind of install ioctl over `len` bytes: `attempt(off)` issues it for
+/// `[off, len)` and returns (its result, `outcome`). A partial success moves on, a page
+/// present already (EEXIST) is skipped, EAGAIN (mappings changing) retries; any other error
+/// stops. Returns (pages installed, offset reached, the errno that stopped it).
+fn install_runs(len: usize, mut attempt: impl FnMut(usize) -> (i32, i64)) -> (usize, usize, Option<i32>) {
+    let ps = page_size();
+    let (mut off, mut installed) = (0usize, 0usize);
+    while off < len {
+        let (r, done) = attempt(off);
+        if r == 0 {
+            return (installed + (len - off) / ps, len, None);
+        }
+        if done > 0 {
+            installed += done as usize / ps;
+            off += done as usize;
+            continue;
+        }
+        match -done as i32 {
+            libc::EEXIST => off += ps,
+            libc::EAGAIN => std::hint::spin_loop(),
+            e => return (installed, off, Some(e)),
+        }
+    }
+    (installed, off, None)
 }

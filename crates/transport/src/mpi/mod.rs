@@ -41,7 +41,7 @@ pub struct MpiConduit {
     heap_ptr: usize,
     heap_len: usize,
     /// This rank's translation table: a private mapping, or its part of the shared window.
-    table_ptr: *mut u8,
+    table_ptr: usize,
     table_len: usize,
     _table_map: Option<Mapping>,
     /// The whole job is on this host and shares its heaps and tables (ACTIVERMA_MPI_SHARED).
@@ -78,11 +78,6 @@ struct Shared {
     pids: Vec<i32>,
 }
 
-// SAFETY: the raw table pointer is a mapping that lives as long as the conduit; access to the
-// table's contents is synchronised by its own atomics.
-unsafe impl Send for MpiConduit {}
-unsafe impl Sync for MpiConduit {}
-
 impl MpiConduit {
     /// Initializes MPI and the job: heap, table, window, active-message endpoints.
     pub fn init(heap_size: usize, table_bytes: usize) -> Result<MpiConduit> {
@@ -109,15 +104,15 @@ impl MpiConduit {
         };
         let (win_base, table_ptr, table_map) = if let Some(parts) = &parts {
             let win_base = parts[rank] as usize;
-            let table_ptr = (win_base.next_multiple_of(ps) + heap_size) as *mut u8;
+            let table_ptr = win_base.next_multiple_of(ps) + heap_size;
             // SAFETY: our part of the window; the table must start zeroed (TargetTable::init).
-            unsafe { std::ptr::write_bytes(table_ptr, 0, table_len) };
+            unsafe { std::ptr::write_bytes(table_ptr as *mut u8, 0, table_len) };
             (win_base, table_ptr, None)
         } else {
             // One spare page, so the heap itself can start on a page boundary.
             let win_base = mpi.allocate_heap(heap_size + ps)? as usize;
             let table = Mapping::anonymous(table_bytes, 0)?;
-            (win_base, table.ptr, Some(table))
+            (win_base, table.ptr as usize, Some(table))
         };
         let heap_ptr = win_base.next_multiple_of(ps);
         let win_bases = mpi.allgather_u64(win_base as u64)?;
@@ -322,7 +317,7 @@ impl Conduit for MpiConduit {
     fn table_window(&self, rank: Rank) -> Option<Window> {
         match &self.shared {
             Some(s) => Some(Window { local: s.tables[rank] as *mut u8, remote_base: 0, len: self.table_len }),
-            None => (rank == self.rank).then_some(Window { local: self.table_ptr, remote_base: 0, len: self.table_len }),
+            None => (rank == self.rank).then_some(Window { local: self.table_ptr as *mut u8, remote_base: 0, len: self.table_len }),
         }
     }
 
