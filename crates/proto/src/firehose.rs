@@ -4,11 +4,11 @@
 //! others plus MAXVICTIM of released ones kept as victims (lazy deregistration).
 //!
 //! ```text
-//! origin (registration miss: a page not REGISTERED)       target
+//! origin (every put/get to another rank's private memory)  target
 //!   drop the table lookup
 //!   per piece of at most f buckets:
-//!     remote_pin(rank, piece)  -- a firehose hit: no message
-//!        miss: MOVE{release, pin} (AM 11) ----------->  serve_move: unpin released buckets
+//!     try_remote_pin(rank, piece) -- a firehose hit: no message
+//!        miss: remote_pin: MOVE{release, pin} (AM 11) ->  serve_move: unpin released buckets
 //!                                                          beyond MAXVICTIM victims, pin the
 //!                                                          new ones (TablePinner: Registrar
 //!                                                          hold + REGISTERED on exposed pages)
@@ -20,10 +20,12 @@
 //! unexpose (target): table.unexpose (waits for copies, unpins), invalidate_local, and
 //!   INVALIDATE(addr, len) (AM 13, one-way) to every other rank -> invalidate_remote
 //! ```
-//! A registration hit is decided by the table, as for every strategy: all pages of the access
-//! REGISTERED (pinned at the target for some origin's firehose, or kept as a victim) means
-//! put_cma / get_cma straight away, one-sided, with no firehose bookkeeping at all. The
-//! firehose only comes in on a miss.
+//! A registration hit is decided by the origin's own firehose table (`try_remote_pin`: every
+//! bucket of the piece has a committed firehose of ours — no message), as on a NIC, where an
+//! origin holds keys only for buckets pinned on its behalf: a page the target keeps pinned for
+//! another origin is a miss for us, and threads of one rank share their hits (Firehose-SMP).
+//! The table's REGISTERED bits are still checked before every copy (the NIC's check), which
+//! is what catches a firehose made stale by an unexpose whose INVALIDATE is still on its way.
 //!
 //! The target's pinner is the translation table: a bucket is pinned page by page through the
 //! Registrar (the one place that mlocks, enforces ACTIVERMA_PIN_LIMIT and counts
@@ -273,8 +275,16 @@ fn piece(
     kind: AccessKind,
     run: &mut dyn FnMut(Option<&Choice>) -> Result<()>,
 ) -> Result<()> {
-    for _ in 0..TRIES {
-        let pin = match fh.remote_pin(rank, addr, len) {
+    for attempt in 0..TRIES {
+        let hit = fh.try_remote_pin(rank, addr, len);
+        if attempt == 0 {
+            bump(if hit.is_some() { &p.reg_stats.hits } else { &p.reg_stats.misses }, 1);
+        }
+        let pinned = match hit {
+            Some(pin) => Ok(pin),
+            None => fh.remote_pin(rank, addr, len),
+        };
+        let pin = match pinned {
             Ok(pin) => pin,
             Err(Error::OutOfResources(why)) => {
                 if p.verbose {

@@ -2,7 +2,7 @@
 //! a range (rendezvous, firehose): look at the table again and move the data zero-copy, or,
 //! when the target could not register it, bounce it through the target.
 
-use crate::select::{Choice, Protocol};
+use crate::select::{Choice, Pass, Protocol};
 use crate::{get_active, get_am, get_cma, put_active, put_am, put_cma, Proto};
 use activerma_core::{Rank, Result};
 use activerma_mem::AccessKind;
@@ -22,7 +22,7 @@ pub(crate) fn try_zero_copy(
     kind: AccessKind,
     run: &mut dyn FnMut(Option<&Choice>) -> Result<()>,
 ) -> Option<Result<()>> {
-    match p.choose_counted(rank, addr, len, kind, false) {
+    match p.choose_for(rank, addr, len, kind, Pass::Registered) {
         Ok(c) if zero_copy(c.protocol) => Some(run(Some(&c))),
         Ok(_) => None,
         Err(e) => Some(Err(e)),

@@ -6,6 +6,7 @@
 //! Private memory on this host moves zero-copy (cross-memory attach) only if every page of the
 //! access is REGISTERED in the target's table (a registration hit); otherwise the registration
 //! strategy's slow path runs (a miss: bounce or rendezvous, `docs/design/registration.md`).
+//! Under firehose the hit is decided by the origin's own firehose table instead (firehose.rs).
 //! Every choice can be explained (`explain`), and with ACTIVERMA_VERBOSE=1 the first use of each
 //! protocol towards each target is printed — never a silent fallback.
 
@@ -101,6 +102,18 @@ impl Protocol {
     }
 }
 
+/// Why a protocol is being chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Pass {
+    /// For an access: registration hits and misses are counted.
+    Access,
+    /// For `explain`: nothing is counted or moved.
+    Explain,
+    /// A slow path (rendezvous, firehose) has had the target register the range: the table's
+    /// REGISTERED bits alone decide whether it may now move zero-copy.
+    Registered,
+}
+
 /// A checked choice; holds the table lookup (and with it the right to touch the memory).
 pub struct Choice<'a> {
     pub protocol: Protocol,
@@ -119,12 +132,13 @@ impl<'a> Choice<'a> {
 impl Proto {
     #[inline]
     pub(crate) fn choose(&self, rank: Rank, addr: usize, len: usize, kind: AccessKind) -> Result<Choice<'_>> {
-        self.choose_counted(rank, addr, len, kind, true)
+        self.choose_for(rank, addr, len, kind, Pass::Access)
     }
 
-    /// `count`: record the registration hit or miss (not for `explain`, which moves nothing).
+    /// A choice for an access (`Pass::Access`, which records the registration hit or miss), for
+    /// `explain` (moves nothing), or for the zero-copy move after a slow path registered the range.
     #[inline]
-    pub(crate) fn choose_counted(&self, rank: Rank, addr: usize, len: usize, kind: AccessKind, count: bool) -> Result<Choice<'_>> {
+    pub(crate) fn choose_for(&self, rank: Rank, addr: usize, len: usize, kind: AccessKind, pass: Pass) -> Result<Choice<'_>> {
         let Some(table) = &self.tables[rank] else {
             return self.choose_remote(rank, addr, len, kind);
         };
@@ -133,7 +147,7 @@ impl Proto {
             self.model_iotlb(rank, addr, len);
         }
         let (protocol, local) = if lookup.active {
-            if lookup.private && self.registration_miss(table, &lookup, rank, addr, len, kind, count) {
+            if lookup.private && self.registration_miss(table, &lookup, rank, addr, len, kind, pass) {
                 // PART's block copies cannot log: Active Access pages go through the target.
                 let p = match self.miss_protocol(kind) {
                     Protocol::PutPart => Protocol::PutBounce,
@@ -156,7 +170,7 @@ impl Proto {
             }
         } else if lookup.private {
             let p = match kind {
-                _ if self.registration_miss(table, &lookup, rank, addr, len, kind, count) => self.miss_protocol(kind),
+                _ if self.registration_miss(table, &lookup, rank, addr, len, kind, pass) => self.miss_protocol(kind),
                 AccessKind::Put => Protocol::PutCma,
                 AccessKind::Get => Protocol::GetCma,
                 AccessKind::Atomic | AccessKind::AtomicRead => Protocol::AtomicAm,
@@ -192,7 +206,7 @@ impl Proto {
         addr: usize,
         len: usize,
         kind: AccessKind,
-        count: bool,
+        pass: Pass,
     ) -> bool {
         // Under `none` every exposed page is registered at expose: no per-page walk (the
         // default configuration's private path stays as it was; hits are not counted).
@@ -202,8 +216,14 @@ impl Proto {
         {
             return false;
         }
+        // Firehose: the origin's own firehose table decides (firehose.rs counts its hits and
+        // misses), as on a NIC, where an origin holds keys only for the buckets pinned on its
+        // own behalf; pages another origin's firehoses keep pinned are no hit for us.
+        if self.strategy == activerma_mem::Strategy::Firehose && pass != Pass::Registered {
+            return true;
+        }
         let hit = table.registered(lookup, addr, len);
-        if count {
+        if pass == Pass::Access {
             let s = &self.reg_stats;
             activerma_core::counters::bump(if hit { &s.hits } else { &s.misses }, 1);
         }
@@ -289,7 +309,7 @@ impl Proto {
     /// Which protocol an operation would use, and why (for `info`, benchmarks and users).
     pub fn explain(&self, rank: Rank, addr: usize, len: usize, kind: AccessKind) -> Result<(Protocol, &'static str)> {
         self.check_rank(rank)?;
-        let c = self.choose_counted(rank, addr, len.max(1), kind, false)?;
+        let c = self.choose_for(rank, addr, len.max(1), kind, Pass::Explain)?;
         Ok((c.protocol, c.protocol.why()))
     }
 }

@@ -9,7 +9,6 @@
 
 use super::config::{Buckets, Config, Region};
 use super::page_table::LocalAcquire;
-use super::remote_table::FirehoseState;
 use super::smp::{self, DoneCallback, Outcome, Request, Step, Tables};
 use super::stats::FirehoseStats;
 use super::transport::{MoveReply, MoveRequest, MoveTransport};
@@ -254,11 +253,9 @@ impl Firehose {
         let bk = self.cfg.buckets(addr, len);
         let mut g = self.lock();
         let rt = &mut g.remote[rank];
-        let all = bk.iter().all(|b| matches!(rt.entries.get(&b), Some(e) if e.state == FirehoseState::Committed));
-        if !all {
+        if !rt.take_refs_if_committed(bk) {
             return None;
         }
-        bk.iter().for_each(|b| rt.take_ref(b));
         FirehoseStats::add(&self.stats.remote_hits, 1);
         Some(RemotePin { rank, region: Region::new(addr, len), bk, target_callback_ran: false })
     }

@@ -19,7 +19,7 @@ use super::stats::FirehoseStats;
 use super::victims::VictimFifo;
 use super::Pinner;
 use activerma_core::{Error, Rank, Result};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// Registration state of a local bucket that has an entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,7 +70,7 @@ impl PageTable {
             max_remote,
             max_victim,
             prepinned,
-            entries: HashMap::new(),
+            entries: HashMap::default(),
             victims: VictimFifo::new(),
             local_held: 0,
             remote_held: 0,

@@ -11,7 +11,8 @@ use super::config::{Buckets, Region};
 use super::page_table::longest_run;
 use super::victims::VictimFifo;
 use activerma_core::{Error, Rank, Result};
-use std::collections::{HashMap, VecDeque};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::VecDeque;
 
 /// Identifies one remote request (one call of remote_pin) while it gathers firehoses.
 pub type ReqId = u64;
@@ -79,7 +80,7 @@ impl RemoteTable {
         RemoteTable {
             rank,
             bucket,
-            entries: HashMap::new(),
+            entries: HashMap::default(),
             victims: VictimFifo::new(),
             free: f,
             to_release: Vec::new(),
@@ -124,6 +125,27 @@ impl RemoteTable {
             self.victims.remove(b);
         }
         e.refs += 1;
+    }
+
+    /// A hit: takes a reference on every bucket of `bk` if all are Committed (one lookup per
+    /// bucket: this is the hit path of every put); otherwise takes none and returns false.
+    pub fn take_refs_if_committed(&mut self, bk: Buckets) -> bool {
+        for (i, b) in bk.iter().enumerate() {
+            match self.entries.get_mut(&b) {
+                Some(e) if e.state == FirehoseState::Committed => {
+                    if e.refs == 0 {
+                        self.victims.remove(b);
+                    }
+                    e.refs += 1;
+                }
+                _ => {
+                    // Give back what this call took; those buckets become the newest victims.
+                    bk.iter().take(i).for_each(|b| self.drop_ref(b));
+                    return false;
+                }
+            }
+        }
+        true
     }
 
     /// Drops one reference (a release, or a failed request giving back what it took).
