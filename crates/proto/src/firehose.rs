@@ -244,7 +244,6 @@ impl Proto {
     }
 }
 
-/// Which zero-copy protocol a registered access takes.
 /// Moves one piece `(offset, len)` of a transfer: zero-copy with a choice, else bounced.
 type PieceMover<'a> = dyn FnMut(usize, usize, Option<&Choice>) -> Result<()> + 'a;
 
@@ -273,7 +272,7 @@ fn piece(
     addr: usize,
     len: usize,
     kind: AccessKind,
-    run: &mut dyn FnMut(Option<&Choice>) -> Result<()>,
+    run: &mut registered_move::MoveWith,
 ) -> Result<()> {
     for attempt in 0..TRIES {
         let hit = fh.try_remote_pin(rank, addr, len);

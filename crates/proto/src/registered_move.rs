@@ -7,6 +7,9 @@ use crate::{get_active, get_am, get_cma, put_active, put_am, put_cma, Proto};
 use activerma_core::{Rank, Result};
 use activerma_mem::AccessKind;
 
+/// Moves a range given the choice to move it zero-copy with, or `None` to bounce it.
+pub(crate) type MoveWith<'a> = dyn FnMut(Option<&Choice>) -> Result<()> + 'a;
+
 fn zero_copy(p: Protocol) -> bool {
     matches!(p, Protocol::PutCma | Protocol::GetCma | Protocol::PutActive | Protocol::GetActive)
 }
@@ -14,14 +17,7 @@ fn zero_copy(p: Protocol) -> bool {
 /// After the target registered `[addr, addr+len)`: if the table now allows a zero-copy move,
 /// runs `run(Some(choice))` and returns its result; None when a page is unregistered again
 /// (the range was unexposed and exposed anew meanwhile: the caller retries or bounces).
-pub(crate) fn try_zero_copy(
-    p: &Proto,
-    rank: Rank,
-    addr: usize,
-    len: usize,
-    kind: AccessKind,
-    run: &mut dyn FnMut(Option<&Choice>) -> Result<()>,
-) -> Option<Result<()>> {
+pub(crate) fn try_zero_copy(p: &Proto, rank: Rank, addr: usize, len: usize, kind: AccessKind, run: &mut MoveWith) -> Option<Result<()>> {
     match p.choose_for(rank, addr, len, kind, Pass::Registered) {
         Ok(c) if zero_copy(c.protocol) => Some(run(Some(&c))),
         Ok(_) => None,

@@ -20,7 +20,6 @@
 //! cache with no staleness (unexpose invalidates) bounded by RLIMIT_MEMLOCK / ACTIVERMA_PIN_LIMIT.
 
 use crate::am_request::{self, respond, Asked};
-use crate::select::Choice;
 use crate::{registered_move, Proto};
 use activerma_am::{Am, AmCtx, HandlerId};
 use activerma_core::counters::bump;
@@ -80,17 +79,9 @@ pub(crate) fn register(am: &Am, table: Arc<TargetTable>) -> Result<()> {
     )
 }
 
-/// Which zero-copy protocol a registered access takes.
 /// Registers, moves zero-copy (`run(Some(choice))`) and, under rendezvous-unpin, releases; or
 /// bounces (`run(None)`) when the target cannot pin.
-fn transfer(
-    p: &Proto,
-    rank: Rank,
-    addr: usize,
-    len: usize,
-    kind: AccessKind,
-    run: &mut dyn FnMut(Option<&Choice>) -> Result<()>,
-) -> Result<()> {
+fn transfer(p: &Proto, rank: Rank, addr: usize, len: usize, kind: AccessKind, run: &mut registered_move::MoveWith) -> Result<()> {
     let per_op = p.strategy.unpins_after_op();
     let op = if kind == AccessKind::Put { "put" } else { "get" };
     for _ in 0..TRIES {
