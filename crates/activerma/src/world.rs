@@ -212,11 +212,14 @@ impl World {
     }
     /// Withdraws exposure `id` of `[addr, addr+len)`: the table waits for copies in flight and
     /// unpins; under firehose no bucket of it stays pinned and other ranks drop their firehoses.
+    /// Other hosts' one-sided engines are let out of it first (the conduit's registration goes
+    /// with them); after finalize the conduit has dropped every registration itself.
     pub(crate) fn unexpose_id(&self, id: activerma_mem::table::ExposureId, addr: usize, len: usize) -> Result<()> {
-        let r = self.table().unexpose(id);
-        if !self.is_finalized() {
-            self.inner.proto.firehose_unexposed(addr, len);
+        if self.is_finalized() {
+            return self.table().unexpose(id);
         }
+        let r = self.inner.proto.unexpose_private(addr, &mut || self.table().unexpose(id));
+        self.inner.proto.firehose_unexposed(addr, len);
         r
     }
 

@@ -87,7 +87,7 @@ pub fn print() -> i32 {
         Err(e) => println!("modelled network error: {e}"),
     }
     println!("protocols        same host: put_direct get_direct atomic_direct (segment) · put_cma get_cma atomic_am (private memory)");
-    println!("                 other host: put_rma get_rma atomic_rma (segment) · put_am get_am atomic_am (private memory)");
+    println!("                 other host: put_rma get_rma atomic_rma (segment) · put_am get_am atomic_am (private memory; from ACTIVERMA_RMA_RENDEZVOUS_MIN on put_rma_rendezvous get_rma_rendezvous)");
     println!("                 registration miss (same host, private memory): put_bounce get_bounce (bounce) · put_rendezvous get_rendezvous (rendezvous, rendezvous-unpin) · put_part get_part (part) · put_firehose get_firehose (firehose)");
     if bad > 0 {
         1

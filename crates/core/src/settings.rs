@@ -60,6 +60,7 @@ pub const IOTLB_EVICTION: &str = "ACTIVERMA_IOTLB_EVICTION";
 pub const IOTLB_MISS_NS: &str = "ACTIVERMA_IOTLB_MISS_NS";
 pub const REGISTRATION: &str = "ACTIVERMA_REGISTRATION";
 pub const PIN_LIMIT: &str = "ACTIVERMA_PIN_LIMIT";
+pub const RMA_RENDEZVOUS_MIN: &str = "ACTIVERMA_RMA_RENDEZVOUS_MIN";
 pub const FIREHOSE_M: &str = "ACTIVERMA_FIREHOSE_M";
 pub const FIREHOSE_MAXVICTIM: &str = "ACTIVERMA_FIREHOSE_MAXVICTIM";
 pub const FIREHOSE_BUCKET: &str = "ACTIVERMA_FIREHOSE_BUCKET";
@@ -99,7 +100,7 @@ pub static TABLE: &[Setting] = &[
     Setting { name: VERBOSE, kind: Kind::Bool, default: "0",
         description: "print protocol choices and job events to stderr" },
     Setting { name: MPI_ASYNC_PROGRESS_US, kind: Kind::Int, default: "100",
-        description: "mpi: a background thread drives MPI's progress engine this often (us), so one-sided operations to a rank complete even while its code computes; 0 = off (then some MPIs need the target to call in)" },
+        description: "mpi: a background thread drives MPI's progress engine this often (us) while the rank makes no MPI call itself (it backs off up to 32x while the rank does), so one-sided operations to a rank complete even while its code computes; not started on the one-host shared heap, which needs none; 0 = off (then some MPIs need the target to call in)" },
     Setting { name: MPI_SHARED, kind: Kind::Enum(&["auto", "off"]), default: "auto",
         description: "mpi conduit: when every rank runs on one host, map every rank's heap and table (one MPI shared window) and move data with the CPU as the smp conduit does; off: always MPI one-sided operations (use it to emulate separate hosts)" },
     Setting { name: SMP_EMULATE_REMOTE, kind: Kind::Bool, default: "0",
@@ -122,6 +123,8 @@ pub static TABLE: &[Setting] = &[
         description: "modelled IOTLB: cost charged per miss (ns, busy-waited by the origin)" },
     Setting { name: REGISTRATION, kind: Kind::Enum(&["none", "pin-all", "bounce", "rendezvous", "rendezvous-unpin", "firehose", "part"]), default: "none",
         description: "how exposed private memory becomes a zero-copy target: none = registered at once, nothing pinned; pin-all = mlock at expose (and segments at allocation); bounce = never pinned, the target copies through its message buffers; rendezvous = pinned on first access, kept until unexposed; rendezvous-unpin = pinned for each operation; part = nothing pinned, a missing page fails the zero-copy block fast and the target pages it in (ACTIVERMA_PART_*); firehose = each origin keeps at most f firehoses (pinned buckets) on every other rank, a miss moves one with a message, released ones stay pinned as victims (ACTIVERMA_FIREHOSE_*)" },
+    Setting { name: RMA_RENDEZVOUS_MIN, kind: Kind::Size, default: "256K",
+        description: "puts/gets to private memory of a rank on another host (mpi conduit, or smp emulating hosts) from this size on: the target registers the range with the conduit (MPI: attaches the exposure to the dynamic window) and the data moves one-sided; smaller ones travel in active messages through the target; 0 = never (not under bounce or part)" },
     Setting { name: PIN_LIMIT, kind: Kind::Size, default: "0",
         description: "bytes a rank may keep pinned by its registration strategy, checked before mlock; 0 = no budget of our own (the kernel's RLIMIT_MEMLOCK, `ulimit -l`, still applies; root ignores it)" },
     Setting { name: FIREHOSE_M, kind: Kind::Size, default: "64M",

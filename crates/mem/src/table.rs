@@ -629,6 +629,12 @@ impl TargetTable {
         result
     }
 
+    /// The exposure holding all of `[addr, addr+len)`: its base, length and generation.
+    pub fn exposure_of(&self, addr: usize, len: usize) -> Option<(usize, usize, u64)> {
+        let st = self.state.lock().unwrap();
+        st.exposures.iter().find(|e| e.contains(addr, len)).map(|e| (e.base, e.len, e.generation))
+    }
+
     /// Rendezvous, target side: registers the pages of `[addr, addr+len)` (inside one exposure)
     /// — pins those not registered yet and sets REGISTERED on them. With `per_op`, every call
     /// is one more holder that `release_registration` drops; without, a page stays registered

@@ -42,6 +42,7 @@ mod put_direct;
 mod registered_move;
 mod remote_marks;
 mod rendezvous;
+mod rendezvous_rma;
 mod rma_conduit;
 mod select;
 
@@ -93,12 +94,18 @@ pub struct Proto {
     part: Option<Arc<part::PartRt>>,
     /// This rank's Firehose, under ACTIVERMA_REGISTRATION=firehose (`with_firehose`).
     firehose: Option<Arc<activerma_mem::firehose::Firehose>>,
+    /// Our exposures other hosts' one-sided engines may reach (rendezvous_rma.rs), on conduits
+    /// whose engine reaches registered memory.
+    rma_exposures: Option<Arc<rendezvous_rma::RmaExposures>>,
+    /// Smallest private transfer to another host that takes the rendezvous (0 = none).
+    rma_rendezvous_min: usize,
 }
 
 /// State the table's handlers share with the origin side, made before the job's first
 /// barrier (handlers must exist by then) and handed to the `Proto` made after it.
 pub struct TableHandlers {
     part: Option<Arc<part::PartRt>>,
+    rma_exposures: Option<Arc<rendezvous_rma::RmaExposures>>,
 }
 
 impl Proto {
@@ -118,13 +125,31 @@ impl Proto {
     /// after the table exists and before the job's first barrier.
     pub fn register_table_handlers(am: &Arc<Am>, table: Arc<TargetTable>) -> Result<TableHandlers> {
         let part = if table.registrar().strategy() == Strategy::Part { Some(part::register(am, table.clone())?) } else { None };
-        rendezvous::register(am, table)?;
-        Ok(TableHandlers { part })
+        rendezvous::register(am, table.clone())?;
+        let rma_exposures = if am.conduit().rma_reaches_registered() { Some(rendezvous_rma::register(am, table)?) } else { None };
+        Ok(TableHandlers { part, rma_exposures })
+    }
+
+    /// Withdraws our exposure at `addr` with `table_unexpose`; first, where other hosts'
+    /// one-sided engines may reach it, waits until none is inside and deregisters it from the
+    /// conduit (rendezvous_rma.rs).
+    pub fn unexpose_private(&self, addr: usize, table_unexpose: &mut dyn FnMut() -> Result<()>) -> Result<()> {
+        match &self.rma_exposures {
+            Some(x) => x.unexpose(
+                addr,
+                &mut || {
+                    self.am.progress();
+                },
+                table_unexpose,
+            ),
+            None => table_unexpose(),
+        }
     }
 
     /// Installs what `register_table_handlers` made (the PART runtime under that strategy).
     pub fn with_table_handlers(mut self, h: TableHandlers) -> Proto {
         self.part = h.part;
+        self.rma_exposures = h.rma_exposures;
         self
     }
 
@@ -177,8 +202,10 @@ impl Proto {
             reg_stats,
             part: None,
             firehose: None,
+            rma_exposures: None,
             pending_until: (0..n).map(|_| AtomicU64::new(0)).collect(),
             verbose: settings::get_bool(settings::VERBOSE)?,
+            rma_rendezvous_min: settings::get_u64(settings::RMA_RENDEZVOUS_MIN)? as usize,
             seen: Default::default(),
             conduit,
             am,
@@ -323,6 +350,7 @@ impl Proto {
                 drop(c);
                 firehose::put(self, rank, addr, src)?
             }
+            Protocol::PutRmaRendezvous => rendezvous_rma::put(self, rank, addr, src)?,
             _ => unreachable!("puts choose a put protocol"),
         }
         Ok(self.net.completion_time(src.len()))
@@ -358,6 +386,7 @@ impl Proto {
                 drop(c);
                 firehose::get(self, rank, addr, dst)?
             }
+            Protocol::GetRmaRendezvous => rendezvous_rma::get(self, rank, addr, dst)?,
             _ => unreachable!("gets choose a get protocol"),
         }
         Ok(self.net.completion_time(dst.len()))

@@ -2,7 +2,8 @@
 //! private memory (and checks protection); the conduit says whether the segment is mapped here.
 //! For a rank whose table this process cannot read (another host), segments are checked against
 //! our own copy of the segment map — identical on every rank, as allocation is collective — and
-//! moved by the conduit's one-sided engine; private memory goes to the target, which checks.
+//! moved by the conduit's one-sided engine; private memory goes to the target, which checks
+//! (and, for a large transfer, registers it for the engine: rendezvous_rma.rs).
 //! Private memory on this host moves zero-copy (cross-memory attach) only if every page of the
 //! access is REGISTERED in the target's table (a registration hit); otherwise the registration
 //! strategy's slow path runs (a miss: bounce or rendezvous, `docs/design/registration.md`).
@@ -42,6 +43,10 @@ pub enum Protocol {
     /// Registration miss, strategy firehose: move a firehose (pin at the target), then zero-copy.
     PutFirehose,
     GetFirehose,
+    /// Private memory of a rank on another host, a large transfer: the target registers
+    /// the range, then the conduit's one-sided engine moves it (rendezvous_rma.rs).
+    PutRmaRendezvous,
+    GetRmaRendezvous,
 }
 
 impl Protocol {
@@ -68,6 +73,8 @@ impl Protocol {
             Protocol::GetPart => "get_part",
             Protocol::PutFirehose => "put_firehose",
             Protocol::GetFirehose => "get_firehose",
+            Protocol::PutRmaRendezvous => "put_rma_rendezvous",
+            Protocol::GetRmaRendezvous => "get_rma_rendezvous",
         }
     }
 
@@ -94,6 +101,9 @@ impl Protocol {
             }
             Protocol::PutPart | Protocol::GetPart => {
                 "the registration strategy is part: nothing is pinned; cross-memory attach moves the data block by block into unpinned memory, and a block that meets a page missing at the target is NACKed, the target pages it in and the block is resent (on its ERR or after a time-out)"
+            }
+            Protocol::PutRmaRendezvous | Protocol::GetRmaRendezvous => {
+                "the address is private memory of a rank on another host and the transfer is at least ACTIVERMA_RMA_RENDEZVOUS_MIN: a request has the target check the range and register it with the conduit (MPI: attach its exposure to the dynamic window; rendezvous strategies also pin), then the conduit's one-sided engine moves the data and a message releases it; if the target refuses for a resource, the data goes through the target as put_am / get_am"
             }
             Protocol::PutRendezvous | Protocol::GetRendezvous => {
                 "a page of the target's private memory is not registered and the registration strategy is rendezvous: a request asks the target to pin the pages and mark them registered, then one cross-memory-attach call moves the data (rendezvous-unpin: a message unpins them after it; on a pin failure the operation bounces)"
@@ -277,6 +287,8 @@ impl Proto {
                 }
             }
             None => match kind {
+                AccessKind::Put if crate::rendezvous_rma::applies(self, len) => Protocol::PutRmaRendezvous,
+                AccessKind::Get if crate::rendezvous_rma::applies(self, len) => Protocol::GetRmaRendezvous,
                 AccessKind::Put => Protocol::PutAm,
                 AccessKind::Get => Protocol::GetAm,
                 AccessKind::Atomic | AccessKind::AtomicRead => Protocol::AtomicAm,

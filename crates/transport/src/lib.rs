@@ -117,6 +117,13 @@ pub trait Conduit: Send + Sync {
     fn deregister(&self, _addr: usize, _len: usize) -> Result<()> {
         Ok(())
     }
+    /// Whether `rma_put` / `rma_get` also reach memory a rank registered outside its heap
+    /// (MPI: attached to the dynamic window). Then a large transfer to private memory of a
+    /// rank on another host can be a rendezvous and one one-sided move instead of copies by
+    /// the target's CPU (proto's rendezvous_rma.rs).
+    fn rma_reaches_registered(&self) -> bool {
+        false
+    }
     /// One-sided put into registered memory of a rank whose heap is not mapped here; with
     /// `complete`, returns once the data is in the target's memory, otherwise at the next
     /// `rma_flush`.

@@ -7,11 +7,12 @@ use std::time::{Duration, Instant};
 const LAUNCHER: &str = env!("CARGO_BIN_EXE_activerma");
 
 /// The cases every conduit runs with 2, 3 and 4 ranks.
-const CORE_CASES: [&str; 8] = [
+const CORE_CASES: [&str; 9] = [
     "put_get_segment",
     "nonblocking_and_flush",
     "passive_target_spins",
     "private_memory",
+    "private_large_transfers",
     "atomics",
     "active_messages",
     "bad_input",
@@ -172,13 +173,27 @@ pub fn main() -> i32 {
     jobs.push(Job { case: "small_queues", ranks: 3, env: vec![("ACTIVERMA_AM_SLOTS", "4"), ("ACTIVERMA_AM_SLOT_SIZE", "128")] });
     jobs.push(Job { case: "peer_exits_early", ranks: 2, env: vec![] });
     // The cross-host paths (one-sided engine for segments, the target for private memory),
-    // exercised on one host by hiding every peer's mappings.
-    for case in ["put_get_segment", "nonblocking_and_flush", "passive_target_spins", "private_memory", "atomics", "bad_input", "randomized"]
-    {
+    // exercised on one host by hiding every peer's mappings (active messages do not change).
+    for case in CORE_CASES.into_iter().filter(|&c| c != "active_messages") {
         for ranks in [2, 3] {
             jobs.push(Job { case, ranks, env: vec![("ACTIVERMA_SMP_EMULATE_REMOTE", "1")] });
         }
     }
+    // Large private transfers across hosts under the strategies that change their path:
+    // per-operation pins (released after the one-sided move), and no registration at all.
+    for strategy in ["rendezvous-unpin", "bounce"] {
+        jobs.push(Job {
+            case: "private_large_transfers",
+            ranks: 3,
+            env: vec![("ACTIVERMA_SMP_EMULATE_REMOTE", "1"), ("ACTIVERMA_REGISTRATION", strategy)],
+        });
+    }
+    // Every private put/get from 1 KiB on a rendezvous: holds and releases under random load.
+    jobs.push(Job {
+        case: "randomized",
+        ranks: 3,
+        env: vec![("ACTIVERMA_SMP_EMULATE_REMOTE", "1"), ("ACTIVERMA_RMA_RENDEZVOUS_MIN", "1K")],
+    });
     jobs.push(Job { case: "randomized", ranks: 4, env: vec![("ACTIVERMA_SMP_EMULATE_REMOTE", "1"), ("ACTIVERMA_PROGRESS", "thread")] });
     // Active Access: every notification mode of the log under test.
     for notify in ["poll", "wake", "thread"] {
@@ -316,11 +331,17 @@ fn run_under_mpi(mpi: &str, filter: Option<&str>, t: &mut Tally) -> i32 {
     });
     // The one-sided MPI path on one host too (by default the ranks of a one-host job map each
     // other's heaps and tables through an MPI shared window and copy with the CPU).
-    for case in ["put_get_segment", "nonblocking_and_flush", "atomics", "private_memory", "randomized"] {
+    for case in ["put_get_segment", "nonblocking_and_flush", "atomics", "private_memory", "private_large_transfers", "randomized"] {
         for ranks in [2, 3] {
             jobs.push(Job { case, ranks, env: vec![("ACTIVERMA_MPI_SHARED", "off")] });
         }
     }
+    jobs.push(Job {
+        case: "private_large_transfers",
+        ranks: 3,
+        env: vec![("ACTIVERMA_MPI_SHARED", "off"), ("ACTIVERMA_REGISTRATION", "rendezvous-unpin")],
+    });
+    jobs.push(Job { case: "randomized", ranks: 3, env: vec![("ACTIVERMA_MPI_SHARED", "off"), ("ACTIVERMA_RMA_RENDEZVOUS_MIN", "1K")] });
     // Active Access across hosts: marks on segments and private memory, through the target.
     jobs.push(Job { case: "aa_bit_combinations", ranks: 2, env: vec![] });
     jobs.push(Job { case: "aa_many_origins_tiny_log", ranks: 3, env: vec![] });

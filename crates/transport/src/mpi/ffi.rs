@@ -44,6 +44,9 @@ pub struct Mpi {
     /// Ranges attached to the window: detached before it is freed (Open MPI 4.1's osc/ucx
     /// crashes freeing a dynamic window that still has regions attached).
     attached: Vec<usize>,
+    /// Open MPI: a page attached above every other region for the window's lifetime (see
+    /// `attach_sentinel`).
+    sentinel: Option<usize>,
 }
 
 // SAFETY: MPI handles are plain values; every use is serialized by the conduit's lock and the
@@ -85,7 +88,11 @@ impl Mpi {
             let mut win: MPI_Win = std::mem::zeroed();
             check("MPI_Win_create_dynamic", MPI_Win_create_dynamic(RSMPI_INFO_NULL, comm, &mut win))?;
             open_epoch(win, s)?;
-            Ok(Mpi { comm, win, heap_win: None, rank: r as Rank, size: s as usize, attached: Vec::new() })
+            let mut mpi = Mpi { comm, win, heap_win: None, rank: r as Rank, size: s as usize, attached: Vec::new(), sentinel: None };
+            if Mpi::library_version().starts_with("Open MPI") {
+                mpi.attach_sentinel()?;
+            }
+            Ok(mpi)
         }
     }
 
@@ -238,6 +245,29 @@ impl Mpi {
         Ok(())
     }
 
+    /// Open MPI 4.1's osc/ucx keeps a window's attached regions in an array sorted by address
+    /// but searches it one slot past the last region: a region attached above all others
+    /// lands one slot too far, and a later detach or `MPI_Win_free` frees the wrong
+    /// registration (a crash in `ucs_rcache_region_invalidate`; a pure-MPI reproducer fails
+    /// every time). With one region attached above every address a program can expose — the
+    /// top page of the main thread's stack, never detached before the window goes — every
+    /// search turns left of it and stays inside the array.
+    fn attach_sentinel(&mut self) -> Result<()> {
+        let maps = std::fs::read_to_string("/proc/self/maps")
+            .map_err(|e| Error::Os { call: "read /proc/self/maps", errno_text: e.to_string() })?;
+        let top = maps
+            .lines()
+            .find(|l| l.ends_with("[stack]"))
+            .and_then(|l| l.split(['-', ' ']).nth(1))
+            .and_then(|end| usize::from_str_radix(end, 16).ok())
+            .ok_or_else(|| Error::Unsupported("no [stack] line in /proc/self/maps".into()))?;
+        let page = top - activerma_core::page::page_size();
+        // SAFETY: the main thread's stack stays mapped for the life of the process.
+        check("MPI_Win_attach", unsafe { MPI_Win_attach(self.win, page as *mut _, activerma_core::page::page_size() as MPI_Aint) })?;
+        self.sentinel = Some(page);
+        Ok(())
+    }
+
     pub fn detach(&mut self, addr: usize) -> Result<()> {
         // SAFETY: detaching what we attached.
         check("MPI_Win_detach", unsafe { MPI_Win_detach(self.win, addr as *const _) })?;
@@ -287,7 +317,7 @@ impl Mpi {
                 close_epoch(heap, self.size as c_int)?;
                 check("MPI_Win_free", MPI_Win_free(&mut heap))?;
             }
-            for addr in std::mem::take(&mut self.attached) {
+            for addr in std::mem::take(&mut self.attached).into_iter().chain(self.sentinel.take()) {
                 check("MPI_Win_detach", MPI_Win_detach(self.win, addr as *const _))?;
             }
             // Everyone is done with every message and access before anyone tears down.

@@ -385,7 +385,16 @@ impl Conduit for SmpConduit {
         self.mapped_heap(rank).map(|w| w.remote_base).unwrap_or(0)
     }
 
+    /// Emulating other hosts, the engine also reaches private memory a target registered for
+    /// a rendezvous (the target checked the range before confirming it).
+    fn rma_reaches_registered(&self) -> bool {
+        self.emulate_remote
+    }
+
     fn rma_put(&self, rank: Rank, addr: usize, src: &[u8], _complete: bool) -> Result<()> {
+        if self.emulate_remote && self.outside_heap(rank, addr) {
+            return self.cma_write(rank, addr, src);
+        }
         let dst = self.emulated_engine(rank, addr, src.len())?;
         // SAFETY: the engine checked the range lies in rank's heap mapping.
         unsafe { std::ptr::copy(src.as_ptr(), dst, src.len()) };
@@ -394,6 +403,9 @@ impl Conduit for SmpConduit {
     }
 
     fn rma_get(&self, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<()> {
+        if self.emulate_remote && self.outside_heap(rank, addr) {
+            return self.cma_read(rank, addr, dst);
+        }
         let src = self.emulated_engine(rank, addr, dst.len())?;
         std::sync::atomic::fence(Ordering::Acquire);
         // SAFETY: as above.
@@ -470,6 +482,12 @@ impl SmpConduit {
 
     /// The emulated one-sided engine's address check: like a NIC, it only reaches the
     /// target's registered heap (upper layers have checked the segment map already).
+    /// Whether `addr` lies outside `rank`'s heap (private memory: reached by cross-memory
+    /// attach when emulating another host's engine).
+    fn outside_heap(&self, rank: Rank, addr: usize) -> bool {
+        self.mapped_heap(rank).is_none_or(|w| addr.checked_sub(w.remote_base).is_none_or(|off| off >= w.len))
+    }
+
     fn emulated_engine(&self, rank: Rank, addr: usize, len: usize) -> Result<*mut u8> {
         self.mapped_heap(rank).and_then(|w| w.translate(addr, len)).ok_or(Error::NotExposed { rank, addr, len })
     }

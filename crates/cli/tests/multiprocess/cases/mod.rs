@@ -17,6 +17,7 @@ pub fn run(case: &str) -> i32 {
         "put_get_segment" => rma::put_get_segment(),
         "nonblocking_and_flush" => rma::nonblocking_and_flush(),
         "private_memory" => rma::private_memory(),
+        "private_large_transfers" => rma::private_large_transfers(),
         "atomics" => rma::atomics(),
         "passive_target_spins" => rma::passive_target_spins(),
         "active_messages" => am::active_messages(),

@@ -214,3 +214,65 @@ pub fn passive_target_spins() -> Result<()> {
     }
     w.finalize()
 }
+
+/// Large transfers to private memory: across hosts, from ACTIVERMA_RMA_RENDEZVOUS_MIN (256 KiB)
+/// on, a rendezvous (the target registers its exposure with the conduit) and one one-sided
+/// move (`put_rma_rendezvous`); on one host the usual private paths. Data arrives intact both ways,
+/// protection and bounds still hold, and an exposure withdrawn and exposed anew is reached
+/// again (its conduit registration went and came back).
+pub fn private_large_transfers() -> Result<()> {
+    const BIG: usize = 300 * 1024 + 77; // above the default rendezvous size, not a page multiple
+    let w = activerma::init()?;
+    let (me, n) = (w.rank(), w.size());
+    let strategy = std::env::var("ACTIVERMA_REGISTRATION").unwrap_or_default();
+    let min = std::env::var("ACTIVERMA_RMA_RENDEZVOUS_MIN").unwrap_or_else(|_| "256K".into());
+    let rendezvous_across = !matches!(strategy.as_str(), "bounce" | "part") && min != "0";
+    let mut ro_buf: Vec<u8> = (0..BIG).map(|i| pattern(me, 5, i)).collect();
+    let ro = w.expose_read_only(&ro_buf)?;
+    let ro_addr = share_u64(&w, ro.addr() as u64)?;
+    for round in 0..2usize {
+        let mut rw_buf = vec![0u8; n * BIG];
+        let rw = w.expose(&mut rw_buf, Prot::ReadWrite)?;
+        let rw_addr = share_u64(&w, rw.addr() as u64)?;
+        let data: Vec<u8> = (0..BIG).map(|i| pattern(me, 6 + round, i)).collect();
+        for k in 1..=n {
+            let t = (me + k) % n; // others first, ourselves last
+            let at = RemotePtr::new(t, rw_addr[t] as usize + me * BIG);
+            if t != me {
+                let (p, _) = w.explain(at, BIG, "put")?;
+                let across = if rendezvous_across { "put_rma_rendezvous" } else { "put_am" };
+                let want = expect_protocol("", across);
+                assert!(want.is_empty() || p.name() == want, "rank {me} -> {t}: {} for {BIG} B, expected {want}", p.name());
+            }
+            w.put(at, &data)?;
+            let mut back = vec![0u8; BIG];
+            w.get(at, &mut back)?;
+            assert!(back == data, "round {round}: {BIG} B put/get round trip with rank {t}");
+            let mut theirs = vec![0u8; BIG];
+            w.get(RemotePtr::new(t, ro_addr[t] as usize), &mut theirs)?;
+            assert!(theirs.iter().enumerate().all(|(i, &b)| b == pattern(t, 5, i)), "rank {t}'s read-only buffer");
+            let e = w.put(RemotePtr::new(t, ro_addr[t] as usize), &data).unwrap_err();
+            assert!(matches!(e, Error::Protection { .. }), "large put to read-only memory: {e}");
+            let e = w.get(RemotePtr::new(t, rw_addr[t] as usize + (n - 1) * BIG + 1), &mut back).unwrap_err();
+            assert!(matches!(e, Error::NotExposed { .. }), "large get past the end: {e}");
+        }
+        w.barrier()?;
+        let mut local = vec![0u8; n * BIG];
+        rw.read(0, &mut local);
+        for src in 0..n {
+            let got = &local[src * BIG..(src + 1) * BIG];
+            assert!(got.iter().enumerate().all(|(i, &b)| b == pattern(src, 6 + round, i)), "rank {me}: round {round}, region of {src}");
+        }
+        w.barrier()?;
+        rw.unexpose()?;
+        w.barrier()?;
+        // Withdrawn: a large access now fails clearly (no stale registration reaches it).
+        let t = (me + 1) % n;
+        let e = w.get(RemotePtr::new(t, rw_addr[t] as usize), &mut vec![0u8; BIG]).unwrap_err();
+        assert!(matches!(e, Error::NotExposed { .. }), "round {round}: large get after unexpose: {e}");
+        w.barrier()?;
+    }
+    drop(ro);
+    ro_buf[0] ^= 1; // the buffer stays ours and alive until here
+    w.finalize()
+}
