@@ -47,6 +47,10 @@ pub struct Mpi {
     /// Open MPI: a page attached above every other region for the window's lifetime (see
     /// `attach_sentinel`).
     sentinel: Option<usize>,
+    /// Copies of the sources of implicit puts not flushed yet (window, target, bytes): see
+    /// `rma::put`. Dropped once a flush completed them.
+    bounced: Vec<(MPI_Win, Rank, Vec<u8>)>,
+    bounced_bytes: usize,
 }
 
 // SAFETY: MPI handles are plain values; every use is serialized by the conduit's lock and the
@@ -88,7 +92,17 @@ impl Mpi {
             let mut win: MPI_Win = std::mem::zeroed();
             check("MPI_Win_create_dynamic", MPI_Win_create_dynamic(RSMPI_INFO_NULL, comm, &mut win))?;
             open_epoch(win, s)?;
-            let mut mpi = Mpi { comm, win, heap_win: None, rank: r as Rank, size: s as usize, attached: Vec::new(), sentinel: None };
+            let mut mpi = Mpi {
+                comm,
+                win,
+                heap_win: None,
+                rank: r as Rank,
+                size: s as usize,
+                attached: Vec::new(),
+                sentinel: None,
+                bounced: Vec::new(),
+                bounced_bytes: 0,
+            };
             if Mpi::library_version().starts_with("Open MPI") {
                 mpi.attach_sentinel()?;
             }
@@ -275,13 +289,39 @@ impl Mpi {
         Ok(())
     }
 
-    /// Completes every operation on `win` to `rank` (all ranks: None) at the target.
+    /// Completes every operation on `win` to `rank` (all ranks: None) at the target, and
+    /// drops the copies implicit puts made for them.
     pub fn flush(&mut self, win: MPI_Win, rank: Option<Rank>) -> Result<()> {
         // SAFETY: our window, inside the lock_all epoch.
         match rank {
-            Some(r) => check("MPI_Win_flush", unsafe { MPI_Win_flush(r as c_int, win) }),
-            None => check("MPI_Win_flush_all", unsafe { MPI_Win_flush_all(win) }),
+            Some(r) => check("MPI_Win_flush", unsafe { MPI_Win_flush(r as c_int, win) })?,
+            None => check("MPI_Win_flush_all", unsafe { MPI_Win_flush_all(win) })?,
         }
+        if !self.bounced.is_empty() {
+            let mut freed = 0;
+            self.bounced.retain(|(w, r, bytes)| {
+                let done = *w == win && rank.is_none_or(|rank| rank == *r);
+                freed += if done { bytes.len() } else { 0 };
+                !done
+            });
+            self.bounced_bytes -= freed;
+        }
+        Ok(())
+    }
+
+    /// Keeps `bytes`, the source of an implicit put on `win` to `rank`, until a flush; first
+    /// completes everything kept so far when keeping it would pass `budget` bytes.
+    pub fn keep_bounced(&mut self, win: MPI_Win, rank: Rank, bytes: Vec<u8>, budget: usize) -> Result<()> {
+        if self.bounced_bytes + bytes.len() > budget {
+            let mut pairs: Vec<(MPI_Win, Rank)> = self.bounced.iter().map(|&(w, r, _)| (w, r)).collect();
+            pairs.dedup();
+            for (w, r) in pairs {
+                self.flush(w, Some(r))?;
+            }
+        }
+        self.bounced_bytes += bytes.len();
+        self.bounced.push((win, rank, bytes));
+        Ok(())
     }
 
     /// The library's own version text (e.g. "Open MPI v4.1.4, ..." or "MPICH Version: 4.0.2 ...").

@@ -1,7 +1,9 @@
 //! One-sided operations at a `Target`: a window and a displacement in it (the conduit picks
 //! the heap window or the dynamic one). Counts are `int` in MPI, so transfers are split into
-//! chunks of at most 1 GiB. A put without `complete` is completed locally before it returns
-//! (the caller may reuse its buffer at once) and remotely by a later flush.
+//! chunks of at most 1 GiB. A put without `complete` lets the caller reuse its buffer at once:
+//! up to BOUNCE_MAX bytes it is put from a copy kept until the next flush (so a window of small
+//! puts overlaps on the wire; over TCP, completing each one locally made 64 KiB put bandwidth
+//! 0.69-0.76x plain MPI's), larger ones are completed locally before returning.
 
 use super::ffi::{check, Mpi};
 use crate::AtomicOp;
@@ -18,6 +20,11 @@ pub struct Target {
 }
 
 const CHUNK: usize = 1 << 30;
+/// Largest implicit put sent from a copy: the copy costs a memcpy, which beyond this size
+/// stops being small next to the transfer on a fast network.
+const BOUNCE_MAX: usize = 64 * 1024;
+/// Bytes of copies kept at most; beyond it, everything kept is flushed first.
+const BOUNCE_BUDGET: usize = 16 << 20;
 
 /// Calls `op(offset, disp, count)` for each chunk of `len` bytes at displacement `addr`.
 fn by_chunks(addr: usize, len: usize, mut op: impl FnMut(usize, MPI_Aint, c_int) -> c_int, call: &'static str) -> Result<()> {
@@ -31,19 +38,31 @@ fn by_chunks(addr: usize, len: usize, mut op: impl FnMut(usize, MPI_Aint, c_int)
 }
 
 pub fn put(m: &mut Mpi, t: Target, src: &[u8], complete: bool) -> Result<()> {
+    if !complete && src.len() <= BOUNCE_MAX {
+        let copy = src.to_vec();
+        // The copy's heap bytes do not move when the Vec is kept below.
+        put_from(t, &copy)?;
+        return m.keep_bounced(t.win, t.rank, copy, BOUNCE_BUDGET);
+    }
+    put_from(t, src)?;
+    if complete {
+        m.flush(t.win, Some(t.rank))
+    } else {
+        m.flush_local(t.win, t.rank)
+    }
+}
+
+/// Starts the MPI_Puts of `src` (completed by a later flush or flush_local of `t`'s window).
+fn put_from(t: Target, src: &[u8]) -> Result<()> {
     let Target { win, rank, disp: addr } = t;
-    // SAFETY: `src` stays valid until the flush or flush_local below.
+    // SAFETY: `src` stays valid until the caller completes the puts (flush or flush_local), or
+    // it is a copy kept until a flush.
     by_chunks(
         addr,
         src.len(),
         |off, disp, n| unsafe { MPI_Put(src[off..].as_ptr() as *const _, n, RSMPI_UINT8_T, rank as c_int, disp, n, RSMPI_UINT8_T, win) },
         "MPI_Put",
-    )?;
-    if complete {
-        m.flush(win, Some(rank))
-    } else {
-        m.flush_local(win, rank)
-    }
+    )
 }
 
 pub fn get(m: &mut Mpi, t: Target, dst: &mut [u8]) -> Result<()> {
