@@ -6,11 +6,13 @@
 # put/get latency at 8 B, 4 KiB, 64 KiB, 1 MiB (target ours/theirs <= 1.20), put bandwidth at
 # 64 KiB and 1 MiB (target >= 0.95), 8 B fetch-add (info), PASS/MISS and the load average.
 #
-# usage: bench/compare_mpi_conduit.sh [--quick] [--no-tcp] [--out DIR] [openmpi|mpich]
+# usage: bench/compare_mpi_conduit.sh [--quick] [--rounds N] [--no-tcp] [--out DIR] [openmpi|mpich]
 #   openmpi    (default) shared memory (osc/rdma), then everything over TCP (osc/ucx, see below)
 #   mpich      shared memory only (ch4:ucx): Debian's MPICH 4.0.2 over UCX_TLS=tcp,self hangs in
 #              MPI_Finalize even for a trivial program, so there is no MPICH TCP case
 #   --quick    fewer sizes, repetitions and iterations on both sides, max 1 MiB
+#   --rounds N run both sides N times, alternating, and compare each side's best round (min
+#              latency, max bandwidth): over TCP loopback single runs move by up to 2x
 #   --no-tcp   skip the Open MPI TCP case
 #   --out DIR  keep the JSON lines and logs in DIR (default: a new /tmp/activerma-mpi-conduit.XXXXXX)
 # environment:
@@ -28,17 +30,20 @@ set -u -o pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 quick=()
+rounds=1
 out=""
 tcp=1
 mpi=openmpi
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick) quick=(--quick) ;;
+        --rounds) [ $# -ge 2 ] && [ "$2" -ge 1 ] 2>/dev/null || { echo "compare_mpi_conduit.sh: --rounds needs a count >= 1" >&2; exit 2; }
+                  rounds="$2"; shift ;;
         --no-tcp) tcp=0 ;;
         --out) [ $# -ge 2 ] || { echo "compare_mpi_conduit.sh: --out needs a directory" >&2; exit 2; }
                out="$2"; shift ;;
         openmpi|mpich) mpi="$1" ;;
-        -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
         *) echo "compare_mpi_conduit.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -83,27 +88,34 @@ run_case() {
     shift 5
     local launch=("$@")
     local ours="$out/activerma-$name.jsonl" peers="$out/mpi_peers-$name.jsonl"
-    local l0 l1 rc
+    local l0 l1 rc k
     rm -f "$ours" "$peers"
+    : >"$out/activerma-$name.log"
     l0="$(loadavg)"
     log "== $text; load average $l0"
-    log "running: ${launch[*]} $bin bench ${quick[*]} --json $ours   (time limit ${tmo}s)"
-    rc=0
-    timeout -k 10 "$tmo" "${launch[@]}" "$bin" bench "${quick[@]}" --json "$ours" </dev/null \
-        | tee "$out/activerma-$name.log" || rc=$?
-    if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
-        log "ERROR: activerma bench timed out after ${tmo}s"; fail=1
-    elif [ "$rc" != 0 ]; then
-        log "ERROR: activerma bench failed (exit $rc)"; fail=1
-    fi
-    log "running: env $penv bench/mpi_peers/run_mpi_peers.sh ${quick[*]} $peers"
-    # shellcheck disable=SC2086  # $penv: VAR=value words
-    if ! env $penv "$root/bench/mpi_peers/run_mpi_peers.sh" "${quick[@]}" "$peers" </dev/null; then
-        log "ERROR: the MPI peer benchmarks failed (partial results are still compared)"; fail=1
-    fi
+    for ((k = 1; k <= rounds; k++)); do
+        # Rounds alternate the two sides, so a slow spell of the machine hits both alike.
+        [ "$rounds" -gt 1 ] && log "round $k of $rounds"
+        log "running: ${launch[*]} $bin bench ${quick[*]} --json $ours.round   (time limit ${tmo}s)"
+        rc=0
+        timeout -k 10 "$tmo" "${launch[@]}" "$bin" bench "${quick[@]}" --json "$ours.round" </dev/null \
+            | tee -a "$out/activerma-$name.log" || rc=$?
+        if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+            log "ERROR: activerma bench timed out after ${tmo}s"; fail=1
+        elif [ "$rc" != 0 ]; then
+            log "ERROR: activerma bench failed (exit $rc)"; fail=1
+        fi
+        [ -f "$ours.round" ] && cat "$ours.round" >>"$ours" && rm -f "$ours.round"
+        log "running: env $penv bench/mpi_peers/run_mpi_peers.sh ${quick[*]} $peers.round"
+        # shellcheck disable=SC2086  # $penv: VAR=value words
+        if ! env $penv "$root/bench/mpi_peers/run_mpi_peers.sh" "${quick[@]}" "$peers.round" </dev/null; then
+            log "ERROR: the MPI peer benchmarks failed (partial results are still compared)"; fail=1
+        fi
+        [ -f "$peers.round" ] && cat "$peers.round" >>"$peers" && rm -f "$peers.round"
+    done
     l1="$(loadavg)"
     if [ -s "$ours" ]; then
-        if ! python3 "$root/bench/compare_mpi_conduit.py" "$ours" "$peers" --impl "$impl" --case "$text" \
+        if ! python3 "$root/bench/compare_mpi_conduit.py" "$ours" "$peers" --impl "$impl" --case "$text" --rounds "$rounds" \
                 --load-start "$l0" --load-end "$l1" --json-out "$out/ratios.jsonl" >>"$tables"; then
             log "ERROR: the comparison failed"; fail=1
         fi

@@ -17,6 +17,7 @@ mod firehose;
 mod firehose_threads;
 mod jobs;
 mod limits;
+mod page_buf;
 mod part;
 mod report;
 mod rma;
@@ -389,7 +390,7 @@ pub struct Origin<'a> {
     pub host_limits: bool,
     pub shm: Option<&'a SharedPage>,
     /// Source of puts and destination of gets: a whole window, touched.
-    pub local: Vec<u8>,
+    pub local: page_buf::PageBuf,
     /// Second buffer for memcpy and for checking transferred bytes.
     pub scratch: Vec<u8>,
     /// Destination of the bandwidth limit's memcpy window (allocated when first needed).
@@ -531,7 +532,7 @@ fn rank_main(args: &BenchArgs) -> BResult<()> {
         peer_pid: peer.pid as i32,
         host_limits,
         shm: if shm_ok { shm.as_ref() } else { None },
-        local: (0..local_len).map(|i| (i % 251) as u8).collect(),
+        local: page_buf::PageBuf::filled(local_len, |i| (i % 251) as u8),
         scratch: vec![1u8; cfg.max_size.max(4 << 20)],
         window_dst: Vec::new(),
         pongs,
