@@ -51,10 +51,20 @@ pub struct Mpi {
     /// `rma::put`. Dropped once a flush completed them.
     bounced: Vec<(MPI_Win, Rank, Vec<u8>)>,
     bounced_bytes: usize,
-    /// Copies completed by a flush, kept for reuse (at most the bounce budget's worth): fresh
-    /// ones faulted their pages in again each time the allocator gave memory back, which held
-    /// 64 KiB put windows over TCP at 920-1030 MB/s; reused, 1470-1540.
-    spare: Vec<Vec<u8>>,
+    /// Copies completed by a flush, kept for reuse by size class (4 KiB << class, at most
+    /// SPARE_MAX bytes in all): fresh ones faulted their pages in again each time the
+    /// allocator gave memory back, which held 64 KiB put windows over TCP at 920-1030 MB/s;
+    /// reused, 1470-1540.
+    spare: Vec<Vec<Vec<u8>>>,
+    spare_bytes: usize,
+}
+
+/// Bytes of completed copies kept for reuse at most.
+const SPARE_MAX: usize = 16 << 20;
+
+/// The size class of a copy of `len` bytes: its capacity is 4 KiB << class.
+fn spare_class(len: usize) -> usize {
+    (len.max(4096).next_power_of_two().trailing_zeros() - 12) as usize
 }
 
 // SAFETY: MPI handles are plain values; every use is serialized by the conduit's lock and the
@@ -107,6 +117,7 @@ impl Mpi {
                 bounced: Vec::new(),
                 bounced_bytes: 0,
                 spare: Vec::new(),
+                spare_bytes: 0,
             };
             if Mpi::library_version().starts_with("Open MPI") {
                 mpi.attach_sentinel()?;
@@ -308,7 +319,14 @@ impl Mpi {
             if *w == win && rank.is_none_or(|rank| rank == *r) {
                 let (_, _, bytes) = self.bounced.swap_remove(i);
                 self.bounced_bytes -= bytes.len();
-                self.spare.push(bytes);
+                if self.spare_bytes + bytes.capacity() <= SPARE_MAX {
+                    let class = spare_class(bytes.capacity());
+                    if self.spare.len() <= class {
+                        self.spare.resize_with(class + 1, Vec::new);
+                    }
+                    self.spare_bytes += bytes.capacity();
+                    self.spare[class].push(bytes);
+                }
             } else {
                 i += 1;
             }
@@ -316,11 +334,15 @@ impl Mpi {
         Ok(())
     }
 
-    /// A copy of `src` for an implicit put, in a spare buffer when one is big enough.
+    /// A copy of `src` for an implicit put, in a spare buffer of its size class if one is kept.
     pub fn bounce_copy(&mut self, src: &[u8]) -> Vec<u8> {
-        let mut copy = match self.spare.iter().position(|b| b.capacity() >= src.len()) {
-            Some(i) => self.spare.swap_remove(i),
-            None => Vec::with_capacity(src.len()),
+        let class = spare_class(src.len());
+        let mut copy = match self.spare.get_mut(class).and_then(Vec::pop) {
+            Some(b) => {
+                self.spare_bytes -= b.capacity();
+                b
+            }
+            None => Vec::with_capacity(4096 << class),
         };
         copy.clear();
         copy.extend_from_slice(src);
