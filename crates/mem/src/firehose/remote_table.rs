@@ -39,14 +39,30 @@ pub enum FirehoseState {
 pub struct FhEntry {
     pub state: FirehoseState,
     pub refs: u32,
+    /// In the victim FIFO. Idle firehoses (Committed, no reference) always are; a hit leaves
+    /// its bucket there (lazy removal: no FIFO work on the hit path) and the reaper drops
+    /// entries it finds referenced.
+    pub queued: bool,
+    /// Became idle again while still queued: a second chance before the reaper takes it, as
+    /// a hit would have moved it to the newest end of an exact FIFO.
+    pub recent: bool,
+}
+
+impl FhEntry {
+    pub fn new(state: FirehoseState) -> FhEntry {
+        FhEntry { state, refs: 0, queued: false, recent: false }
+    }
 }
 
 pub(crate) struct RemoteTable {
     pub rank: Rank,
     bucket: usize,
     pub entries: HashMap<usize, FhEntry>,
-    /// Committed firehoses with no reference, oldest first out.
-    pub victims: VictimFifo<usize>,
+    /// Every idle firehose (Committed, no reference), oldest first out, and lazily some that a
+    /// hit took back since (their entries say `queued`).
+    victims: VictimFifo<usize>,
+    /// Idle firehoses: those the next requests may reap.
+    idle: usize,
     /// Firehose slots not mapped at all.
     pub free: usize,
     /// Mappings dropped from the table (invalidated, or a rolled-back replacement whose bucket
@@ -82,6 +98,7 @@ impl RemoteTable {
             bucket,
             entries: HashMap::default(),
             victims: VictimFifo::new(),
+            idle: 0,
             free: f,
             to_release: Vec::new(),
             releasing: 0,
@@ -113,28 +130,34 @@ impl RemoteTable {
         est
     }
 
+    /// Idle firehoses (Committed, no reference): what the victim FIFO holds for reaping.
+    pub fn idle(&self) -> usize {
+        self.idle
+    }
+
     /// Slots a request could gather now without waiting (its own victim hits excluded).
     pub fn available(&self, est: &Estimate) -> usize {
-        self.free + self.to_release.len() + self.victims.len() - est.victim_hits
+        self.free + self.to_release.len() + self.idle - est.victim_hits
     }
 
     /// Takes a reference on a committed firehose (a hit).
     pub fn take_ref(&mut self, b: usize) {
         let e = self.entries.get_mut(&b).expect("hit on a missing firehose");
         if e.refs == 0 && e.state == FirehoseState::Committed {
-            self.victims.remove(b);
+            self.idle -= 1;
         }
         e.refs += 1;
     }
 
     /// A hit: takes a reference on every bucket of `bk` if all are Committed (one lookup per
-    /// bucket: this is the hit path of every put); otherwise takes none and returns false.
+    /// bucket and no FIFO work: this is the hit path of every put); otherwise takes none and
+    /// returns false.
     pub fn take_refs_if_committed(&mut self, bk: Buckets) -> bool {
         for (i, b) in bk.iter().enumerate() {
             match self.entries.get_mut(&b) {
                 Some(e) if e.state == FirehoseState::Committed => {
                     if e.refs == 0 {
-                        self.victims.remove(b);
+                        self.idle -= 1;
                     }
                     e.refs += 1;
                 }
@@ -162,7 +185,15 @@ impl RemoteTable {
             return true;
         }
         match e.state {
-            FirehoseState::Committed => self.victims.push_newest(b),
+            FirehoseState::Committed => {
+                self.idle += 1;
+                if e.queued {
+                    e.recent = true;
+                } else {
+                    e.queued = true;
+                    self.victims.push_newest(b);
+                }
+            }
             FirehoseState::Stale { move_id: None } => {
                 self.entries.remove(&b);
                 self.to_release.push(b);
@@ -203,9 +234,14 @@ impl RemoteTable {
         let mut n = 0;
         for b in hit {
             let e = self.entries.get_mut(&b).unwrap();
+            if e.queued && matches!(e.state, FirehoseState::Committed) {
+                // Stale firehoses never sit in the FIFO.
+                e.queued = false;
+                self.victims.remove(b);
+            }
             match e.state {
                 FirehoseState::Committed if e.refs == 0 => {
-                    self.victims.remove(b);
+                    self.idle -= 1;
                     self.entries.remove(&b);
                     self.to_release.push(b);
                 }
@@ -233,12 +269,57 @@ impl RemoteTable {
                 self.free
             ));
         }
+        let mut idle = 0;
         for (&b, e) in &self.entries {
             let victim = e.state == FirehoseState::Committed && e.refs == 0;
-            if victim != self.victims.contains(b) {
-                return Err(format!("rank {}: firehose {b:#x} {e:?}, in victim FIFO: {}", self.rank, self.victims.contains(b)));
+            idle += victim as usize;
+            let queued = self.victims.contains(b);
+            if queued != e.queued || (victim && !queued) || (queued && e.state != FirehoseState::Committed) {
+                return Err(format!("rank {}: firehose {b:#x} {e:?}, in victim FIFO: {queued}", self.rank));
             }
         }
+        if idle != self.idle || self.victims.len() < idle {
+            return Err(format!("rank {}: {idle} idle firehoses, counted {}, {} queued", self.rank, self.idle, self.victims.len()));
+        }
         Ok(())
+    }
+
+    /// A firehose just became Committed with no reference (its move was answered, or a
+    /// rollback gives a reaped one back: `oldest`).
+    pub fn file_idle(&mut self, b: usize, oldest: bool) {
+        let e = self.entries.get_mut(&b).expect("idle firehose without an entry");
+        debug_assert!(e.state == FirehoseState::Committed && e.refs == 0 && !e.queued);
+        e.queued = true;
+        e.recent = false;
+        self.idle += 1;
+        if oldest {
+            self.victims.push_oldest(b);
+        } else {
+            self.victims.push_newest(b);
+        }
+    }
+
+    /// Takes the oldest idle firehose not in `keep` out of the table (its slot is reused);
+    /// drops referenced entries the FIFO still held and gives recently idle ones a second
+    /// chance on the way.
+    pub fn reap_victim(&mut self, keep: Buckets) -> Option<usize> {
+        let mut chances = self.victims.len();
+        loop {
+            let b = self.victims.pop_oldest_where(|v| !keep.contains(v))?;
+            let e = self.entries.get_mut(&b).expect("queued firehose without an entry");
+            if e.refs > 0 {
+                e.queued = false; // in use again: its release files it anew
+                continue;
+            }
+            if e.recent && chances > 0 {
+                chances -= 1;
+                e.recent = false;
+                self.victims.push_newest(b);
+                continue;
+            }
+            self.idle -= 1;
+            self.entries.remove(&b);
+            return Some(b);
+        }
     }
 }

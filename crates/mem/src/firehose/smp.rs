@@ -215,13 +215,12 @@ fn gather(rt: &mut RemoteTable, req: &mut Request, n: usize) {
             req.free_taken += 1;
         } else if let Some(x) = rt.to_release.pop() {
             req.replacements.push(x);
-        } else if let Some(x) = rt.victims.pop_oldest_where(|v| !req.bk.contains(v)) {
-            rt.entries.remove(&x);
+        } else if let Some(x) = rt.reap_victim(req.bk) {
             req.replacements.push(x);
         } else {
             break;
         }
-        rt.entries.insert(b, FhEntry { state: FirehoseState::PendingUncommitted { owner: req.id }, refs: 0 });
+        rt.entries.insert(b, FhEntry::new(FirehoseState::PendingUncommitted { owner: req.id }));
         req.created.push(b);
         got += 1;
     }
@@ -241,8 +240,8 @@ fn rollback(rt: &mut RemoteTable, req: &mut Request) {
             // duplicate mapping, released by the next move.
             std::collections::hash_map::Entry::Occupied(_) => rt.to_release.push(x),
             std::collections::hash_map::Entry::Vacant(v) => {
-                v.insert(FhEntry { state: FirehoseState::Committed, refs: 0 });
-                rt.victims.push_oldest(x);
+                v.insert(FhEntry::new(FirehoseState::Committed));
+                rt.file_idle(x, true);
             }
         }
     }
@@ -341,7 +340,7 @@ pub(crate) fn move_done(t: &mut Tables, reply: MoveReply, unsent: Option<Vec<usi
             (FirehoseState::Pending { .. }, true) => {
                 e.state = FirehoseState::Committed;
                 if e.refs == 0 {
-                    rt.victims.push_newest(b);
+                    rt.file_idle(b, false);
                 }
             }
             (FirehoseState::Stale { .. }, true) => {

@@ -64,7 +64,7 @@ fn firehose_deadlock_avoidance_rollback_and_handover() {
     t.remote[1].drop_ref(rp(3));
     assert!(matches!(smp::step(&mut t, &mut b, &c, &st), Step::Poll));
     assert_eq!(uncommitted_by(&t, rp(20)), Some(3));
-    assert_eq!(t.remote[1].free + t.remote[1].victims.len(), 0);
+    assert_eq!(t.remote[1].free + t.remote[1].idle(), 0);
     ck(&t);
 
     // A reaches DA_LIMIT first and takes the token; B, at its next attempt, rolls back.
@@ -72,7 +72,7 @@ fn firehose_deadlock_avoidance_rollback_and_handover() {
     assert_eq!(t.remote[1].da_owner, Some(2));
     assert!(matches!(smp::step(&mut t, &mut b, &c, &st), Step::WaitToken));
     assert_eq!(uncommitted_by(&t, rp(20)), None);
-    assert_eq!(t.remote[1].victims.len(), 2, "B's replacements went back to the FIFO");
+    assert_eq!(t.remote[1].idle(), 2, "B's replacements went back to the FIFO");
     assert_eq!(t.remote[1].da_queue, [3]);
     ck(&t);
 
