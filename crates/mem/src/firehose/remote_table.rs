@@ -131,6 +131,7 @@ impl RemoteTable {
     }
 
     /// Idle firehoses (Committed, no reference): what the victim FIFO holds for reaping.
+    #[cfg(test)]
     pub fn idle(&self) -> usize {
         self.idle
     }
