@@ -244,6 +244,35 @@ impl Proto {
     }
 }
 
+/// The hit path, taken while the access's first table lookup is still held (no waiting can
+/// happen on it): when every bucket already has a committed firehose of ours and the table
+/// shows the pages registered, `zero_copy()` moves the data and the firehoses are released —
+/// one table check per access, as for a registered page under pin-all. None when it is not
+/// such a plain hit (a miss, Active Access pages, more than f buckets, a stale firehose): the
+/// caller drops the lookup and takes `put` / `get`, which count the hit or miss themselves.
+pub(crate) fn try_hit(
+    p: &Proto,
+    c: &Choice,
+    rank: Rank,
+    addr: usize,
+    len: usize,
+    zero_copy: impl FnOnce() -> Result<()>,
+) -> Option<Result<()>> {
+    let fh = p.firehose.as_ref()?;
+    let lookup = c.lookup();
+    if lookup.active || fh.config().buckets(addr, len).count > fh.config().firehoses_per_rank {
+        return None;
+    }
+    let pin = fh.try_remote_pin(rank, addr, len)?;
+    if !p.tables[rank].as_ref().is_some_and(|t| t.registered(lookup, addr, len)) {
+        let _ = fh.release_remote(pin);
+        return None;
+    }
+    bump(&p.reg_stats.hits, 1);
+    let moved = zero_copy();
+    Some(moved.and(fh.release_remote(pin)))
+}
+
 /// Moves one piece `(offset, len)` of a transfer: zero-copy with a choice, else bounced.
 type PieceMover<'a> = dyn FnMut(usize, usize, Option<&Choice>) -> Result<()> + 'a;
 

@@ -346,10 +346,13 @@ impl Proto {
                 drop(c);
                 part::put(self, rank, addr, src)?
             }
-            Protocol::PutFirehose => {
-                drop(c);
-                firehose::put(self, rank, addr, src)?
-            }
+            Protocol::PutFirehose => match firehose::try_hit(self, &c, rank, addr, src.len(), || put_cma::run(self, rank, addr, src)) {
+                Some(moved) => moved?,
+                None => {
+                    drop(c);
+                    firehose::put(self, rank, addr, src)?
+                }
+            },
             Protocol::PutRmaRendezvous => rendezvous_rma::put(self, rank, addr, src)?,
             _ => unreachable!("puts choose a put protocol"),
         }
@@ -383,8 +386,14 @@ impl Proto {
                 part::get(self, rank, addr, dst)?
             }
             Protocol::GetFirehose => {
-                drop(c);
-                firehose::get(self, rank, addr, dst)?
+                let len = dst.len();
+                match firehose::try_hit(self, &c, rank, addr, len, || get_cma::run(self, rank, addr, dst)) {
+                    Some(moved) => moved?,
+                    None => {
+                        drop(c);
+                        firehose::get(self, rank, addr, dst)?
+                    }
+                }
             }
             Protocol::GetRmaRendezvous => rendezvous_rma::get(self, rank, addr, dst)?,
             _ => unreachable!("gets choose a get protocol"),

@@ -12,6 +12,7 @@
 //! page_table.rs    local buckets: refcounts (local ops, remote firehoses), victim FIFO, budgets
 //! remote_table.rs  one table per remote rank: firehose states, victim FIFO, slot accounting
 //! victims.rs       the FIFO both tables use
+//! bucket_map.rs    a remote table's entries, grouped so a run of buckets costs a lookup per group
 //! smp.rs           remote requests of many threads: estimate, easy path, deadlock avoidance
 //! api.rs           the Firehose object: the API, the AM-handler entry points, invalidation
 //! (pinner)         trait Pinner, mlock/munlock and a counting fake: `crate::registration::pin`,
@@ -25,6 +26,7 @@
 //! handler calls `Firehose::move_done`.
 
 mod api;
+mod bucket_map;
 mod config;
 mod page_table;
 mod remote_table;

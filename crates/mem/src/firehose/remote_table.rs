@@ -7,11 +7,11 @@
 //! A replacement reaped by a gathering request is not counted apart: its slot is the one the
 //! request's PENDING_UNCOMMITTED entry occupies (rollback puts it back, commit releases it).
 
+use super::bucket_map::BucketMap;
 use super::config::{Buckets, Region};
 use super::page_table::longest_run;
 use super::victims::VictimFifo;
 use activerma_core::{Error, Rank, Result};
-use rustc_hash::FxHashMap as HashMap;
 use std::collections::VecDeque;
 
 /// Identifies one remote request (one call of remote_pin) while it gathers firehoses.
@@ -57,7 +57,7 @@ impl FhEntry {
 pub(crate) struct RemoteTable {
     pub rank: Rank,
     bucket: usize,
-    pub entries: HashMap<usize, FhEntry>,
+    pub entries: BucketMap<FhEntry>,
     /// Every idle firehose (Committed, no reference), oldest first out, and lazily some that a
     /// hit took back since (their entries say `queued`).
     victims: VictimFifo<usize>,
@@ -96,7 +96,7 @@ impl RemoteTable {
         RemoteTable {
             rank,
             bucket,
-            entries: HashMap::default(),
+            entries: BucketMap::new(bucket),
             victims: VictimFifo::new(),
             idle: 0,
             free: f,
@@ -154,22 +154,23 @@ impl RemoteTable {
     /// bucket and no FIFO work: this is the hit path of every put); otherwise takes none and
     /// returns false.
     pub fn take_refs_if_committed(&mut self, bk: Buckets) -> bool {
-        for (i, b) in bk.iter().enumerate() {
-            match self.entries.get_mut(&b) {
-                Some(e) if e.state == FirehoseState::Committed => {
-                    if e.refs == 0 {
-                        self.idle -= 1;
-                    }
-                    e.refs += 1;
-                }
-                _ => {
-                    // Give back what this call took; those buckets become the newest victims.
-                    bk.iter().take(i).for_each(|b| self.drop_ref(b));
-                    return false;
-                }
+        let mut taken = 0;
+        let mut woken = 0;
+        let all = self.entries.run_mut(bk, |_, e| match e {
+            Some(e) if e.state == FirehoseState::Committed => {
+                woken += (e.refs == 0) as usize;
+                e.refs += 1;
+                taken += 1;
+                true
             }
+            _ => false,
+        });
+        self.idle -= woken;
+        if !all {
+            // Give back what this call took; those buckets become idle again.
+            bk.iter().take(taken).for_each(|b| self.drop_ref(b));
         }
-        true
+        all
     }
 
     /// Drops one reference (a release, or a failed request giving back what it took).
@@ -182,9 +183,16 @@ impl RemoteTable {
     fn try_drop_ref(&mut self, b: usize) -> bool {
         let Some(e) = self.entries.get_mut(&b).filter(|e| e.refs > 0) else { return false };
         e.refs -= 1;
-        if e.refs > 0 {
-            return true;
+        if e.refs == 0 {
+            self.settle_unreferenced(b);
         }
+        true
+    }
+
+    /// A firehose's last reference is gone: it becomes idle (FIFO), leaves the table (stale),
+    /// or waits for its move's reply.
+    fn settle_unreferenced(&mut self, b: usize) {
+        let e = self.entries.get_mut(&b).expect("settling a firehose without an entry");
         match e.state {
             FirehoseState::Committed => {
                 self.idle += 1;
@@ -203,16 +211,37 @@ impl RemoteTable {
             FirehoseState::Pending { .. } | FirehoseState::Stale { move_id: Some(_) } => {}
             FirehoseState::PendingUncommitted { .. } => unreachable!("references are taken at commit"),
         }
-        true
     }
 
     /// Releases a RemotePin's buckets in one pass (one lookup per bucket: this is on the hit
     /// path of every put). A RemotePin comes only from this crate and release consumes it, so
     /// a bucket without a reference means a bug; it is reported, and the others are released.
     pub fn release(&mut self, bk: Buckets) -> Result<()> {
-        let mut unheld = 0;
-        for b in bk.iter() {
-            unheld += !self.try_drop_ref(b) as usize;
+        // One pass over the entries (a lookup per group); the rare buckets that need more than
+        // their entry (a FIFO push, a stale firehose leaving the table) are finished after it.
+        let (mut unheld, mut idle, mut rest) = (0, 0, Vec::new());
+        self.entries.run_mut(bk, |b, e| {
+            match e {
+                Some(e) if e.refs > 0 => {
+                    e.refs -= 1;
+                    if e.refs == 0 {
+                        match e.state {
+                            FirehoseState::Committed if e.queued => {
+                                e.recent = true;
+                                idle += 1;
+                            }
+                            FirehoseState::Pending { .. } | FirehoseState::Stale { move_id: Some(_) } => {}
+                            _ => rest.push(b),
+                        }
+                    }
+                }
+                _ => unheld += 1,
+            }
+            true
+        });
+        self.idle += idle;
+        for b in rest {
+            self.settle_unreferenced(b);
         }
         if unheld > 0 {
             return Err(Error::InvalidArgument(format!(
@@ -231,7 +260,7 @@ impl RemoteTable {
     /// The target's memory `r` went away: no firehose on it may be used again.
     pub fn invalidate(&mut self, r: Region) -> usize {
         let lo = r.addr & !(self.bucket - 1);
-        let hit: Vec<usize> = self.entries.keys().copied().filter(|&b| b >= lo && b < r.end()).collect();
+        let hit: Vec<usize> = self.entries.iter().map(|(b, _)| b).filter(|&b| b >= lo && b < r.end()).collect();
         let mut n = 0;
         for b in hit {
             let e = self.entries.get_mut(&b).unwrap();
@@ -271,7 +300,7 @@ impl RemoteTable {
             ));
         }
         let mut idle = 0;
-        for (&b, e) in &self.entries {
+        for (b, e) in self.entries.iter() {
             let victim = e.state == FirehoseState::Committed && e.refs == 0;
             idle += victim as usize;
             let queued = self.victims.contains(b);

@@ -235,14 +235,13 @@ fn rollback(rt: &mut RemoteTable, req: &mut Request) {
     }
     rt.free += std::mem::take(&mut req.free_taken);
     for x in req.replacements.drain(..) {
-        match rt.entries.entry(x) {
+        if rt.entries.contains_key(&x) {
             // Another request made a new firehose for this bucket meanwhile: ours is now a
             // duplicate mapping, released by the next move.
-            std::collections::hash_map::Entry::Occupied(_) => rt.to_release.push(x),
-            std::collections::hash_map::Entry::Vacant(v) => {
-                v.insert(FhEntry::new(FirehoseState::Committed));
-                rt.file_idle(x, true);
-            }
+            rt.to_release.push(x);
+        } else {
+            rt.entries.insert(x, FhEntry::new(FirehoseState::Committed));
+            rt.file_idle(x, true);
         }
     }
 }

@@ -48,7 +48,7 @@ fn firehose_deadlock_avoidance_rollback_and_handover() {
     // C takes all f = 4 firehoses at once (the easy path); its move is in flight.
     let mut rc = req(&c, 1, 0, 4);
     let mc = committed(smp::step(&mut t, &mut rc, &c, &st));
-    assert_eq!(t.remote[1].entries[&rp(0)].state, FirehoseState::Pending { move_id: mc.move_id });
+    assert_eq!(t.remote[1].entries.get(&rp(0)).unwrap().state, FirehoseState::Pending { move_id: mc.move_id });
     let (mut a, mut b) = (req(&c, 2, 10, 4), req(&c, 3, 20, 4));
     assert!(matches!(smp::step(&mut t, &mut a, &c, &st), Step::Poll), "nothing to gather yet");
     ck(&t);

@@ -258,7 +258,7 @@ fn firehose_random_single_thread_workload_stays_within_bounds() {
     p.check();
     // Every firehose is idle again: committed victims or released.
     let g = fh.lock_for_tests();
-    for e in g.remote[1].entries.values() {
+    for (_, e) in g.remote[1].entries.iter() {
         assert_eq!((e.state, e.refs), (FirehoseState::Committed, 0));
     }
 }
