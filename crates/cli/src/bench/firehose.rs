@@ -196,7 +196,6 @@ pub fn working_set(args: &BenchArgs) -> BResult<()> {
 /// pinned memory with it), and the highest pinned peak of any round.
 fn median_over_rounds(rows: Vec<Row>) -> Vec<Row> {
     let mut keys: Vec<(String, usize)> = rows.iter().map(|r| (r.strategy.clone(), r.ws_mib)).collect();
-    keys.dedup(); // rounds repeat the same order of strategies and sets
     keys.sort_by_key(|(s, w)| (CASES.iter().position(|c| c.name == s), *w));
     keys.dedup();
     keys.into_iter()

@@ -52,6 +52,13 @@ impl FhEntry {
     pub fn new(state: FirehoseState) -> FhEntry {
         FhEntry { state, refs: 0, queued: false, recent: false }
     }
+
+    /// A Committed firehose just lost its last reference: if it is still queued (a hit left it
+    /// there) it only earns a second chance, and true says so; false: it must be queued.
+    fn idle_again_in_place(&mut self) -> bool {
+        self.recent |= self.queued;
+        self.queued
+    }
 }
 
 pub(crate) struct RemoteTable {
@@ -196,9 +203,7 @@ impl RemoteTable {
         match e.state {
             FirehoseState::Committed => {
                 self.idle += 1;
-                if e.queued {
-                    e.recent = true;
-                } else {
+                if !e.idle_again_in_place() {
                     e.queued = true;
                     self.victims.push_newest(b);
                 }
@@ -225,13 +230,10 @@ impl RemoteTable {
                 Some(e) if e.refs > 0 => {
                     e.refs -= 1;
                     if e.refs == 0 {
-                        match e.state {
-                            FirehoseState::Committed if e.queued => {
-                                e.recent = true;
-                                idle += 1;
-                            }
-                            FirehoseState::Pending { .. } | FirehoseState::Stale { move_id: Some(_) } => {}
-                            _ => rest.push(b),
+                        if e.state == FirehoseState::Committed && e.idle_again_in_place() {
+                            idle += 1;
+                        } else if !matches!(e.state, FirehoseState::Pending { .. } | FirehoseState::Stale { move_id: Some(_) }) {
+                            rest.push(b);
                         }
                     }
                 }

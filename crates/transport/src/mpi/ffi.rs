@@ -2,6 +2,7 @@
 //! checked and turned into an error that names the call and MPI's own message. `Mpi` is only
 //! ever used under the conduit's lock.
 
+use super::bounce::Bounced;
 use activerma_core::{Error, Rank, Result};
 use mpi_sys::*;
 use std::os::raw::c_int;
@@ -47,24 +48,8 @@ pub struct Mpi {
     /// Open MPI: a page attached above every other region for the window's lifetime (see
     /// `attach_sentinel`).
     sentinel: Option<usize>,
-    /// Copies of the sources of implicit puts not flushed yet (window, target, bytes): see
-    /// `rma::put`. Dropped once a flush completed them.
-    bounced: Vec<(MPI_Win, Rank, Vec<u8>)>,
-    bounced_bytes: usize,
-    /// Copies completed by a flush, kept for reuse by size class (4 KiB << class, at most
-    /// SPARE_MAX bytes in all): fresh ones faulted their pages in again each time the
-    /// allocator gave memory back, which held 64 KiB put windows over TCP at 920-1030 MB/s;
-    /// reused, 1470-1540.
-    spare: Vec<Vec<Vec<u8>>>,
-    spare_bytes: usize,
-}
-
-/// Bytes of completed copies kept for reuse at most.
-const SPARE_MAX: usize = 16 << 20;
-
-/// The size class of a copy of `len` bytes: its capacity is 4 KiB << class.
-fn spare_class(len: usize) -> usize {
-    (len.max(4096).next_power_of_two().trailing_zeros() - 12) as usize
+    /// Copies of implicit puts' sources (see `rma::put`), completed by `flush`.
+    pub bounced: Bounced,
 }
 
 // SAFETY: MPI handles are plain values; every use is serialized by the conduit's lock and the
@@ -114,10 +99,7 @@ impl Mpi {
                 size: s as usize,
                 attached: Vec::new(),
                 sentinel: None,
-                bounced: Vec::new(),
-                bounced_bytes: 0,
-                spare: Vec::new(),
-                spare_bytes: 0,
+                bounced: Bounced::default(),
             };
             if Mpi::library_version().starts_with("Open MPI") {
                 mpi.attach_sentinel()?;
@@ -313,54 +295,20 @@ impl Mpi {
             Some(r) => check("MPI_Win_flush", unsafe { MPI_Win_flush(r as c_int, win) })?,
             None => check("MPI_Win_flush_all", unsafe { MPI_Win_flush_all(win) })?,
         }
-        let mut i = 0;
-        while i < self.bounced.len() {
-            let (w, r, _) = &self.bounced[i];
-            if *w == win && rank.is_none_or(|rank| rank == *r) {
-                let (_, _, bytes) = self.bounced.swap_remove(i);
-                self.bounced_bytes -= bytes.len();
-                if self.spare_bytes + bytes.capacity() <= SPARE_MAX {
-                    let class = spare_class(bytes.capacity());
-                    if self.spare.len() <= class {
-                        self.spare.resize_with(class + 1, Vec::new);
-                    }
-                    self.spare_bytes += bytes.capacity();
-                    self.spare[class].push(bytes);
-                }
-            } else {
-                i += 1;
-            }
-        }
+        self.bounced.completed(win, rank);
         Ok(())
     }
 
-    /// A copy of `src` for an implicit put, in a spare buffer of its size class if one is kept.
-    pub fn bounce_copy(&mut self, src: &[u8]) -> Vec<u8> {
-        let class = spare_class(src.len());
-        let mut copy = match self.spare.get_mut(class).and_then(Vec::pop) {
-            Some(b) => {
-                self.spare_bytes -= b.capacity();
-                b
-            }
-            None => Vec::with_capacity(4096 << class),
-        };
-        copy.clear();
-        copy.extend_from_slice(src);
-        copy
-    }
-
     /// Keeps `bytes`, the source of an implicit put on `win` to `rank`, until a flush; first
-    /// completes everything kept so far when keeping it would pass `budget` bytes.
+    /// completes everything kept so far (one flush per window) when keeping it would pass
+    /// `budget` bytes.
     pub fn keep_bounced(&mut self, win: MPI_Win, rank: Rank, bytes: Vec<u8>, budget: usize) -> Result<()> {
-        if self.bounced_bytes + bytes.len() > budget {
-            let mut pairs: Vec<(MPI_Win, Rank)> = self.bounced.iter().map(|&(w, r, _)| (w, r)).collect();
-            pairs.dedup();
-            for (w, r) in pairs {
-                self.flush(w, Some(r))?;
+        if self.bounced.over(bytes.len(), budget) {
+            for w in self.bounced.windows() {
+                self.flush(w, None)?;
             }
         }
-        self.bounced_bytes += bytes.len();
-        self.bounced.push((win, rank, bytes));
+        self.bounced.keep(win, rank, bytes);
         Ok(())
     }
 

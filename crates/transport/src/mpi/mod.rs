@@ -7,14 +7,18 @@
 //!   - the symmetric heap (segments) is one `MPI_Win_allocate` window, registered up front as
 //!     a SHMEM symmetric heap is: MPI's fast path (on one host a shared mapping);
 //!   - any other memory goes into a dynamic window, where attaching is this conduit's
-//!     registration (the registration strategies manage it).
-//! - no memory of another rank is mapped here and no other rank's translation table is
-//!   readable: upper layers check segments against their own segment map and send private
-//!   memory accesses to the target.
+//!     registration (the registration strategies manage it);
+//!   - implicit puts up to 64 KiB go from copies kept until the flush (`bounce.rs`).
+//! - when every rank runs on one host, heaps and tables are one shared window every rank maps
+//!   (`Shared`), and the upper layers copy as on the smp conduit; otherwise no other rank's
+//!   memory or table is reachable here: upper layers check segments against their own segment
+//!   map and send private memory accesses to the target (large ones: a rendezvous, then the
+//!   dynamic window).
 //!
 //! All MPI calls are serialized by one lock, so MPI_THREAD_SERIALIZED suffices.
 
 mod am;
+mod bounce;
 mod ffi;
 mod rma;
 

@@ -40,7 +40,7 @@ fn by_chunks(addr: usize, len: usize, mut op: impl FnMut(usize, MPI_Aint, c_int)
 
 pub fn put(m: &mut Mpi, t: Target, src: &[u8], complete: bool) -> Result<()> {
     if !complete && src.len() <= BOUNCE_MAX {
-        let copy = m.bounce_copy(src);
+        let copy = m.bounced.copy(src);
         // The copy's heap bytes do not move when the Vec is kept below.
         put_from(t, &copy)?;
         return m.keep_bounced(t.win, t.rank, copy, BOUNCE_BUDGET);
