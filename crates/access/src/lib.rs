@@ -79,7 +79,6 @@ impl Access {
         if self.logs.read().unwrap()[FAULT_SLOT].is_some() {
             return Err(Error::InvalidArgument("the fault log has a handler already".into()));
         }
-        self.arena.slot(FAULT_SLOT).threshold.store(notify.threshold(), Ordering::Relaxed);
         self.install(FAULT_SLOT, notify, handler)
     }
 
@@ -104,11 +103,11 @@ impl Access {
             mine
         };
         drop(mine);
-        self.arena.slot(slot).threshold.store(notify.threshold(), Ordering::Relaxed);
         self.start_notify(slot, notify)
     }
 
     fn start_notify(self: &Arc<Self>, slot: usize, notify: Notify) -> Result<()> {
+        self.arena.slot(slot).set_notification(notify.threshold(), notify == Notify::Thread);
         match notify {
             Notify::Poll => {
                 self.polled.fetch_or(1 << slot, Ordering::AcqRel);

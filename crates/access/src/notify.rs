@@ -1,7 +1,9 @@
 //! Notification of a log's handler: who runs it, and when (see the crate doc).
 
 use crate::Access;
-use activerma_core::{futex, settings, Error, Result};
+use activerma_core::backoff::IdlePoll;
+use activerma_core::interrupt_model::ModelledInterrupt;
+use activerma_core::{clock, futex, settings, Error, Result};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -86,35 +88,55 @@ impl Drop for LogThread {
 }
 
 fn spin_loop(a: &Access, slot: usize, stopped: &dyn Fn() -> bool) {
-    let mut idle = 0u32;
+    let mut poll = IdlePoll::default();
     while !stopped() {
         if a.drain(slot) > 0 {
-            idle = 0;
-            continue;
-        }
-        idle = idle.saturating_add(1);
-        std::hint::spin_loop();
-        // After a short burst of empty polls, yield on every further one: on a core of its
-        // own the yield returns at once (an entry waits at most one system call longer);
-        // on a core shared with the rank's own inserting thread — 2 ranks on 2 CPUs — it
-        // hands the CPU over instead of burning the time slice (measured with `bench dht`:
-        // AA-SP went from 0.84x to about 1x AA-Poll on this 2-CPU VM).
-        if idle > 16 {
-            std::thread::yield_now();
+            poll.busy();
+        } else {
+            poll.idle();
         }
     }
 }
 
 fn sleep_loop(a: &Access, slot: usize, threshold: u64, interval_ns: u64, stopped: &dyn Fn() -> bool) {
+    if let Ok(Some(interrupt)) = ModelledInterrupt::from_settings(threshold) {
+        return modelled_interrupt_loop(a, slot, threshold, interval_ns, interrupt, stopped);
+    }
     let s = a.arena().slot(slot);
     while !stopped() {
         a.drain(slot);
         let seen = s.wake_word.load(Ordering::SeqCst);
         s.sleeping.store(1, Ordering::SeqCst);
         // Re-check after announcing the sleep: an origin that appended before it saw no sleeper.
-        if a.pending(slot) < threshold && !stopped() {
+        if a.pending(slot) < threshold && !s.take_origin_blocked() && !stopped() {
             futex::wait(&s.wake_word, seen, interval_ns);
         }
         s.sleeping.store(0, Ordering::SeqCst);
+    }
+}
+
+/// Wake mode under the modelled interrupt (activerma_core::interrupt_model): the thread polls
+/// for `threshold` entries (or an origin blocked on the full log, or any entry once
+/// `interval_ns` passed), drains, and takes one interrupt per `threshold` entries handled.
+fn modelled_interrupt_loop(
+    a: &Access,
+    slot: usize,
+    threshold: u64,
+    interval_ns: u64,
+    mut interrupt: ModelledInterrupt,
+    stopped: &dyn Fn() -> bool,
+) {
+    let s = a.arena().slot(slot);
+    let mut poll = IdlePoll::default();
+    let mut idle_since = clock::now_ns();
+    while !stopped() {
+        let pending = a.pending(slot);
+        if pending >= threshold || s.take_origin_blocked() || (pending > 0 && clock::now_ns() >= idle_since + interval_ns) {
+            interrupt.handled(a.drain(slot) as u64);
+            poll.busy();
+            idle_since = clock::now_ns();
+        } else {
+            poll.idle();
+        }
     }
 }

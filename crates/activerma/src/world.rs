@@ -57,7 +57,7 @@ pub fn init() -> Result<World> {
     let counters = Arc::new(Counters::default());
     let net = Arc::new(NetModel::from_settings()?);
     let am = Arc::new(Am::new(conduit.clone(), net.clone(), counters.clone())?);
-    let marks = Proto::register_handlers(&am)?;
+    let handlers = Proto::register_handlers(&am)?;
 
     let me = conduit.rank();
     let heap = conduit.heap_window(me).ok_or_else(|| Error::Unsupported("conduit without a local heap".into()))?;
@@ -76,7 +76,7 @@ pub fn init() -> Result<World> {
     conduit.barrier(&mut || {
         am.progress();
     })?;
-    let proto = Proto::new(conduit.clone(), am.clone(), net.clone(), counters.clone(), marks, reg_stats)?
+    let proto = Proto::new(conduit.clone(), am.clone(), net.clone(), counters.clone(), handlers, reg_stats)?
         .with_firehose(firehose)
         .with_table_handlers(table_handlers);
     let heap_bases = (0..conduit.size()).map(|r| conduit.heap_base(r)).collect();

@@ -1,6 +1,8 @@
 //! Target-side progress: who runs handlers when the application is busy elsewhere.
 
 use crate::Am;
+use activerma_core::backoff::IdlePoll;
+use activerma_core::interrupt_model::ModelledInterrupt;
 use activerma_core::{settings, Error, Result};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -34,6 +36,9 @@ impl ProgressMode {
     }
 }
 
+/// Wake mode: empty polls before the thread sleeps until a message wakes it.
+const SLEEP_AFTER_EMPTY_POLLS: u32 = 64;
+
 pub struct ProgressThread {
     stop: Arc<AtomicBool>,
     handle: Option<JoinHandle<()>>,
@@ -49,26 +54,28 @@ impl ProgressThread {
         let interval_ns = settings::get_u64(settings::WAKE_INTERVAL_US)?.max(1) * 1000;
         let stop = Arc::new(AtomicBool::new(false));
         let (s, a) = (stop.clone(), am.clone());
+        let mut interrupt = if mode == ProgressMode::Wake {
+            ModelledInterrupt::from_settings(settings::get_u64(settings::NET_INTERRUPT_EVERY)?)?
+        } else {
+            None
+        };
         let handle = std::thread::Builder::new()
             .name("activerma-progress".into())
             .spawn(move || {
-                let mut idle = 0u32;
-                while !s.load(Ordering::Acquire) {
-                    if a.progress() > 0 {
-                        idle = 0;
-                        continue;
-                    }
-                    idle = idle.saturating_add(1);
-                    if mode == ProgressMode::Wake && idle > 64 {
-                        a.conduit().sleep(interval_ns, &mut || !s.load(Ordering::Acquire) && a.poll_inbox() == 0);
-                        idle = 0;
-                    } else {
-                        std::hint::spin_loop();
-                        // As the access-log threads: after a short burst of empty polls, yield
-                        // on each (free on a core of its own; hands a shared core back).
-                        if idle > 16 {
-                            std::thread::yield_now();
+                let mut poll = IdlePoll::default();
+                let stopped = || s.load(Ordering::Acquire);
+                while !stopped() {
+                    let handled = a.progress();
+                    if handled > 0 {
+                        if let Some(i) = interrupt.as_mut() {
+                            i.handled(handled as u64);
                         }
+                        poll.busy();
+                    } else if mode == ProgressMode::Wake && interrupt.is_none() && poll.empty_polls() > SLEEP_AFTER_EMPTY_POLLS {
+                        a.conduit().sleep(interval_ns, &mut || !stopped() && a.poll_inbox() == 0);
+                        poll.busy();
+                    } else {
+                        poll.idle();
                     }
                 }
             })

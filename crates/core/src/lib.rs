@@ -7,6 +7,7 @@ pub mod clock;
 pub mod counters;
 pub mod error;
 pub mod futex;
+pub mod interrupt_model;
 pub mod log_ring;
 pub mod page;
 pub mod settings;

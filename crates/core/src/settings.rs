@@ -45,6 +45,9 @@ pub const NET_LATENCY_NS: &str = "ACTIVERMA_NET_LATENCY_NS";
 pub const NET_BANDWIDTH_MBS: &str = "ACTIVERMA_NET_BANDWIDTH_MBS";
 pub const NET_RECV_NS: &str = "ACTIVERMA_NET_RECV_NS";
 pub const NET_LOG_NS: &str = "ACTIVERMA_NET_LOG_NS";
+pub const NET_SCRATCHPAD_NS: &str = "ACTIVERMA_NET_SCRATCHPAD_NS";
+pub const NET_INTERRUPT_NS: &str = "ACTIVERMA_NET_INTERRUPT_NS";
+pub const NET_INTERRUPT_EVERY: &str = "ACTIVERMA_NET_INTERRUPT_EVERY";
 pub const TIMEOUT_S: &str = "ACTIVERMA_TIMEOUT_S";
 pub const VERBOSE: &str = "ACTIVERMA_VERBOSE";
 pub const SMP_EMULATE_REMOTE: &str = "ACTIVERMA_SMP_EMULATE_REMOTE";
@@ -95,6 +98,12 @@ pub static TABLE: &[Setting] = &[
         description: "modelled network: CPU time to receive one active message (LogP's o: poll the NIC, copy the payload out), busy-waited by whoever runs its handler (ns)" },
     Setting { name: NET_LOG_NS, kind: Kind::Int, default: "0",
         description: "modelled network: the extended IOMMU's memory access per access-log entry it writes (the paper's 70 ns), busy-waited by the data mover (ns)" },
+    Setting { name: NET_SCRATCHPAD_NS, kind: Kind::Int, default: "0",
+        description: "modelled network: the extended IOMMU's scratchpad access per entry of a log a dedicated thread polls (notify=thread: the paper's direct CPU access, 15 ns), instead of NET_LOG_NS; busy-waited by the data mover (ns)" },
+    Setting { name: NET_INTERRUPT_NS, kind: Kind::Int, default: "0",
+        description: "modelled network: cost of one interrupt (the paper's 3 us): wake-notified logs and the wake progress mode then poll instead of sleeping on a futex and busy-wait this long per interrupt on the handler's CPU; an access log raises one per AA_WAKE_THRESHOLD (its threshold) entries; 0 = real futex wake-ups (ns)" },
+    Setting { name: NET_INTERRUPT_EVERY, kind: Kind::Int, default: "10",
+        description: "modelled network: active messages per modelled interrupt in the wake progress mode (the paper's AM-Ints: 10)" },
     Setting { name: TIMEOUT_S, kind: Kind::Float, default: "0",
         description: "give up a blocking wait (barrier, reply, full queue) after this many seconds; 0 = never (dead ranks are still detected)" },
     Setting { name: VERBOSE, kind: Kind::Bool, default: "0",

@@ -47,9 +47,44 @@ pub struct LogSlot {
     pub sleeping: AtomicU32,
     /// Pending entries at which a sleeping handler thread is woken.
     pub threshold: AtomicU64,
+    /// 1 when a dedicated thread spins on this log: the modelled IOMMU then writes its entries
+    /// to the CPU's scratchpad (NET_SCRATCHPAD_NS) instead of memory (NET_LOG_NS).
+    scratchpad: AtomicU32,
+    /// Set by an origin that found the log full: its handler must run even below the
+    /// threshold (a log smaller than `threshold` entries would otherwise wait for the interval).
+    origin_blocked: AtomicU32,
 }
 
 impl LogSlot {
+    /// How the log's handler is told: woken at `threshold` pending entries; `scratchpad` when a
+    /// dedicated thread polls it.
+    pub fn set_notification(&self, threshold: u64, scratchpad: bool) {
+        self.threshold.store(threshold.max(1), Ordering::Relaxed);
+        self.scratchpad.store(scratchpad as u32, Ordering::Relaxed);
+    }
+
+    /// An origin found the log full and waits for room: wakes the log's thread if it sleeps.
+    #[cold]
+    pub fn origin_blocked(&self) {
+        self.origin_blocked.store(1, Ordering::SeqCst);
+        if self.sleeping.load(Ordering::SeqCst) != 0 {
+            self.wake_word.fetch_add(1, Ordering::SeqCst);
+            futex::wake_all(&self.wake_word);
+        }
+    }
+
+    /// Whether an origin waited for room since the last call (and clears it).
+    #[inline]
+    pub fn take_origin_blocked(&self) -> bool {
+        self.origin_blocked.load(Ordering::Relaxed) != 0 && self.origin_blocked.swap(0, Ordering::AcqRel) != 0
+    }
+
+    /// Whether the log lives in the modelled scratchpad (see `set_notification`).
+    #[inline]
+    pub fn in_scratchpad(&self) -> bool {
+        self.scratchpad.load(Ordering::Relaxed) != 0
+    }
+
     /// After an append: wakes the log's thread if it sleeps and the log reached its threshold.
     #[inline]
     pub fn notify(&self, ring: &LogRing) {

@@ -44,14 +44,26 @@ impl OwnTable {
 pub(crate) fn respond(ctx: &AmCtx, outcome: Result<(u64, &[u8])>) {
     let (status, value, data): (i32, u64, &[u8]) = match outcome {
         Ok((v, d)) => (0, v, d),
-        Err(Error::Protection { prot, .. }) => (Error::Protection { rank: 0, addr: 0, len: 0, op: "", prot }.code(), prot_bits(prot), &[]),
-        Err(e) => (e.code(), 0, &[]),
+        Err(e) => {
+            let (status, bits) = status_of::<()>(Err(e));
+            (status, bits, &[])
+        }
     };
     let mut msg = Vec::with_capacity(12 + data.len());
     msg.extend_from_slice(&status.to_le_bytes());
     msg.extend_from_slice(&value.to_le_bytes());
     msg.extend_from_slice(data);
     ctx.reply(RESPONSE, ctx.token, &msg);
+}
+
+/// An outcome as it travels: 0, or the error's code with (for a protection error) the
+/// target's protection bits, so the origin can name them (`rebuild_error`).
+pub(crate) fn status_of<T>(outcome: Result<T>) -> (i32, u64) {
+    match outcome {
+        Ok(_) => (0, 0),
+        Err(Error::Protection { prot, .. }) => (Error::Protection { rank: 0, addr: 0, len: 0, op: "", prot }.code(), prot_bits(prot)),
+        Err(e) => (e.code(), 0),
+    }
 }
 
 fn prot_bits(prot: &str) -> u64 {
@@ -105,7 +117,7 @@ pub(crate) fn request(p: &Proto, handler: HandlerId, payload: &[u8], asked: Aske
     result
 }
 
-fn rebuild_error(code: i32, value: u64, a: &Asked) -> Error {
+pub(crate) fn rebuild_error(code: i32, value: u64, a: &Asked) -> Error {
     let (rank, addr, len) = (a.rank, a.addr, a.len);
     match code {
         2 => Error::NotExposed { rank, addr, len },

@@ -26,9 +26,7 @@ pub(crate) fn register(am: &Am) -> Result<()> {
                 // SAFETY: the table says [addr, addr+len) is our memory, exposed readable.
                 let bytes = unsafe { std::slice::from_raw_parts(addr as *const u8, len) };
                 if lookup.active {
-                    let me = ctx.am().conduit().rank();
-                    let l =
-                        Logged { table: table.get(), lookup: &lookup, target: me, origin: ctx.src, seq, log_ns: 0, translate_log: None }; // the IOMMU model is charged by origins on one host
+                    let l = Logged::at_target(table.get(), &lookup, ctx.am().conduit().rank(), ctx.src, seq);
                     let mut w = activerma_am::Waiter::default();
                     log_append::get(&l, addr, bytes, &mut || w.step_in_handler(ctx.am(), ctx.src, "room in an access log"))?;
                 }

@@ -86,6 +86,8 @@ pub struct Proto {
     pub iotlb: Iotlb,
     /// Segment ranges other-host targets marked for Active Access (routed through them).
     marks: Arc<RemoteMarks>,
+    /// Implicit puts sent through targets and not acknowledged yet (put_am.rs).
+    posted: Arc<put_am::PostedPuts>,
     /// The job's registration strategy: which slow path a registration miss takes.
     strategy: Strategy,
     /// Registration counters of this rank (shared with its table's Registrar).
@@ -101,6 +103,12 @@ pub struct Proto {
     rma_rendezvous_min: usize,
 }
 
+/// State the protocol handlers share with the origin side (`register_handlers`).
+pub struct ProtoHandlers {
+    marks: Arc<RemoteMarks>,
+    posted: Arc<put_am::PostedPuts>,
+}
+
 /// State the table's handlers share with the origin side, made before the job's first
 /// barrier (handlers must exist by then) and handed to the `Proto` made after it.
 pub struct TableHandlers {
@@ -110,15 +118,16 @@ pub struct TableHandlers {
 
 impl Proto {
     /// Registers the protocol handlers; call before the job's first barrier.
-    pub fn register_handlers(am: &Am) -> Result<Arc<RemoteMarks>> {
-        let marks = Arc::new(RemoteMarks::new(am.conduit().size()));
+    pub fn register_handlers(am: &Am) -> Result<ProtoHandlers> {
+        let n = am.conduit().size();
+        let (marks, posted) = (Arc::new(RemoteMarks::new(n)), Arc::new(put_am::PostedPuts::new(n)));
         remote_marks::register(am, marks.clone())?;
         am_request::register_response(am)?;
         atomic_am::register(am)?;
-        put_am::register(am)?;
+        put_am::register(am, posted.clone())?;
         am_request::register_active_flush(am)?;
         get_am::register(am)?;
-        Ok(marks)
+        Ok(ProtoHandlers { marks, posted })
     }
 
     /// Registers the handlers that need this rank's own table (rendezvous registration); call
@@ -175,7 +184,7 @@ impl Proto {
         am: Arc<Am>,
         net: Arc<NetModel>,
         counters: Arc<Counters>,
-        marks: Arc<RemoteMarks>,
+        handlers: ProtoHandlers,
         reg_stats: Arc<RegistrationStats>,
     ) -> Result<Proto> {
         let n = conduit.size();
@@ -197,7 +206,8 @@ impl Proto {
             seq: (0..n).map(|_| AtomicU64::new(0)).collect(),
             touched: (0..n).map(|_| AtomicU64::new(0)).collect(),
             iotlb: Iotlb::new(iotlb),
-            marks,
+            marks: handlers.marks,
+            posted: handlers.posted,
             strategy: Strategy::from_settings()?,
             reg_stats,
             part: None,
@@ -279,7 +289,7 @@ impl Proto {
         self.conduit.rma_flush(Some(rank))?;
         completion::spin_until(self.pending_until[rank].load(Ordering::Acquire));
         fence(Ordering::SeqCst);
-        Ok(())
+        put_am::wait_acknowledged(self, Some(rank))
     }
 
     pub fn flush_all(&self) -> Result<()> {
@@ -287,7 +297,7 @@ impl Proto {
         let last = self.pending_until.iter().map(|p| p.load(Ordering::Acquire)).max().unwrap_or(0);
         completion::spin_until(last);
         fence(Ordering::SeqCst);
-        Ok(())
+        put_am::wait_acknowledged(self, None)
     }
 
     /// Orders: operations issued before the fence are visible at their targets before any
@@ -296,7 +306,8 @@ impl Proto {
     pub fn fence(&self) -> Result<()> {
         self.conduit.rma_fence()?;
         fence(Ordering::SeqCst);
-        Ok(())
+        // Posted puts (put_am.rs) are ordered among themselves, not with one-sided operations.
+        put_am::wait_acknowledged(self, None)
     }
 
     /// 64-bit atomic on the target; returns the previous value (for `Fetch`: the value).
@@ -330,7 +341,8 @@ impl Proto {
             Protocol::PutDirect => put_direct::run(self, c.local, src),
             Protocol::PutCma => put_cma::run(self, rank, addr, src)?,
             Protocol::PutRma => rma_conduit::put(self, rank, addr, src, complete)?,
-            Protocol::PutAm => put_am::run(self, rank, addr, src)?,
+            Protocol::PutAm if complete => put_am::run(self, rank, addr, src)?,
+            Protocol::PutAm => put_am::post(self, rank, addr, src)?,
             Protocol::PutActive => put_active::run(self, rank, addr, src, c.lookup(), c.local)?,
             // The slow paths wait for the target: give back the lookup first (see rendezvous.rs).
             Protocol::PutBounce => {
@@ -422,6 +434,8 @@ impl Proto {
         self.check_rank(rank)?;
         bump(&self.counters.active_flushes, 1);
         let Some(table) = &self.tables[rank] else {
+            // Posted active puts are in the target's logs once acknowledged.
+            put_am::wait_acknowledged(self, Some(rank))?;
             return am_request::active_flush_remote(self, rank);
         };
         let mut touched = self.touched[rank].swap(0, Ordering::AcqRel);

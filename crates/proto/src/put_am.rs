@@ -1,56 +1,157 @@
 //! put_am: the reference path for memory the origin cannot reach itself (private memory of a
-//! rank on another host): the data travels in an active message and the target's progress
-//! engine checks its table and copies it in (or, on pages marked for Active Access, does what
-//! their bits say: `log_append`). Returns when the target has written or logged the data.
+//! rank on another host, segment pages another host marked for Active Access): the data
+//! travels in an active message and the target's progress engine checks its table and copies
+//! it in (or, on pages marked for Active Access, does what their bits say: `log_append`).
+//!
+//! Two ways to ask:
+//! - `run` (blocking puts, handles): request/response, returns once the target wrote or
+//!   logged the data, with the target's error if it refused.
+//! - `post` (implicit non-blocking puts): the message goes out and the origin moves on; the
+//!   target acknowledges each one, and `flush` / `flush_all` / `fence` / `active_flush` wait
+//!   for every acknowledgement to that target and report the first refusal. One round trip
+//!   per put would cap a DHT's inserts at one per round trip (2k/s with 3 ranks on 2 CPUs).
+//!   Messages of one pair run in order, so posted puts land in the order they were issued.
+//!
+//! ```text
+//! origin  post:  outstanding[t] += 1; send PUT_POSTED(addr, seq, data)
+//! target:        outcome = apply(addr, data); send PUT_POSTED_ACK(status, bits, addr, len)
+//! origin  ack:   if status != 0 and no error yet: first_error = rebuilt error; outstanding[src] -= 1
+//! origin  flush(t): progress until outstanding[t] == 0; return first_error.take()
+//! ```
 
 use crate::am_request::{self, Asked, OwnTable, PUT};
 use crate::log_append::{self, Logged};
 use crate::Proto;
-use activerma_am::{Am, AmCtx};
+use activerma_am::{Am, AmCtx, HandlerId};
 use activerma_core::counters::bump;
 use activerma_core::{Error, Rank, Result};
 use activerma_mem::AccessKind;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
-pub(crate) fn register(am: &Am) -> Result<()> {
-    let table = OwnTable::new(am.conduit().clone());
+pub const PUT_POSTED: HandlerId = 16;
+pub const PUT_POSTED_ACK: HandlerId = 17;
+
+/// Per target: posted puts it has not acknowledged yet, and the first refusal among them.
+pub struct PostedPuts {
+    outstanding: Vec<AtomicU64>,
+    first_error: Vec<Mutex<Option<Error>>>,
+}
+
+impl PostedPuts {
+    pub fn new(ranks: usize) -> PostedPuts {
+        PostedPuts {
+            outstanding: (0..ranks).map(|_| AtomicU64::new(0)).collect(),
+            first_error: (0..ranks).map(|_| Mutex::new(None)).collect(),
+        }
+    }
+
+    #[inline]
+    fn any_to(&self, rank: Rank) -> bool {
+        self.outstanding[rank].load(Ordering::Acquire) != 0
+    }
+}
+
+/// The target's side, shared by both ways: checks the access and writes or logs it.
+fn apply(table: &OwnTable, ctx: &AmCtx, msg: &[u8]) -> Result<()> {
+    let head = msg.get(..16).ok_or_else(|| Error::InvalidArgument("malformed put request".into()))?;
+    let addr = u64::from_le_bytes(head[..8].try_into().unwrap()) as usize;
+    let seq = u64::from_le_bytes(head[8..].try_into().unwrap());
+    let data = &msg[16..];
+    let lookup = table.check(addr, data.len(), AccessKind::Put)?;
+    let mut write = |at: usize, bytes: &[u8]| {
+        // SAFETY: the table says this range is our memory, exposed writable.
+        unsafe { std::ptr::copy(bytes.as_ptr(), at as *mut u8, bytes.len()) };
+        Ok(())
+    };
+    if lookup.active {
+        let l = Logged::at_target(table.get(), &lookup, ctx.am().conduit().rank(), ctx.src, seq);
+        let mut w = activerma_am::Waiter::default();
+        log_append::put(&l, addr, data, &mut write, &mut || w.step_in_handler(ctx.am(), ctx.src, "room in an access log"))?;
+    } else {
+        write(addr, data)?;
+    }
+    Ok(())
+}
+
+pub(crate) fn register(am: &Am, posted: Arc<PostedPuts>) -> Result<()> {
+    let table = Arc::new(OwnTable::new(am.conduit().clone()));
+    let t = table.clone();
     am.register(
         PUT,
         Arc::new(move |ctx: &AmCtx, msg: &[u8]| {
-            let outcome = (|| {
-                let head = msg.get(..16).ok_or_else(|| Error::InvalidArgument("malformed put request".into()))?;
-                let addr = u64::from_le_bytes(head[..8].try_into().unwrap()) as usize;
-                let seq = u64::from_le_bytes(head[8..].try_into().unwrap());
-                let data = &msg[16..];
-                let lookup = table.check(addr, data.len(), AccessKind::Put)?;
-                let mut write = |at: usize, bytes: &[u8]| {
-                    // SAFETY: the table says this range is our memory, exposed writable.
-                    unsafe { std::ptr::copy(bytes.as_ptr(), at as *mut u8, bytes.len()) };
-                    Ok(())
-                };
-                if lookup.active {
-                    let me = ctx.am().conduit().rank();
-                    let l =
-                        Logged { table: table.get(), lookup: &lookup, target: me, origin: ctx.src, seq, log_ns: 0, translate_log: None }; // the IOMMU model is charged by origins on one host
-                    let mut w = activerma_am::Waiter::default();
-                    log_append::put(&l, addr, data, &mut write, &mut || w.step_in_handler(ctx.am(), ctx.src, "room in an access log"))?;
-                } else {
-                    write(addr, data)?;
-                }
-                Ok((0, &[][..]))
-            })();
-            am_request::respond(ctx, outcome);
+            am_request::respond(ctx, apply(&t, ctx, msg).map(|()| (0, &[][..])));
+        }),
+    )?;
+    am.register(
+        PUT_POSTED,
+        Arc::new(move |ctx: &AmCtx, msg: &[u8]| {
+            let (status, bits) = am_request::status_of(apply(&table, ctx, msg));
+            let mut ack = Vec::with_capacity(28);
+            ack.extend_from_slice(&status.to_le_bytes());
+            ack.extend_from_slice(&bits.to_le_bytes());
+            ack.extend_from_slice(&msg[..8.min(msg.len())]); // the address, for the origin's error
+            ack.extend_from_slice(&(msg.len().saturating_sub(16) as u64).to_le_bytes());
+            ctx.reply(PUT_POSTED_ACK, 0, &ack);
+        }),
+    )?;
+    am.register(
+        PUT_POSTED_ACK,
+        Arc::new(move |ctx: &AmCtx, ack: &[u8]| {
+            let word = |i: usize| ack.get(i..i + 8).map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap()));
+            let status = i32::from_le_bytes(ack[..4].try_into().unwrap());
+            if status != 0 {
+                let asked = Asked { rank: ctx.src, addr: word(12) as usize, len: word(20) as usize, op: "put" };
+                let mut first = posted.first_error[ctx.src].lock().unwrap();
+                first.get_or_insert(am_request::rebuild_error(status, word(4), &asked));
+            }
+            posted.outstanding[ctx.src].fetch_sub(1, Ordering::AcqRel);
         }),
     )
 }
 
-pub(crate) fn run(p: &Proto, rank: Rank, addr: usize, src: &[u8]) -> Result<()> {
+fn message(p: &Proto, rank: Rank, addr: usize, src: &[u8]) -> Vec<u8> {
     let mut msg = Vec::with_capacity(16 + src.len());
     msg.extend_from_slice(&(addr as u64).to_le_bytes());
     msg.extend_from_slice(&p.next_seq(rank).to_le_bytes());
     msg.extend_from_slice(src);
-    am_request::request(p, PUT, &msg, Asked { rank, addr, len: src.len(), op: "put" })?;
+    msg
+}
+
+pub(crate) fn run(p: &Proto, rank: Rank, addr: usize, src: &[u8]) -> Result<()> {
+    am_request::request(p, PUT, &message(p, rank, addr, src), Asked { rank, addr, len: src.len(), op: "put" })?;
     bump(&p.counters.put_am, 1);
     bump(&p.counters.bytes_put, src.len() as u64);
     Ok(())
+}
+
+/// An implicit non-blocking put: sent, not waited for (see the module doc).
+pub(crate) fn post(p: &Proto, rank: Rank, addr: usize, src: &[u8]) -> Result<()> {
+    let msg = message(p, rank, addr, src);
+    p.posted.outstanding[rank].fetch_add(1, Ordering::AcqRel);
+    if let Err(e) = p.am.send(rank, PUT_POSTED, 0, &msg) {
+        p.posted.outstanding[rank].fetch_sub(1, Ordering::AcqRel);
+        return Err(e);
+    }
+    bump(&p.counters.put_am, 1);
+    bump(&p.counters.bytes_put, src.len() as u64);
+    Ok(())
+}
+
+/// Waits until `rank` (every rank: None) acknowledged every put posted to it, then reports
+/// the first refusal among them, if any.
+pub(crate) fn wait_acknowledged(p: &Proto, rank: Option<Rank>) -> Result<()> {
+    let ranks = match rank {
+        Some(r) => r..r + 1,
+        None => 0..p.posted.outstanding.len(),
+    };
+    let mut refused = None;
+    for r in ranks {
+        if p.posted.any_to(r) {
+            p.am.wait_until(|| !p.posted.any_to(r), r, "acknowledgements of posted puts")?;
+        }
+        let e = p.posted.first_error[r].lock().unwrap().take();
+        refused = refused.or(e);
+    }
+    refused.map_or(Ok(()), Err)
 }

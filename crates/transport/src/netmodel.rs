@@ -16,6 +16,10 @@ pub struct NetModel {
     pub recv_ns: u64,
     /// The IOMMU's memory access per log entry written (0: off).
     pub log_ns: u64,
+    /// The IOMMU's update of a log's pointers in the CPU's scratchpad (0: off).
+    pub scratchpad_ns: u64,
+    /// One interrupt (0: real futex wake-ups; see activerma_core::interrupt_model).
+    pub interrupt_ns: u64,
     /// When the modelled link of this origin is free again.
     link_free_at: AtomicU64,
 }
@@ -27,6 +31,8 @@ impl NetModel {
             bandwidth_bps: settings::get_u64(settings::NET_BANDWIDTH_MBS)?.saturating_mul(1_000_000),
             recv_ns: settings::get_u64(settings::NET_RECV_NS)?,
             log_ns: settings::get_u64(settings::NET_LOG_NS)?,
+            scratchpad_ns: settings::get_u64(settings::NET_SCRATCHPAD_NS)?,
+            interrupt_ns: settings::get_u64(settings::NET_INTERRUPT_NS)?,
             link_free_at: AtomicU64::new(0),
         })
     }
@@ -67,16 +73,8 @@ impl NetModel {
         }
     }
 
-    /// Charges the IOMMU's memory accesses for `entries` log entries (busy-waits).
-    #[inline]
-    pub fn charge_log(&self, entries: u64) {
-        if self.log_ns != 0 {
-            spin_for(self.log_ns * entries);
-        }
-    }
-
     pub fn describe(&self) -> String {
-        if !self.enabled() && self.recv_ns == 0 && self.log_ns == 0 {
+        if !self.enabled() && self.recv_ns == 0 && self.log_ns == 0 && self.scratchpad_ns == 0 && self.interrupt_ns == 0 {
             return "off".into();
         }
         let mut s = format!(
@@ -89,6 +87,12 @@ impl NetModel {
         }
         if self.log_ns != 0 {
             s += &format!(", log write {} ns", self.log_ns);
+        }
+        if self.scratchpad_ns != 0 {
+            s += &format!(", scratchpad {} ns", self.scratchpad_ns);
+        }
+        if self.interrupt_ns != 0 {
+            s += &format!(", interrupt {} ns", self.interrupt_ns);
         }
         s
     }
@@ -105,7 +109,15 @@ mod tests {
 
     #[test]
     fn serializes_transfers_on_the_link() {
-        let m = NetModel { latency_ns: 1000, bandwidth_bps: 1_000_000_000, recv_ns: 0, log_ns: 0, link_free_at: AtomicU64::new(0) };
+        let m = NetModel {
+            latency_ns: 1000,
+            bandwidth_bps: 1_000_000_000,
+            recv_ns: 0,
+            log_ns: 0,
+            scratchpad_ns: 0,
+            interrupt_ns: 0,
+            link_free_at: AtomicU64::new(0),
+        };
         let t0 = now_ns();
         let a = m.completion_time(1_000_000); // 1 ms on the wire
         let b = m.completion_time(1_000_000);

@@ -219,8 +219,22 @@ pub fn main() -> i32 {
     jobs.push(Job {
         case: "dht_variants_agree",
         ranks: 2,
-        env: vec![("ACTIVERMA_NET_LATENCY_NS", "1500"), ("ACTIVERMA_NET_RECV_NS", "1000"), ("ACTIVERMA_NET_LOG_NS", "70")],
+        env: vec![
+            ("ACTIVERMA_NET_LATENCY_NS", "1500"),
+            ("ACTIVERMA_NET_RECV_NS", "1000"),
+            ("ACTIVERMA_NET_LOG_NS", "70"),
+            ("ACTIVERMA_NET_SCRATCHPAD_NS", "15"),
+            ("ACTIVERMA_NET_INTERRUPT_NS", "3000"),
+        ],
     });
+    // The modelled interrupt replaces the futex sleep of wake-mode handler threads: nothing may
+    // be lost or left waiting (a log below its threshold is drained after the interval).
+    let modelled_interrupt =
+        [("ACTIVERMA_AA_NOTIFY", "wake"), ("ACTIVERMA_NET_INTERRUPT_NS", "3000"), ("ACTIVERMA_AA_WAKE_THRESHOLD", "10")];
+    for case in ["aa_many_origins_tiny_log", "aa_active_flush_orders"] {
+        jobs.push(Job { case, ranks: 3, env: modelled_interrupt.to_vec() });
+    }
+    jobs.push(Job { case: "active_messages", ranks: 2, env: vec![("ACTIVERMA_PROGRESS", "wake"), ("ACTIVERMA_NET_INTERRUPT_NS", "3000")] });
     // Registration strategies: the same programs, unchanged, under each of them.
     for strategy in ["pin-all", "bounce", "rendezvous", "rendezvous-unpin", "firehose"] {
         for case in ["randomized", "private_memory", "bad_input"] {

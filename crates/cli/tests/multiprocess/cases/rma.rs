@@ -98,6 +98,11 @@ pub fn private_memory() -> Result<()> {
         // The target's protection holds: no write to read-only memory, nothing past the end.
         let e = w.put(RemotePtr::new(t, ro_addr[t] as usize), &[1]).unwrap_err();
         assert!(matches!(e, Error::Protection { .. }), "{e}");
+        // An implicit put is refused at once, or — when only the target can check it (another
+        // host) — by the flush that completes it; the refusal is reported once.
+        let e = w.put_nbi(RemotePtr::new(t, ro_addr[t] as usize), &[1]).and_then(|()| w.flush(t)).unwrap_err();
+        assert!(matches!(e, Error::Protection { .. }), "implicit put to read-only memory: {e}");
+        w.flush(t)?;
         let e = w.get(RemotePtr::new(t, ro_addr[t] as usize + 500), &mut [0u8; 13]).unwrap_err();
         assert!(matches!(e, Error::NotExposed { .. }), "{e}");
         let e = w.put(RemotePtr::new(t, rw_addr[t] as usize + n * REGION), &[1]).unwrap_err();
