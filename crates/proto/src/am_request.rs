@@ -39,14 +39,20 @@ impl OwnTable {
     }
 }
 
-/// Sends the outcome back: status 0 with a value and bytes, or the error's code (and, for a
-/// protection error, the target's protection bits so the origin can name them).
+/// Sends the outcome back: status 0 with a value and bytes, or the error's code (with, for a
+/// protection error, the target's protection bits, and for the others the target's text, so
+/// the origin can tell the user what the target said: `rebuild_error`).
 pub(crate) fn respond(ctx: &AmCtx, outcome: Result<(u64, &[u8])>) {
-    let (status, value, data): (i32, u64, &[u8]) = match outcome {
-        Ok((v, d)) => (0, v, d),
+    let (status, value, text);
+    let data: &[u8] = match outcome {
+        Ok((v, d)) => {
+            (status, value) = (0, v);
+            d
+        }
         Err(e) => {
-            let (status, bits) = status_of::<()>(Err(e));
-            (status, bits, &[])
+            text = e.to_string();
+            (status, value) = status_of::<()>(Err(e));
+            text.as_bytes()
         }
     };
     let mut msg = Vec::with_capacity(12 + data.len());
@@ -110,15 +116,21 @@ pub(crate) fn request(p: &Proto, handler: HandlerId, payload: &[u8], asked: Aske
         let value = c.value.load(Ordering::Relaxed);
         match c.status.load(Ordering::Relaxed) {
             0 => Ok((value, std::mem::take(&mut *c.data.lock().unwrap()))),
-            code => Err(rebuild_error(code, value, &asked)),
+            code => {
+                let said = std::mem::take(&mut *c.data.lock().unwrap());
+                Err(rebuild_error(code, value, &asked, &String::from_utf8_lossy(&said)))
+            }
         }
     })();
     p.am.completions.give_back(cell);
     result
 }
 
-pub(crate) fn rebuild_error(code: i32, value: u64, a: &Asked) -> Error {
+/// The target's refusal in the origin's words: the access as the origin asked for it, and the
+/// target's own text (`said`) for errors that only the target can explain.
+pub(crate) fn rebuild_error(code: i32, value: u64, a: &Asked, said: &str) -> Error {
     let (rank, addr, len) = (a.rank, a.addr, a.len);
+    let refused = format!("rank {rank} refused the {} at {addr:#x}+{len}: {said}", a.op);
     match code {
         2 => Error::NotExposed { rank, addr, len },
         3 => Error::Protection { rank, addr, len, op: a.op, prot: Prot::describe(value as u32) },
@@ -126,10 +138,12 @@ pub(crate) fn rebuild_error(code: i32, value: u64, a: &Asked) -> Error {
         // Resource limits at the target (a pin over RLIMIT_MEMLOCK or the pin budget): callers
         // such as rendezvous fall back on this kind.
         7 => Error::OutOfResources(format!(
-            "rank {rank} ran out of a resource serving the {} at {addr:#x}+{len} (for registration: its pinned-memory limit, RLIMIT_MEMLOCK / ACTIVERMA_PIN_LIMIT)",
+            "rank {rank} ran out of a resource serving the {} at {addr:#x}+{len} (for registration: its pinned-memory limit, RLIMIT_MEMLOCK / ACTIVERMA_PIN_LIMIT): {said}",
             a.op
         )),
-        _ => Error::InvalidArgument(format!("rank {rank} refused the {} at {addr:#x}+{len} (error code {code})", a.op)),
+        6 => Error::SizeLimit(refused),
+        12 => Error::Unsupported(refused),
+        _ => Error::InvalidArgument(refused),
     }
 }
 

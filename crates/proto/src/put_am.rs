@@ -86,12 +86,15 @@ pub(crate) fn register(am: &Am, posted: Arc<PostedPuts>) -> Result<()> {
     am.register(
         PUT_POSTED,
         Arc::new(move |ctx: &AmCtx, msg: &[u8]| {
-            let (status, bits) = am_request::status_of(apply(&table, ctx, msg));
-            let mut ack = Vec::with_capacity(28);
+            let outcome = apply(&table, ctx, msg);
+            let said = outcome.as_ref().err().map(|e| e.to_string()).unwrap_or_default();
+            let (status, bits) = am_request::status_of(outcome);
+            let mut ack = Vec::with_capacity(28 + said.len());
             ack.extend_from_slice(&status.to_le_bytes());
             ack.extend_from_slice(&bits.to_le_bytes());
             ack.extend_from_slice(&msg[..8.min(msg.len())]); // the address, for the origin's error
             ack.extend_from_slice(&(msg.len().saturating_sub(16) as u64).to_le_bytes());
+            ack.extend_from_slice(said.as_bytes());
             ctx.reply(PUT_POSTED_ACK, 0, &ack);
         }),
     )?;
@@ -103,7 +106,8 @@ pub(crate) fn register(am: &Am, posted: Arc<PostedPuts>) -> Result<()> {
             if status != 0 {
                 let asked = Asked { rank: ctx.src, addr: word(12) as usize, len: word(20) as usize, op: "put" };
                 let mut first = posted.first_error[ctx.src].lock().unwrap();
-                first.get_or_insert(am_request::rebuild_error(status, word(4), &asked));
+                let said = String::from_utf8_lossy(ack.get(28..).unwrap_or_default());
+                first.get_or_insert(am_request::rebuild_error(status, word(4), &asked, &said));
             }
             posted.outstanding[ctx.src].fetch_sub(1, Ordering::AcqRel);
         }),

@@ -35,37 +35,56 @@ impl PartTarget {
         self.queue.len()
     }
 
-    /// Pages in what `nack` asks for; returns the ERR to send, if one is due.
-    pub fn resolve(&self, nack: &Nack) -> Option<ErrMsg> {
+    /// Pages in what `nack` asks for, up to the end of the faulting block; returns the ERR to
+    /// send, if one is due, and what is left to page in after it (PIA: the rest of the
+    /// transfer, paged in while the origin already resends — the ERR does not wait for it).
+    pub fn resolve(&self, nack: &Nack) -> (Option<ErrMsg>, Option<Rest>) {
         PartStats::add(&self.stats.nacks_received, 1);
+        let mut rest = None;
         let status = match registry::lookup(nack.fault_addr) {
             None => ErrStatus::NotPart,
             Some(h) => {
                 let r = h.region();
                 let ps = page_size();
                 let first = (nack.fault_addr - r.base) / ps;
-                // End of what the policy pages in, as an address, clipped to this region: an
+                // Ends of what the policy pages in, as addresses, clipped to this region: an
                 // extent that spans two regions only pages in this one; the next region's first
                 // fault will NACK on its own.
-                let end = match nack.page_in {
+                let clip = |end: usize| end.max(nack.fault_addr + 1).min(r.base + r.len);
+                let block_end = clip(nack.block_addr.saturating_add(nack.block_len));
+                let end = clip(match nack.page_in {
                     PageIn::One => nack.fault_addr + 1,
-                    PageIn::Block => nack.block_addr.saturating_add(nack.block_len),
-                    PageIn::All => nack.xfer_addr.saturating_add(nack.xfer_len),
-                }
-                .max(nack.fault_addr + 1)
-                .min(r.base + r.len);
+                    PageIn::Block | PageIn::All => block_end,
+                });
                 let last = (end - 1 - r.base) / ps;
+                if nack.page_in == PageIn::All {
+                    let xfer_end = clip(nack.xfer_addr.saturating_add(nack.xfer_len));
+                    rest = (xfer_end > end).then(|| Rest { fault_addr: end, pages: last + 1..(xfer_end - 1 - r.base) / ps + 1 });
+                }
                 match r.install_range(first..last + 1) {
                     Ok(n) => {
                         PartStats::add(&self.stats.pages_paged_in, n as u64);
                         ErrStatus::Resolved { pages: n as u32 }
                     }
-                    Err(errno) => ErrStatus::Failed { errno },
+                    Err(errno) => {
+                        rest = None;
+                        ErrStatus::Failed { errno }
+                    }
                 }
             }
         };
         let resolved = matches!(status, ErrStatus::Resolved { .. });
-        (nack.want_err || !resolved).then_some(ErrMsg { xfer: nack.xfer, block: nack.block, status })
+        ((nack.want_err || !resolved).then_some(ErrMsg { xfer: nack.xfer, block: nack.block, status }), rest)
+    }
+
+    /// Pages in the rest of a PIA extent (after the ERR went out). A page the origin reaches
+    /// first just NACKs again; a page installed meanwhile is skipped.
+    fn page_in_rest(&self, rest: Rest) {
+        if let Some(h) = registry::lookup(rest.fault_addr) {
+            if let Ok(n) = h.region().install_range(rest.pages) {
+                PartStats::add(&self.stats.pages_paged_in, n as u64);
+            }
+        }
     }
 
     /// Resolves every queued fault, sending ERRs through `sink`; returns how many it handled.
@@ -73,13 +92,24 @@ impl PartTarget {
         let mut n = 0;
         while let Some(nack) = self.queue.pop() {
             n += 1;
-            if let Some(err) = self.resolve(&nack) {
+            let (err, rest) = self.resolve(&nack);
+            if let Some(err) = err {
                 sink.send_err(nack.origin, &err)?;
                 PartStats::add(&self.stats.errs_sent, 1);
+            }
+            if let Some(rest) = rest {
+                self.page_in_rest(rest);
             }
         }
         Ok(n)
     }
+}
+
+/// Pages of a PIA extent still to page in after the ERR: `pages` of the region holding
+/// `fault_addr` (an address in it, to find the region again).
+pub struct Rest {
+    fault_addr: usize,
+    pages: std::ops::Range<usize>,
 }
 
 /// A thread that busy-polls a target's fault queue (the paper's tasklet + user-space ERR

@@ -93,6 +93,24 @@ pub fn bit_combinations() -> Result<()> {
         }
         w.barrier()?;
     }
+    // A refusal only the target can explain (its page logs into a domain without a log)
+    // reaches the origin in the target's words, for a blocking and for an implicit put.
+    if me == 0 {
+        w.assoc_pages(seg.as_ptr(), page, Actions::R | Actions::WL, Some(9))?;
+    }
+    w.barrier()?;
+    if me == 1 {
+        let blocking = w.put(seg.remote(0, 8), &[1; 8]).unwrap_err().to_string();
+        let implicit = w.put_nbi(seg.remote(0, 8), &[1; 8]).and_then(|()| w.flush(0)).unwrap_err().to_string();
+        for e in [blocking, implicit] {
+            assert!(e.contains("no log for domain 9"), "the target's reason is lost: {e}");
+        }
+    }
+    w.barrier()?;
+    if me == 0 {
+        w.assoc_pages(seg.as_ptr(), page, Actions::W | Actions::R, None)?;
+    }
+    w.barrier()?;
     drop(exposed);
     drop(seg);
     w.finalize()
