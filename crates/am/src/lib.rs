@@ -5,6 +5,7 @@
 
 mod completion;
 mod frag;
+mod parked;
 mod progress_thread;
 
 pub use completion::{Completion, Completions};
@@ -17,6 +18,8 @@ use activerma_core::{settings, Error, Rank, Result};
 use activerma_transport::netmodel::NetModel;
 use activerma_transport::{Conduit, PeerStatus};
 use frag::{FragFlags, Reassembly};
+use parked::{Parked, ParkedMsg};
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -30,6 +33,7 @@ pub struct AmCtx<'a> {
     am: &'a Am,
     pub src: Rank,
     pub token: u64,
+    retry: Cell<bool>,
 }
 
 impl AmCtx<'_> {
@@ -40,6 +44,14 @@ impl AmCtx<'_> {
     }
     pub fn am(&self) -> &Am {
         self.am
+    }
+
+    /// The handler cannot finish now without waiting for this rank's own progress (a full
+    /// access log): keep the message and run the handler on it again from a later progress
+    /// step; later messages from the same source wait behind it. The handler must not have
+    /// done any of its work yet (see parked.rs).
+    pub fn retry_later(&self) {
+        self.retry.set(true);
     }
 }
 
@@ -65,6 +77,7 @@ pub struct Am {
     send_locks: Vec<Mutex<()>>,
     deferred: Mutex<VecDeque<Deferred>>,
     reassembly: Mutex<Reassembly>,
+    parked: Parked,
     /// Replaced whole on `add_poller` (rare), so a progress step only clones an Arc.
     pollers: RwLock<Arc<Vec<Poller>>>,
     timeout_s: f64,
@@ -81,6 +94,7 @@ impl Am {
             send_locks: (0..n).map(|_| Mutex::new(())).collect(),
             deferred: Mutex::new(VecDeque::new()),
             reassembly: Mutex::new(Reassembly::new(n)),
+            parked: Parked::new(n),
             pollers: RwLock::new(Arc::new(Vec::new())),
             timeout_s: settings::get_f64(settings::TIMEOUT_S)?,
             completions: Completions::new(4096),
@@ -208,13 +222,8 @@ impl Am {
                 done += 1;
                 bump(&self.counters.am_received, 1);
                 self.net.charge_receive(1);
-                let h = self.handlers.read().unwrap()[handler as usize].clone();
-                match h {
-                    Some(h) => h(&AmCtx { am: self, src, token }, bytes),
-                    None => eprintln!(
-                        "activerma: rank {}: message for unregistered handler {handler} from rank {src} dropped",
-                        self.conduit.rank()
-                    ),
+                if self.parked.holds(src) || self.dispatch(src, handler, token, bytes) {
+                    self.parked.push(src, ParkedMsg { handler, token, payload: bytes.to_vec() });
                 }
             };
             if flags.first && flags.last {
@@ -230,13 +239,31 @@ impl Am {
         done
     }
 
-    /// One step of progress: handlers, then deferred replies, then the pollers.
+    /// Runs `handler` on a message; returns true if the handler asked to be retried later.
+    fn dispatch(&self, src: Rank, handler: HandlerId, token: u64, bytes: &[u8]) -> bool {
+        let h = self.handlers.read().unwrap()[handler as usize].clone();
+        match h {
+            Some(h) => {
+                let ctx = AmCtx { am: self, src, token, retry: Cell::new(false) };
+                h(&ctx, bytes);
+                ctx.retry.get()
+            }
+            None => {
+                eprintln!("activerma: rank {}: message for unregistered handler {handler} from rank {src} dropped", self.conduit.rank());
+                false
+            }
+        }
+    }
+
+    /// One step of progress: handlers, then deferred replies, then parked messages, then the
+    /// pollers.
     pub fn progress(&self) -> usize {
         let n = self.poll_inbox();
         if !self.deferred.lock().unwrap().is_empty() {
             self.flush_deferred();
         }
-        n + self.run_pollers()
+        let retried = self.parked.retry(|src, m| self.dispatch(src, m.handler, m.token, &m.payload));
+        n + retried + self.run_pollers()
     }
 
     /// Adds work to every progress step (a blocking call anywhere then runs it too, so a

@@ -329,6 +329,20 @@ impl LogRing {
         }
     }
 
+    /// Whether an access of `total_len` bytes (with its data or not) would be appended now
+    /// without waiting for room: its entries, plus one entry's worth of padding at the wrap,
+    /// fit in the free bytes. Approximate under concurrency (another producer may take the room
+    /// first; the append then waits as usual). An access too large to fit in half the log is
+    /// always "yes": it is streamed through the log and must wait in pieces anyway.
+    pub fn has_room_for(&self, total_len: usize, with_data: bool) -> bool {
+        let data = if with_data { total_len } else { 0 };
+        let chunk = self.max_chunk().max(1);
+        let (full, rest) = (data / chunk, data % chunk);
+        let mut need = full as u64 * entry_size(chunk) + if rest > 0 || full == 0 { entry_size(rest) } else { 0 };
+        need += entry_size(data.min(chunk)); // padding at the wrap
+        need as usize > self.capacity / 2 || self.free_bytes() >= need as usize
+    }
+
     /// Bytes free right now (padding counts as used). Approximate under concurrency: for
     /// thresholds, not for deciding whether an append will succeed.
     pub fn free_bytes(&self) -> usize {

@@ -6,6 +6,7 @@ use crate::log_append::{self, Logged};
 use crate::Proto;
 use activerma_am::{Am, AmCtx};
 use activerma_core::counters::bump;
+use activerma_core::log_ring::LogOp;
 use activerma_core::{Error, Rank, Result};
 use activerma_mem::AccessKind;
 use std::sync::Arc;
@@ -15,6 +16,7 @@ pub(crate) fn register(am: &Am) -> Result<()> {
     am.register(
         GET,
         Arc::new(move |ctx: &AmCtx, msg: &[u8]| {
+            // Some(bytes), or None: a log to append to is full, retry later (see put_am::apply).
             let outcome = (|| {
                 if msg.len() != 24 {
                     return Err(Error::InvalidArgument("malformed get request".into()));
@@ -27,12 +29,19 @@ pub(crate) fn register(am: &Am) -> Result<()> {
                 let bytes = unsafe { std::slice::from_raw_parts(addr as *const u8, len) };
                 if lookup.active {
                     let l = Logged::at_target(table.get(), &lookup, ctx.am().conduit().rank(), ctx.src, seq);
+                    if !log_append::has_room(&l, LogOp::Get, addr, len)? {
+                        return Ok(None);
+                    }
                     let mut w = activerma_am::Waiter::default();
                     log_append::get(&l, addr, bytes, &mut || w.step_in_handler(ctx.am(), ctx.src, "room in an access log"))?;
                 }
-                Ok((0, bytes))
+                Ok(Some((0, bytes)))
             })();
-            am_request::respond(ctx, outcome);
+            match outcome {
+                Ok(None) => ctx.retry_later(),
+                Ok(Some(answer)) => am_request::respond(ctx, Ok(answer)),
+                Err(e) => am_request::respond(ctx, Err(e)),
+            }
         }),
     )
 }

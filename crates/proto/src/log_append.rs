@@ -125,6 +125,26 @@ fn append(
     Ok(slot)
 }
 
+/// Whether an access of `len` bytes at `addr` would find room in every log its pages append
+/// to (see `LogRing::has_room_for`): a target's handler that must not wait for its own drain
+/// asks this first and, if not, retries the message later (`AmCtx::retry_later`).
+pub(crate) fn has_room(l: &Logged, op: LogOp, addr: usize, len: usize) -> Result<bool> {
+    let logs = l.table.logs()?;
+    let (log_bits, data_bit) = if op == LogOp::Put { (Entry::WL | Entry::WLD, Entry::WLD) } else { (Entry::RL | Entry::RLD, Entry::RLD) };
+    let mut room = true;
+    runs(l, addr, len, |s, e, bits| {
+        if room && bits & log_bits != 0 {
+            let domain = (bits & Entry::E != 0).then_some((bits >> Entry::DOMAIN_SHIFT) as u16);
+            // A missing log is the append's error to report, not a reason to wait.
+            if let Some(ring) = logs.slot_of(domain, l.target).ok().and_then(|slot| logs.ring(slot)) {
+                room = ring.has_room_for(e - s, bits & data_bit != 0);
+            }
+        }
+        Ok(())
+    })?;
+    Ok(room)
+}
+
 /// An active put: writes where W=1, logs where WL / WLD. `write(addr, bytes)` stores into the
 /// target's memory. Returns the mask of log slots appended to.
 pub(crate) fn put(

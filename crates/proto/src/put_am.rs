@@ -11,6 +11,7 @@
 //!   for every acknowledgement to that target and report the first refusal. One round trip
 //!   per put would cap a DHT's inserts at one per round trip (2k/s with 3 ranks on 2 CPUs).
 //!   Messages of one pair run in order, so posted puts land in the order they were issued.
+//!   At most MAX_POSTED_PER_TARGET are unacknowledged per target (back-pressure).
 //!
 //! ```text
 //! origin  post:  outstanding[t] += 1; send PUT_POSTED(addr, seq, data)
@@ -24,10 +25,15 @@ use crate::log_append::{self, Logged};
 use crate::Proto;
 use activerma_am::{Am, AmCtx, HandlerId};
 use activerma_core::counters::bump;
+use activerma_core::log_ring::LogOp;
 use activerma_core::{Error, Rank, Result};
 use activerma_mem::AccessKind;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+
+/// Posted puts one origin may have unacknowledged at one target: past it the origin waits
+/// (making progress), so a target that parks them for a full log holds a bounded number.
+const MAX_POSTED_PER_TARGET: u64 = 1024;
 
 pub const PUT_POSTED: HandlerId = 16;
 pub const PUT_POSTED_ACK: HandlerId = 17;
@@ -52,8 +58,10 @@ impl PostedPuts {
     }
 }
 
-/// The target's side, shared by both ways: checks the access and writes or logs it.
-fn apply(table: &OwnTable, ctx: &AmCtx, msg: &[u8]) -> Result<()> {
+/// The target's side, shared by both ways: checks the access and writes or logs it. Returns
+/// false, having done nothing, when a log it must append to is full: the handler then asks to
+/// be retried rather than wait here for a drain that may be suspended above it on this stack.
+fn apply(table: &OwnTable, ctx: &AmCtx, msg: &[u8]) -> Result<bool> {
     let head = msg.get(..16).ok_or_else(|| Error::InvalidArgument("malformed put request".into()))?;
     let addr = u64::from_le_bytes(head[..8].try_into().unwrap()) as usize;
     let seq = u64::from_le_bytes(head[8..].try_into().unwrap());
@@ -66,12 +74,15 @@ fn apply(table: &OwnTable, ctx: &AmCtx, msg: &[u8]) -> Result<()> {
     };
     if lookup.active {
         let l = Logged::at_target(table.get(), &lookup, ctx.am().conduit().rank(), ctx.src, seq);
+        if !log_append::has_room(&l, LogOp::Put, addr, data.len())? {
+            return Ok(false);
+        }
         let mut w = activerma_am::Waiter::default();
         log_append::put(&l, addr, data, &mut write, &mut || w.step_in_handler(ctx.am(), ctx.src, "room in an access log"))?;
     } else {
         write(addr, data)?;
     }
-    Ok(())
+    Ok(true)
 }
 
 pub(crate) fn register(am: &Am, posted: Arc<PostedPuts>) -> Result<()> {
@@ -79,14 +90,18 @@ pub(crate) fn register(am: &Am, posted: Arc<PostedPuts>) -> Result<()> {
     let t = table.clone();
     am.register(
         PUT,
-        Arc::new(move |ctx: &AmCtx, msg: &[u8]| {
-            am_request::respond(ctx, apply(&t, ctx, msg).map(|()| (0, &[][..])));
+        Arc::new(move |ctx: &AmCtx, msg: &[u8]| match apply(&t, ctx, msg) {
+            Ok(false) => ctx.retry_later(),
+            outcome => am_request::respond(ctx, outcome.map(|_| (0, &[][..]))),
         }),
     )?;
     am.register(
         PUT_POSTED,
         Arc::new(move |ctx: &AmCtx, msg: &[u8]| {
             let outcome = apply(&table, ctx, msg);
+            if let Ok(false) = outcome {
+                return ctx.retry_later();
+            }
             let said = outcome.as_ref().err().map(|e| e.to_string()).unwrap_or_default();
             let (status, bits) = am_request::status_of(outcome);
             let mut ack = Vec::with_capacity(28 + said.len());
@@ -132,7 +147,11 @@ pub(crate) fn run(p: &Proto, rank: Rank, addr: usize, src: &[u8]) -> Result<()> 
 /// An implicit non-blocking put: sent, not waited for (see the module doc).
 pub(crate) fn post(p: &Proto, rank: Rank, addr: usize, src: &[u8]) -> Result<()> {
     let msg = message(p, rank, addr, src);
-    p.posted.outstanding[rank].fetch_add(1, Ordering::AcqRel);
+    let outstanding = &p.posted.outstanding[rank];
+    if outstanding.load(Ordering::Acquire) >= MAX_POSTED_PER_TARGET {
+        p.am.wait_until(|| outstanding.load(Ordering::Acquire) < MAX_POSTED_PER_TARGET, rank, "acknowledgements of posted puts")?;
+    }
+    outstanding.fetch_add(1, Ordering::AcqRel);
     if let Err(e) = p.am.send(rank, PUT_POSTED, 0, &msg) {
         p.posted.outstanding[rank].fetch_sub(1, Ordering::AcqRel);
         return Err(e);

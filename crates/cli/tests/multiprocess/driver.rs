@@ -205,9 +205,10 @@ pub fn main() -> i32 {
     jobs.push(Job { case: "aa_bits_change_under_load", ranks: 3, env: vec![] });
     for notify in ["poll", "wake", "thread"] {
         jobs.push(Job { case: "aa_active_flush_orders", ranks: 3, env: vec![("ACTIVERMA_AA_NOTIFY", notify)] });
+        jobs.push(Job { case: "aa_handler_replies", ranks: 3, env: vec![("ACTIVERMA_AA_NOTIFY", notify)] });
     }
     // Marks on segments reach origins that cannot read the target's table (other hosts).
-    for case in ["aa_bit_combinations", "aa_many_origins_tiny_log", "dht_variants_agree", "counter_variants_agree"] {
+    for case in ["aa_bit_combinations", "aa_many_origins_tiny_log", "aa_handler_replies", "dht_variants_agree", "counter_variants_agree"] {
         jobs.push(Job { case, ranks: 3, env: vec![("ACTIVERMA_SMP_EMULATE_REMOTE", "1")] });
     }
     // The applications: every variant agrees, on the raw conduit and with the modelled network.
@@ -360,6 +361,7 @@ fn run_under_mpi(mpi: &str, filter: Option<&str>, t: &mut Tally) -> i32 {
     jobs.push(Job { case: "aa_bit_combinations", ranks: 2, env: vec![] });
     jobs.push(Job { case: "aa_many_origins_tiny_log", ranks: 3, env: vec![] });
     jobs.push(Job { case: "aa_active_flush_orders", ranks: 3, env: vec![] });
+    jobs.push(Job { case: "aa_handler_replies", ranks: 3, env: vec![("ACTIVERMA_MPI_SHARED", "off")] });
     jobs.push(Job { case: "aa_active_flush_orders", ranks: 2, env: vec![("ACTIVERMA_MPI_SHARED", "off")] });
     jobs.push(Job { case: "dht_variants_agree", ranks: 2, env: vec![] });
     jobs.push(Job { case: "counter_variants_agree", ranks: 2, env: vec![] });

@@ -35,6 +35,7 @@ pub fn run(case: &str) -> i32 {
         "aa_many_origins_tiny_log" => active_access::many_origins_tiny_log(),
         "aa_bits_change_under_load" => active_access::bits_change_under_load(),
         "aa_active_flush_orders" => active_access::active_flush_orders(),
+        "aa_handler_replies" => active_access::handler_replies(),
         "single_rank_job" => faults::single_rank_job(),
         "dht_variants_agree" => apps::dht_variants_agree(),
         "counter_variants_agree" => apps::counter_variants_agree(),
