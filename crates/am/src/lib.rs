@@ -19,7 +19,7 @@ use activerma_transport::netmodel::NetModel;
 use activerma_transport::{Conduit, PeerStatus};
 use frag::{FragFlags, Reassembly};
 use parked::{Parked, ParkedMsg};
-use std::cell::Cell;
+use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -33,7 +33,8 @@ pub struct AmCtx<'a> {
     am: &'a Am,
     pub src: Rank,
     pub token: u64,
-    retry: Cell<bool>,
+    /// Set by `retry_later` (Some(None): the same message; Some(Some(p)): with payload p).
+    retry: RefCell<Option<Option<Vec<u8>>>>,
 }
 
 impl AmCtx<'_> {
@@ -51,7 +52,13 @@ impl AmCtx<'_> {
     /// step; later messages from the same source wait behind it. The handler must not have
     /// done any of its work yet (see parked.rs).
     pub fn retry_later(&self) {
-        self.retry.set(true);
+        *self.retry.borrow_mut() = Some(None);
+    }
+
+    /// As `retry_later`, with `payload` in place of the message's own the next time: a
+    /// handler that waits in steps keeps its state there (the active flush: its log marks).
+    pub fn retry_later_with(&self, payload: Vec<u8>) {
+        *self.retry.borrow_mut() = Some(Some(payload));
     }
 }
 
@@ -222,8 +229,9 @@ impl Am {
                 done += 1;
                 bump(&self.counters.am_received, 1);
                 self.net.charge_receive(1);
-                if self.parked.holds(src) || self.dispatch(src, handler, token, bytes) {
-                    self.parked.push(src, ParkedMsg { handler, token, payload: bytes.to_vec() });
+                let retry = if self.parked.holds(src) { Some(None) } else { self.dispatch(src, handler, token, bytes) };
+                if let Some(replaced) = retry {
+                    self.parked.push(src, ParkedMsg { handler, token, payload: replaced.unwrap_or_else(|| bytes.to_vec()) });
                 }
             };
             if flags.first && flags.last {
@@ -239,18 +247,19 @@ impl Am {
         done
     }
 
-    /// Runs `handler` on a message; returns true if the handler asked to be retried later.
-    fn dispatch(&self, src: Rank, handler: HandlerId, token: u64, bytes: &[u8]) -> bool {
+    /// Runs `handler` on a message; Some if the handler asked to be retried later (with a
+    /// replacement payload, or None for the same one).
+    fn dispatch(&self, src: Rank, handler: HandlerId, token: u64, bytes: &[u8]) -> Option<Option<Vec<u8>>> {
         let h = self.handlers.read().unwrap()[handler as usize].clone();
         match h {
             Some(h) => {
-                let ctx = AmCtx { am: self, src, token, retry: Cell::new(false) };
+                let ctx = AmCtx { am: self, src, token, retry: RefCell::new(None) };
                 h(&ctx, bytes);
-                ctx.retry.get()
+                ctx.retry.into_inner()
             }
             None => {
                 eprintln!("activerma: rank {}: message for unregistered handler {handler} from rank {src} dropped", self.conduit.rank());
-                false
+                None
             }
         }
     }

@@ -55,9 +55,10 @@ impl Parked {
         self.count.fetch_add(1, Ordering::AcqRel);
     }
 
-    /// Runs `dispatch` (true: the handler asked to retry again) over the parked messages in
-    /// order per source; returns how many finished. Returns 0 at once if another retry runs.
-    pub fn retry(&self, mut dispatch: impl FnMut(Rank, &ParkedMsg) -> bool) -> usize {
+    /// Runs `dispatch` (Some: the handler asked to retry again, maybe with a new payload) over
+    /// the parked messages in order per source; returns how many finished. Returns 0 at once
+    /// if another retry runs.
+    pub fn retry(&self, mut dispatch: impl FnMut(Rank, &ParkedMsg) -> Option<Option<Vec<u8>>>) -> usize {
         if self.count.load(Ordering::Acquire) == 0 || self.retrying.swap(true, Ordering::AcqRel) {
             return 0;
         }
@@ -66,7 +67,10 @@ impl Parked {
             loop {
                 // Run the front without the lock (the handler may park messages behind it).
                 let Some(front) = q.lock().unwrap().front().cloned() else { break };
-                if dispatch(src, &front) {
+                if let Some(replaced) = dispatch(src, &front) {
+                    if let (Some(p), Some(f)) = (replaced, q.lock().unwrap().front_mut()) {
+                        f.payload = p;
+                    }
                     break;
                 }
                 q.lock().unwrap().pop_front();

@@ -148,27 +148,40 @@ pub(crate) fn rebuild_error(code: i32, value: u64, a: &Asked, said: &str) -> Err
 }
 
 /// The target's side of an active flush from another host: every log's position when the
-/// request arrived must be consumed before the answer goes back. Runs the log handlers itself
-/// meanwhile (poll mode), without polling messages again from inside a handler.
+/// request arrived must be consumed before the answer goes back. It does not wait in the
+/// handler (the drain may be suspended above it on this stack): it notes the positions still
+/// ahead of their logs' tails and asks to be retried with them (`AmCtx::retry_later_with`)
+/// until every log has caught up.
+///
+/// ```text
+/// first run:  marks = [(slot, reserved) for every log whose tail < reserved]
+/// every run:  marks = [m for m in marks if tail(m.slot) < m.upto]; empty ? answer : retry(marks)
+/// ```
 pub(crate) fn register_active_flush(am: &Am) -> Result<()> {
     let table = OwnTable::new(am.conduit().clone());
     am.register(
         ACTIVE_FLUSH,
-        Arc::new(move |ctx: &AmCtx, _msg: &[u8]| {
+        Arc::new(move |ctx: &AmCtx, msg: &[u8]| {
             let outcome = (|| {
                 let logs = table.get().logs()?;
-                for slot in 0..activerma_mem::MAX_LOGS {
-                    if let Some(ring) = logs.ring(slot) {
-                        let upto = ring.reserved();
-                        let mut w = activerma_am::Waiter::default();
-                        while ring.tail() < upto {
-                            w.step_in_handler(ctx.am(), ctx.src, "an active flush")?;
-                        }
-                    }
-                }
-                Ok((0, &[][..]))
+                let marks: Vec<(usize, u64)> = if msg.is_empty() {
+                    (0..activerma_mem::MAX_LOGS).filter_map(|slot| logs.ring(slot).map(|r| (slot, r.reserved()))).collect()
+                } else {
+                    msg.chunks_exact(16)
+                        .map(|m| (u64::from_le_bytes(m[..8].try_into().unwrap()) as usize, u64::from_le_bytes(m[8..].try_into().unwrap())))
+                        .collect()
+                };
+                let ahead: Vec<u8> = marks
+                    .into_iter()
+                    .filter(|&(slot, upto)| logs.ring(slot).is_some_and(|r| r.tail() < upto))
+                    .flat_map(|(slot, upto)| [(slot as u64).to_le_bytes(), upto.to_le_bytes()].concat())
+                    .collect();
+                Ok(ahead)
             })();
-            respond(ctx, outcome);
+            match outcome {
+                Ok(ahead) if !ahead.is_empty() => ctx.retry_later_with(ahead),
+                outcome => respond(ctx, outcome.map(|_| (0, &[][..]))),
+            }
         }),
     )
 }

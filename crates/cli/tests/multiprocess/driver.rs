@@ -208,7 +208,14 @@ pub fn main() -> i32 {
         jobs.push(Job { case: "aa_handler_replies", ranks: 3, env: vec![("ACTIVERMA_AA_NOTIFY", notify)] });
     }
     // Marks on segments reach origins that cannot read the target's table (other hosts).
-    for case in ["aa_bit_combinations", "aa_many_origins_tiny_log", "aa_handler_replies", "dht_variants_agree", "counter_variants_agree"] {
+    for case in [
+        "aa_bit_combinations",
+        "aa_many_origins_tiny_log",
+        "aa_active_flush_orders",
+        "aa_handler_replies",
+        "dht_variants_agree",
+        "counter_variants_agree",
+    ] {
         jobs.push(Job { case, ranks: 3, env: vec![("ACTIVERMA_SMP_EMULATE_REMOTE", "1")] });
     }
     // The applications: every variant agrees, on the raw conduit and with the modelled network.

@@ -331,6 +331,19 @@ pub fn handler_replies() -> Result<()> {
     }
     assert_eq!(count.load(Ordering::Acquire), PUTS * others, "one reply per put");
     assert_eq!(sum.load(Ordering::Acquire), others * PUTS * (PUTS + 1) / 2, "each reply carries its put's value + 1");
+    // Again, now with active flushes arriving while the targets' handlers are busy replying.
+    for i in 0..PUTS {
+        for t in (0..n).filter(|&t| t != me) {
+            w.put_nbi(seg.remote(t, 8 * (i as usize % 64)), &i.to_le_bytes())?;
+        }
+    }
+    for t in (0..n).filter(|&t| t != me) {
+        w.active_flush(t)?;
+    }
+    while count.load(Ordering::Acquire) < 2 * PUTS * others {
+        w.progress();
+    }
+    assert_eq!(sum.load(Ordering::Acquire), 2 * others * PUTS * (PUTS + 1) / 2, "second round's replies");
     w.barrier()?;
     w.finalize()
 }
