@@ -136,6 +136,10 @@ struct RingHeader {
     reserve: CacheLine<AtomicU64>,
     appended: CacheLine<AtomicU64>,
     tail: CacheLine<AtomicU64>,
+    /// A lower bound of `tail`, kept by the producers (the consumer never touches it): a
+    /// producer reads the real tail — a line the consumer writes after every entry — only when
+    /// this bound says the log is full, so appends do not pull that line across cores each time.
+    tail_seen: CacheLine<AtomicU64>,
     consumer: CacheLine<ConsumerSide>,
 }
 
@@ -502,9 +506,11 @@ impl LogRing {
         let cap = self.capacity as u64;
         let reserve = &self.header().reserve.0;
         let tail_pos = &self.header().tail.0;
-        // Acquire: the consumer zeroed everything before the tail we see; our bytes are among them.
-        // Loaded before reserve, so the reserve we load is never behind it.
-        let mut tail = tail_pos.load(Ordering::Acquire);
+        let tail_seen = &self.header().tail_seen.0;
+        // Acquire (from the consumer's Release of tail, directly or through the producer that
+        // raised tail_seen with it): the consumer zeroed everything before the tail we see; our
+        // bytes are among them. Loaded before reserve, so the reserve we load is never behind it.
+        let mut tail = tail_seen.load(Ordering::Acquire);
         let mut start = reserve.load(Ordering::Relaxed);
         loop {
             if start < tail {
@@ -520,6 +526,7 @@ impl LogRing {
                 if fresh == tail {
                     return None;
                 }
+                tail_seen.fetch_max(fresh, Ordering::AcqRel);
                 tail = fresh;
                 continue;
             }
