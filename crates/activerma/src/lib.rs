@@ -26,7 +26,7 @@ pub use activerma_am::{AmCtx, Handler, HandlerId, ProgressMode, FIRST_USER_HANDL
 pub use activerma_core::counters::Counters;
 pub use activerma_core::{settings, Error, Rank, Result};
 pub use activerma_mem::firehose::FirehoseStats;
-pub use activerma_mem::part::PartStats;
+pub use activerma_mem::part::{PageIn, PartStats};
 pub use activerma_mem::{IotlbStats, Prot, RegistrationStats, Strategy};
 pub use activerma_proto::{AtomicOp, OpHandle, Protocol};
 pub use exposed::Exposed;

@@ -200,6 +200,12 @@ impl World {
     pub fn part_evict(&self, addr: usize, len: usize) -> Result<u64> {
         self.live()?.table.part_evict(addr, len)
     }
+    /// Under PART: the page-in policy (PIO / PI4 / PIA / PIA with an early ERR) that this
+    /// rank's transfers started from now on ask for; ACTIVERMA_PART_PAGEIN sets the first one.
+    /// An error under other strategies.
+    pub fn set_part_page_in(&self, p: activerma_mem::part::PageIn) -> Result<()> {
+        self.live()?.proto.set_part_page_in(p)
+    }
     /// The job's registration strategy (ACTIVERMA_REGISTRATION).
     pub fn registration_strategy(&self) -> Strategy {
         self.inner.table.registrar().strategy()

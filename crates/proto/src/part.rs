@@ -141,6 +141,23 @@ pub(crate) fn register(am: &Arc<Am>, table: Arc<TargetTable>) -> Result<Arc<Part
     Ok(rt)
 }
 
+impl Proto {
+    /// Under PART: the page-in policy this rank's transfers started from now on ask their
+    /// targets for (ACTIVERMA_PART_PAGEIN is the initial one). An error under other strategies.
+    pub fn set_part_page_in(&self, p: PageIn) -> Result<()> {
+        match &self.part {
+            Some(rt) => {
+                rt.origin.set_page_in(p);
+                Ok(())
+            }
+            None => Err(Error::InvalidArgument(format!(
+                "PART page-in policy '{}': this job does not use PART (set ACTIVERMA_REGISTRATION=part)",
+                p.name()
+            ))),
+        }
+    }
+}
+
 /// ERRs travel as active messages.
 struct AmSink<'a>(&'a Am);
 

@@ -19,6 +19,7 @@ mod jobs;
 mod limits;
 mod page_buf;
 mod part;
+mod part_sweeps;
 mod report;
 mod rma;
 mod shm;
@@ -244,8 +245,8 @@ pub fn main(mut args: BenchArgs) -> i32 {
     type Run = fn(&BenchArgs) -> BResult<()>;
     let own_jobs: [(Which, Check, Step, Run); 5] = [
         (Which::PartLatency, part::is_worker, part::worker, part::latency),
-        (Which::PartAllFaults, part::is_sweep_worker, part::sweep_worker, part::all_faults),
-        (Which::PartFaultFreq, part::is_sweep_worker, part::sweep_worker, part::fault_freq),
+        (Which::PartAllFaults, part_sweeps::is_sweep_worker, part_sweeps::sweep_worker, part_sweeps::all_faults),
+        (Which::PartFaultFreq, part_sweeps::is_sweep_worker, part_sweeps::sweep_worker, part_sweeps::fault_freq),
         (Which::FirehoseThreads, firehose_threads::is_worker, firehose_threads::worker, firehose_threads::threads),
         (Which::FirehoseWs, firehose::is_worker, firehose::worker, firehose::working_set),
     ];

@@ -277,8 +277,11 @@ pub fn main() -> i32 {
             jobs.push(Job { case, ranks, env: vec![("ACTIVERMA_REGISTRATION", "part")] });
         }
     }
-    for pagein in ["pio", "pi4", "pia"] {
+    for pagein in ["pio", "pi4", "pia", "pia-early"] {
         for retransmit in ["err", "timeout:100us"] {
+            if pagein == "pia-early" && retransmit != "err" {
+                continue; // its early ERR is the point; under time-outs it is PIA's page-in
+            }
             for (case, ranks) in [("randomized", 2), ("randomized", 3), ("part_faults_counted", 2), ("part_faults_counted", 3)] {
                 jobs.push(Job {
                     case,

@@ -35,9 +35,9 @@ impl PartTarget {
         self.queue.len()
     }
 
-    /// Pages in what `nack` asks for, up to the end of the faulting block; returns the ERR to
-    /// send, if one is due, and what is left to page in after it (PIA: the rest of the
-    /// transfer, paged in while the origin already resends — the ERR does not wait for it).
+    /// Pages in what `nack` asks for before its ERR; returns the ERR to send, if one is due,
+    /// and what is left to page in after it (PIA with an early ERR: the rest of the transfer,
+    /// paged in while the origin already resends).
     pub fn resolve(&self, nack: &Nack) -> (Option<ErrMsg>, Option<Rest>) {
         PartStats::add(&self.stats.nacks_received, 1);
         let mut rest = None;
@@ -52,13 +52,14 @@ impl PartTarget {
                 // fault will NACK on its own.
                 let clip = |end: usize| end.max(nack.fault_addr + 1).min(r.base + r.len);
                 let block_end = clip(nack.block_addr.saturating_add(nack.block_len));
-                let end = clip(match nack.page_in {
-                    PageIn::One => nack.fault_addr + 1,
-                    PageIn::Block | PageIn::All => block_end,
-                });
+                let xfer_end = clip(nack.xfer_addr.saturating_add(nack.xfer_len));
+                let end = match nack.page_in {
+                    PageIn::One => clip(nack.fault_addr + 1),
+                    PageIn::Block | PageIn::AllEarlyErr => block_end,
+                    PageIn::All => xfer_end,
+                };
                 let last = (end - 1 - r.base) / ps;
-                if nack.page_in == PageIn::All {
-                    let xfer_end = clip(nack.xfer_addr.saturating_add(nack.xfer_len));
+                if nack.page_in == PageIn::AllEarlyErr {
                     rest = (xfer_end > end).then(|| Rest { fault_addr: end, pages: last + 1..(xfer_end - 1 - r.base) / ps + 1 });
                 }
                 match r.install_range(first..last + 1) {
@@ -77,7 +78,7 @@ impl PartTarget {
         ((nack.want_err || !resolved).then_some(ErrMsg { xfer: nack.xfer, block: nack.block, status }), rest)
     }
 
-    /// Pages in the rest of a PIA extent (after the ERR went out). A page the origin reaches
+    /// Pages in the rest of an early-ERR PIA extent (after the ERR went out). A page the origin reaches
     /// first just NACKs again; a page installed meanwhile is skipped.
     fn page_in_rest(&self, rest: Rest) {
         if let Some(h) = registry::lookup(rest.fault_addr) {

@@ -136,7 +136,7 @@ fn part_measure_fault_latency() {
     let o = Origin::new(0, PartConfig::default(), stats.clone()).unwrap();
     let base = row("no fault", time(50, || {}, || o.put(&link, me(), big.addr(), &src).unwrap()));
     let _h = HandlerThread::spawn(target.clone(), link.clone());
-    for p in [PageIn::One, PageIn::Block, PageIn::All] {
+    for p in PageIn::ALL {
         let o = Origin::new(0, PartConfig { page_in: p, ..Default::default() }, stats.clone()).unwrap();
         let m = row(
             &format!("100 % faults, {}", p.name()),
@@ -150,7 +150,7 @@ fn part_measure_fault_latency() {
         );
         println!("   -> {:.1}x no fault", m / base);
     }
-    for (prob, p) in [(0.05, PageIn::One), (0.05, PageIn::All), (0.3, PageIn::One), (0.3, PageIn::All)] {
+    for (prob, p) in [(0.05, PageIn::One), (0.05, PageIn::All), (0.05, PageIn::AllEarlyErr), (0.3, PageIn::One), (0.3, PageIn::All)] {
         let o = Origin::new(0, PartConfig { page_in: p, ..Default::default() }, stats.clone()).unwrap();
         let mut inj = FaultInjector::new(prob, 7).unwrap();
         let m = row(

@@ -14,9 +14,15 @@ pub enum PageIn {
     /// PI4: the faulting page and the rest of its block (4 pages with 16 KiB blocks).
     Block = 1,
     /// PIA: the faulting page and every later page of the transfer (the NACK carries the
-    /// transfer's extent); the origin stops sending new blocks until this is done, so a
-    /// fault costs one retransmission for the whole transfer.
+    /// transfer's extent), then the ERR; the origin stops sending new blocks until the ERR,
+    /// so a fault costs one retransmission for the whole transfer (the paper's order).
     All = 2,
+    /// PIA with an early ERR (ours, not the paper's): the ERR goes out once the faulting block
+    /// is in and the rest of the transfer is paged in while the origin resends. The origin
+    /// usually copies faster than the handler pages in, so it may meet a page of that rest
+    /// first and NACK once more; the second fault queues behind the page-in of the rest, so a
+    /// transfer faults at most twice in one region.
+    AllEarlyErr = 3,
 }
 
 impl PageIn {
@@ -25,15 +31,23 @@ impl PageIn {
             "pio" | "one" | "page" => Ok(PageIn::One),
             "pi4" | "block" => Ok(PageIn::Block),
             "pia" | "all" => Ok(PageIn::All),
-            _ => Err(Error::InvalidArgument(format!("PART page-in policy '{s}': use pio, pi4 or pia"))),
+            "pia-early" => Ok(PageIn::AllEarlyErr),
+            _ => Err(Error::InvalidArgument(format!("PART page-in policy '{s}': use pio, pi4, pia or pia-early"))),
         }
     }
     pub(crate) fn from_u8(v: u8) -> Option<PageIn> {
-        [PageIn::One, PageIn::Block, PageIn::All].get(v as usize).copied()
+        PageIn::ALL.get(v as usize).copied()
     }
     pub fn name(self) -> &'static str {
-        ["pio", "pi4", "pia"][self as usize]
+        ["pio", "pi4", "pia", "pia-early"][self as usize]
     }
+    /// Whether the fault pages in to the end of the transfer (PIA in either order): the origin
+    /// then holds new blocks while a NACK is outstanding.
+    pub fn to_end_of_transfer(self) -> bool {
+        matches!(self, PageIn::All | PageIn::AllEarlyErr)
+    }
+    /// Every policy, in wire order.
+    pub const ALL: [PageIn; 4] = [PageIn::One, PageIn::Block, PageIn::All, PageIn::AllEarlyErr];
 }
 
 /// How the origin learns that a NACKed block may be resent.
@@ -124,6 +138,11 @@ mod tests {
     fn part_policy_parsing() {
         assert_eq!(PageIn::parse("PI4").unwrap(), PageIn::Block);
         assert_eq!(PageIn::parse("pia").unwrap(), PageIn::All);
+        assert_eq!(PageIn::parse("pia-early").unwrap(), PageIn::AllEarlyErr);
+        for p in PageIn::ALL {
+            assert_eq!(PageIn::parse(p.name()).unwrap(), p);
+            assert_eq!(PageIn::from_u8(p as u8), Some(p));
+        }
         assert!(PageIn::parse("x").is_err());
         assert_eq!(Retransmit::parse("err").unwrap(), Retransmit::Err);
         assert_eq!(Retransmit::parse("timeout:100us").unwrap(), Retransmit::Timeout(Duration::from_micros(100)));

@@ -19,7 +19,7 @@ use super::stats::PartStats;
 use activerma_core::clock::now_ns;
 use activerma_core::page::page_size;
 use activerma_core::{Error, Rank, Result};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 /// Where a transfer goes: the target's rank and its process id (for cross-memory attach).
@@ -42,6 +42,8 @@ struct Xfer {
     local: usize,
     remote: usize,
     len: usize,
+    /// The page-in policy its NACKs ask for, read once when it starts.
+    page_in: PageIn,
 }
 
 /// A NACKed block waiting to be resent.
@@ -62,13 +64,25 @@ static NEXT_XFER: AtomicU64 = AtomicU64::new(1);
 pub struct Origin {
     me: Rank,
     cfg: PartConfig,
+    /// `cfg.page_in` until `set_page_in` changes it (a `PageIn` as u8): the policy is the
+    /// origin's choice per transfer, so an application may switch it between phases.
+    page_in: AtomicU8,
     stats: Arc<PartStats>,
 }
 
 impl Origin {
     pub fn new(me: Rank, cfg: PartConfig, stats: Arc<PartStats>) -> Result<Origin> {
         cfg.validate()?;
-        Ok(Origin { me, cfg, stats })
+        Ok(Origin { me, page_in: AtomicU8::new(cfg.page_in as u8), cfg, stats })
+    }
+
+    /// The page-in policy that transfers started from now on ask for.
+    pub fn set_page_in(&self, p: PageIn) {
+        self.page_in.store(p as u8, Ordering::Relaxed);
+    }
+
+    pub fn page_in(&self) -> PageIn {
+        PageIn::from_u8(self.page_in.load(Ordering::Relaxed)).unwrap_or(self.cfg.page_in)
     }
 
     pub fn config(&self) -> &PartConfig {
@@ -100,7 +114,7 @@ impl Origin {
         if len <= self.cfg.pretouch_max {
             self.pretouch(local, len);
         }
-        let x = Xfer { id: NEXT_XFER.fetch_add(1, Ordering::Relaxed), peer, dir, local, remote, len };
+        let x = Xfer { id: NEXT_XFER.fetch_add(1, Ordering::Relaxed), peer, dir, local, remote, len, page_in: self.page_in() };
         let bs = self.cfg.block_size;
         let nblocks = (remote % bs + len).div_ceil(bs);
         let mut pending: Vec<Pending> = Vec::new();
@@ -169,7 +183,7 @@ impl Origin {
                     }
                 }
             }
-            let hold = self.cfg.page_in == PageIn::All && !pending.is_empty();
+            let hold = x.page_in.to_end_of_transfer() && !pending.is_empty();
             if next < nblocks && !hold {
                 // Fast path: every block left in one copy; the blocks it landed whole are done,
                 // and the block it stopped in (if any) goes through `send_block` below.
@@ -330,7 +344,7 @@ impl Origin {
                 block: block as u32,
                 write: x.dir == Dir::Put,
                 want_err: self.cfg.retransmit == Retransmit::Err,
-                page_in: self.cfg.page_in,
+                page_in: x.page_in,
                 fault_addr,
                 block_addr,
                 block_len,
