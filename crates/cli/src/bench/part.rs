@@ -1,12 +1,15 @@
-//! `activerma bench part-latency`: a blocking 4 KiB put into another rank's exposed private
-//! memory under PART — without a fault, with a real fault at the target resolved by ERR or
-//! by a 100 µs / 1 ms time-out, with a fault in the origin's own source buffer (resolved on the
-//! spot, or avoided by pre-touch) — and the same put into mlock-pinned memory (pin-all).
+//! `activerma bench part-latency` (the paper's Figures 7 and 9): blocking puts of 8 B to
+//! 16 KiB into another rank's exposed private memory under PART — transfer only; the
+//! origin touching its source pages first, present or not (Touch-Pres / Touch-NoPres);
+//! pinning them with mlock first (Pin); a real fault at the target resolved by ERR or by a
+//! 100 µs / 1 ms time-out; a fault in the origin's own source buffer (resolved on the spot,
+//! or avoided by PART's pre-touch) — and the same put into mlock-pinned memory (pin-all).
 //!
-//! Each configuration is a 2-rank job of its own (the settings are job-wide). Per iteration,
-//! outside the timed region, the page is evicted (contents kept) by the rank that owns it
-//! (`World::part_evict`), then rank 0 times one put. Rank 1 makes progress (app mode) while it
-//! waits, so it serves the NACK at once, as a target's fault handler would.
+//! Each configuration is a 2-rank job of its own (the settings are job-wide); sizes loop
+//! inside it. Per iteration, outside the timed region, the pages are evicted (contents kept)
+//! by the rank that owns them (`World::part_evict`), or the plain source buffer is dropped
+//! (MADV_DONTNEED), then rank 0 times its touch / pin and the put. Rank 1 makes progress (app
+//! mode) while it waits, so it serves the NACK at once, as a target's fault handler would.
 
 use super::{BResult, BenchArgs};
 use activerma::{Prot, RemotePtr};
@@ -14,54 +17,77 @@ use std::time::Instant;
 
 const CASE_ENV: &str = "ACTIVERMA_BENCH_PART_CASE";
 const OUT_ENV: &str = "ACTIVERMA_BENCH_PART_OUT";
-const SIZE: usize = 4096;
+/// The paper's Figures 7 and 9 go from a few bytes to a few pages.
+const SIZES: [usize; 5] = [8, 64, 512, 4096, 16384];
+/// The size the issue's target is judged at (one page).
+const TARGET_SIZE: usize = 4096;
 
 #[derive(Clone, Copy, PartialEq)]
-enum Evict {
+enum Prep {
+    /// Everything resident: the put alone.
     None,
-    Target,
-    Source,
+    /// Rank 1 evicts the target pages (PART, untimed).
+    EvictTarget,
+    /// Rank 0 evicts its exposed source pages (PART, untimed): the origin resolves the fault.
+    EvictSource,
+    /// The source is a plain buffer, resident; rank 0 reads and writes the first byte of each
+    /// of its pages, timed, before the put (the paper's Touch-Pres).
+    TouchPresent,
+    /// The same buffer dropped first (MADV_DONTNEED, untimed), so each touch is a kernel minor
+    /// fault (the paper's Touch-NoPres).
+    TouchNotPresent,
+    /// The same dropped buffer pinned with mlock before the put, timed (the paper's Pin: the
+    /// pin faults the pages in); munlock afterwards, untimed.
+    Pin,
 }
 
 struct Case {
     name: &'static str,
     env: &'static [(&'static str, &'static str)],
-    evict: Evict,
+    prep: Prep,
     iters: usize,
 }
 
 const PART: (&str, &str) = ("ACTIVERMA_REGISTRATION", "part");
 
-const CASES: [Case; 7] = [
-    Case { name: "no fault", env: &[PART], evict: Evict::None, iters: 4000 },
-    Case { name: "fault at target, ERR", env: &[PART, ("ACTIVERMA_PART_RETRANSMIT", "err")], evict: Evict::Target, iters: 4000 },
+const CASES: [Case; 10] = [
+    Case { name: "transfer only (no fault)", env: &[PART], prep: Prep::None, iters: 3000 },
+    Case { name: "touch, pages present", env: &[PART], prep: Prep::TouchPresent, iters: 3000 },
+    Case { name: "touch, pages not present", env: &[PART], prep: Prep::TouchNotPresent, iters: 3000 },
+    Case { name: "pin (mlock), pages not present", env: &[PART], prep: Prep::Pin, iters: 3000 },
+    Case { name: "fault at target, ERR", env: &[PART, ("ACTIVERMA_PART_RETRANSMIT", "err")], prep: Prep::EvictTarget, iters: 3000 },
     Case {
         name: "fault at target, time-out 100 us",
         env: &[PART, ("ACTIVERMA_PART_RETRANSMIT", "timeout:100us")],
-        evict: Evict::Target,
-        iters: 1000,
+        prep: Prep::EvictTarget,
+        iters: 600,
     },
     Case {
         name: "fault at target, time-out 1 ms",
         env: &[PART, ("ACTIVERMA_PART_RETRANSMIT", "timeout:1ms")],
-        evict: Evict::Target,
-        iters: 200,
+        prep: Prep::EvictTarget,
+        iters: 120,
     },
-    Case { name: "fault at source, resolved by the origin", env: &[PART], evict: Evict::Source, iters: 4000 },
-    Case { name: "fault at source, pretouch 4 KiB", env: &[PART, ("ACTIVERMA_PART_PRETOUCH", "4K")], evict: Evict::Source, iters: 4000 },
+    Case { name: "fault at source, origin resolves", env: &[PART], prep: Prep::EvictSource, iters: 3000 },
     Case {
-        name: "mlock-pinned target (pin-all), no fault",
-        env: &[("ACTIVERMA_REGISTRATION", "pin-all")],
-        evict: Evict::None,
-        iters: 4000,
+        name: "fault at source, PART pre-touch",
+        env: &[PART, ("ACTIVERMA_PART_PRETOUCH", "16K")],
+        prep: Prep::EvictSource,
+        iters: 3000,
     },
+    Case { name: "mlock-pinned target (pin-all)", env: &[("ACTIVERMA_REGISTRATION", "pin-all")], prep: Prep::None, iters: 3000 },
 ];
 
-/// The parent: one job per configuration, then the table.
+/// The parent: one job per configuration (the settings are job-wide), sizes inside each job;
+/// then the table.
 pub fn latency(args: &BenchArgs) -> BResult<()> {
     let out = super::jobs::rows_file("part-latency");
     let _ = std::fs::remove_file(&out);
-    println!("activerma bench part-latency: blocking {SIZE} B put to rank 1's exposed private memory, load {}", super::load_avg());
+    println!(
+        "activerma bench part-latency: blocking put of 8 B - 16 KiB to rank 1's exposed private memory (the paper's \
+         Figures 7 and 9), load {}",
+        super::load_avg()
+    );
     for (i, c) in CASES.iter().enumerate() {
         let mut env = vec![(CASE_ENV.to_string(), i.to_string()), (OUT_ENV.to_string(), out.to_string_lossy().into_owned())];
         env.extend(c.env.iter().map(|&(k, v)| (k.to_string(), v.to_string())));
@@ -73,20 +99,42 @@ pub fn latency(args: &BenchArgs) -> BResult<()> {
             return Err(format!("the job of \"{}\" failed (exit code {code})", c.name).into());
         }
     }
-    let rows = std::fs::read_to_string(&out)?;
+    let text = std::fs::read_to_string(&out)?;
     let _ = std::fs::remove_file(&out);
-    println!("# {:<42} {:>12} {:>10} {:>10} {:>12} {:>10}", "case", "median(us)", "p90(us)", "min(us)", "faults/put", "resends");
-    let mut medians = Vec::new();
-    for line in rows.lines() {
+    // (case, size) -> (median, p90, faults/put, resends/put)
+    let mut rows: Vec<(String, usize, f64, f64, f64, f64)> = Vec::new();
+    for line in text.lines() {
         let f: Vec<&str> = line.split('\t').collect();
-        let [name, med, p90, min, faults, resends] = f[..] else { continue };
-        println!("{:<44} {:>12} {:>10} {:>10} {:>12} {:>10}", name, med, p90, min, faults, resends);
-        medians.push((name.to_string(), med.parse::<f64>().unwrap_or(f64::NAN)));
+        let [name, size, med, p90, faults, resends] = f[..] else { continue };
+        rows.push((name.into(), size.parse()?, med.parse()?, p90.parse()?, faults.parse()?, resends.parse()?));
     }
-    let m = |n: &str| medians.iter().find(|(k, _)| k == n).map_or(f64::NAN, |&(_, v)| v);
-    let resolved = m("fault at target, ERR") - m("no fault");
+    let m = |n: &str, z: usize| rows.iter().find(|r| r.0 == n && r.1 == z).map_or(f64::NAN, |r| r.2);
+    println!("# median latency (us) by size");
+    print!("# {:<38}", "case");
+    for z in SIZES {
+        print!(" {:>9}", if z >= 1024 { format!("{} KiB", z >> 10) } else { format!("{z} B") });
+    }
+    println!("   faults/put resends/put (at {} KiB)", TARGET_SIZE >> 10);
+    for c in &CASES {
+        print!("{:<40}", c.name);
+        for z in SIZES {
+            print!(" {:>9.2}", m(c.name, z));
+        }
+        let at = rows.iter().find(|r| r.0 == c.name && r.1 == TARGET_SIZE);
+        println!("   {:>10.2} {:>11.2}", at.map_or(f64::NAN, |r| r.4), at.map_or(f64::NAN, |r| r.5));
+    }
+    let base = |z: usize| m("transfer only (no fault)", z);
+    println!("# overhead over transfer only (us), ours vs the paper's (Fig. 7: ~4 us base; pin +6 us, touch not present +3 us, touch present ~+0.1 us for small transfers)");
+    for (case, paper) in [("pin (mlock), pages not present", "+6"), ("touch, pages not present", "+3"), ("touch, pages present", "+0.1")] {
+        let d: Vec<String> = SIZES.iter().map(|&z| format!("{:+.2}", m(case, z) - base(z))).collect();
+        println!("#   {:<34} {}   paper {paper} (small)", case, d.join(" "));
+    }
     println!(
-        "# fault resolved (fault at target with ERR minus no fault): {resolved:.2} us median; target <= 10 us: {}",
+        "# paper (Fig. 9): 4 KiB write with a fault at the destination ~38 us with ERR; time-outs add ~100 us / ~1 ms; flat up to 4 KiB"
+    );
+    let resolved = m("fault at target, ERR", TARGET_SIZE) - base(TARGET_SIZE);
+    println!(
+        "# fault resolved (one page, fault at target with ERR minus transfer only): {resolved:.2} us median; target <= 10 us: {}",
         if resolved <= 10.0 { "PASS" } else { "MISS" }
     );
     println!("# load at the end: {}", super::load_avg());
@@ -112,70 +160,145 @@ pub fn is_worker() -> bool {
     std::env::var_os(CASE_ENV).is_some()
 }
 
+/// A plain anonymous buffer (not exposed, not PART-managed): the source of the touch and pin
+/// cases, whose pages MADV_DONTNEED makes not present again.
+struct PlainBuf {
+    addr: usize,
+    len: usize,
+}
+
+impl PlainBuf {
+    fn new(len: usize) -> BResult<PlainBuf> {
+        // SAFETY: a fresh private anonymous mapping.
+        let p = unsafe {
+            libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
+        };
+        if p == libc::MAP_FAILED {
+            return Err(format!("mmap: {}", std::io::Error::last_os_error()).into());
+        }
+        Ok(PlainBuf { addr: p as usize, len })
+    }
+    fn drop_pages(&self) -> BResult<()> {
+        // SAFETY: our own mapping; its contents do not matter to the benchmark.
+        if unsafe { libc::madvise(self.addr as *mut _, self.len, libc::MADV_DONTNEED) } != 0 {
+            return Err(format!("madvise: {}", std::io::Error::last_os_error()).into());
+        }
+        Ok(())
+    }
+    /// Reads and writes the first byte of each page of the first `len` bytes.
+    fn touch(&self, len: usize, ps: usize) {
+        for a in (self.addr..self.addr + len).step_by(ps) {
+            // SAFETY: inside our own read-write mapping.
+            unsafe { std::ptr::write_volatile(a as *mut u8, std::ptr::read_volatile(a as *const u8).wrapping_add(1)) };
+        }
+    }
+}
+
+impl Drop for PlainBuf {
+    fn drop(&mut self) {
+        // SAFETY: unmapping what `new` mapped.
+        unsafe { libc::munmap(self.addr as *mut _, self.len) };
+    }
+}
+
 /// One rank of a configuration's job.
 pub fn worker() -> BResult<()> {
     let case: usize = std::env::var(CASE_ENV)?.parse()?;
     let c = &CASES[case];
     let quick = std::env::var_os("ACTIVERMA_BENCH_PART_QUICK").is_some();
-    let iters = if quick { c.iters / 4 } else { c.iters };
     let w = init_pair("part-latency")?;
     let me = w.rank();
     let ps = activerma_core::page::page_size();
-    // Resident memory (written), exposed; the timed page is a whole page inside it.
-    let mut mem = vec![me as u8 + 1; 4 * ps];
+    let max = SIZES[SIZES.len() - 1];
+    // Resident memory (written), exposed; the timed range starts at a whole page inside it.
+    let mut mem = vec![me as u8 + 1; max + 2 * ps];
     // SAFETY: `mem` outlives the exposure (dropped below, before `mem`).
     let exposed = unsafe { w.expose_raw(mem.as_mut_ptr(), mem.len(), Prot::ReadWrite)? };
     let page = activerma_core::page::page_ceil(exposed.addr());
     let all = w.allgather(&(page as u64).to_le_bytes())?;
     let peer_page = u64::from_le_bytes(all[1 - me][..8].try_into().unwrap()) as usize;
+    let plain = PlainBuf::new(max)?;
+    plain.touch(max, ps);
     let ctrl = w.alloc_segment(64)?;
     let flag = |off: usize| unsafe { std::ptr::read_volatile(ctrl.as_ptr().add(off) as *const u64) };
-    let warm = 50;
-    let mut times = Vec::with_capacity(iters);
-    for i in 1..=(warm + iters) as u64 {
-        if me == 1 {
-            if c.evict == Evict::Target && w.part_evict(page, SIZE)? != 1 {
-                return Err("rank 1: the page was not evicted".into());
+    let mut rows = String::new();
+    let mut seq = 0u64;
+    for size in SIZES {
+        // The whole pages the access touches: what an eviction must cover.
+        let pages_len = size.div_ceil(ps) * ps;
+        let iters = if quick { c.iters / 4 } else { c.iters };
+        let warm = 20;
+        let mut times = Vec::with_capacity(iters);
+        let s0 = w.part_stats().snapshot();
+        for i in 0..warm + iters {
+            seq += 1;
+            if me == 1 {
+                if c.prep == Prep::EvictTarget && w.part_evict(page, pages_len)? as usize != pages_len / ps {
+                    return Err("rank 1: the target pages were not all evicted".into());
+                }
+                w.put(ctrl.remote(0, 0), &seq.to_le_bytes())?;
+                while flag(8) != seq {
+                    w.progress();
+                }
+                continue;
             }
-            w.put(ctrl.remote(0, 0), &i.to_le_bytes())?;
-            while flag(8) != i {
+            match c.prep {
+                Prep::EvictSource if w.part_evict(page, pages_len)? as usize != pages_len / ps => {
+                    return Err("rank 0: the source pages were not all evicted".into())
+                }
+                Prep::TouchNotPresent | Prep::Pin => plain.drop_pages()?,
+                _ => {}
+            }
+            while flag(0) != seq {
                 w.progress();
             }
-        } else {
-            if c.evict == Evict::Source && w.part_evict(page, SIZE)? != 1 {
-                return Err("rank 0: the page was not evicted".into());
-            }
-            while flag(0) != i {
-                w.progress();
-            }
-            // SAFETY: our own exposed page; nobody writes it meanwhile.
-            let src = unsafe { std::slice::from_raw_parts(page as *const u8, SIZE) };
+            let from_plain = matches!(c.prep, Prep::TouchPresent | Prep::TouchNotPresent | Prep::Pin);
+            let src_addr = if from_plain { plain.addr } else { page };
+            // SAFETY: our own memory (exposed page or plain buffer); nobody writes it meanwhile.
+            let src = unsafe { std::slice::from_raw_parts(src_addr as *const u8, size) };
             let t0 = Instant::now();
+            match c.prep {
+                Prep::TouchPresent | Prep::TouchNotPresent => plain.touch(size, ps),
+                // SAFETY: mlock of our own mapping.
+                Prep::Pin if unsafe { libc::mlock(src_addr as *const _, size) } != 0 => {
+                    return Err(format!("mlock: {} (raise `ulimit -l`)", std::io::Error::last_os_error()).into());
+                }
+                _ => {}
+            }
             w.put(RemotePtr::new(1, peer_page), src)?;
             let t = t0.elapsed().as_secs_f64() * 1e6;
-            if i > warm as u64 {
+            if c.prep == Prep::Pin {
+                // SAFETY: undoing the mlock above.
+                unsafe { libc::munlock(src_addr as *const _, size) };
+            }
+            if i >= warm {
                 times.push(t);
             }
-            w.put(ctrl.remote(1, 8), &i.to_le_bytes())?;
+            w.put(ctrl.remote(1, 8), &seq.to_le_bytes())?;
+        }
+        w.barrier()?;
+        if me == 0 {
+            times.sort_by(f64::total_cmp);
+            let s1 = w.part_stats().snapshot();
+            let get = |k: &str| {
+                let v = |s: &[(&str, u64)]| s.iter().find(|&&(n, _)| n == k).map_or(0, |&(_, v)| v);
+                v(&s1) - v(&s0)
+            };
+            let puts = (warm + iters) as f64;
+            rows += &format!(
+                "{}\t{}\t{:.2}\t{:.2}\t{:.2}\t{:.2}\n",
+                c.name,
+                size,
+                pct(&times, 0.5),
+                pct(&times, 0.9),
+                (get("faults_dst") + get("faults_src")) as f64 / puts,
+                get("retransmissions") as f64 / puts
+            );
         }
     }
-    w.barrier()?;
     if me == 0 {
-        times.sort_by(f64::total_cmp);
-        let s = w.part_stats().snapshot();
-        let get = |k: &str| s.iter().find(|&&(n, _)| n == k).map_or(0, |&(_, v)| v);
-        let puts = (warm + iters) as f64;
-        let row = format!(
-            "{}\t{:.2}\t{:.2}\t{:.2}\t{:.2}\t{}\n",
-            c.name,
-            pct(&times, 0.5),
-            pct(&times, 0.9),
-            times[0],
-            (get("faults_dst") + get("faults_src")) as f64 / puts,
-            get("retransmissions")
-        );
         use std::io::Write;
-        std::fs::OpenOptions::new().create(true).append(true).open(std::env::var(OUT_ENV)?)?.write_all(row.as_bytes())?;
+        std::fs::OpenOptions::new().create(true).append(true).open(std::env::var(OUT_ENV)?)?.write_all(rows.as_bytes())?;
     }
     drop(exposed);
     drop(mem);
