@@ -145,7 +145,7 @@ pub static TABLE: &[Setting] = &[
     Setting { name: PART_BLOCK, kind: Kind::Size, default: "16K",
         description: "PART: unit of retransmission (bytes, a multiple of the page size); a block that meets a missing page at the target is NACKed and resent whole" },
     Setting { name: PART_PAGEIN, kind: Kind::Enum(&["pio", "pi4", "pia", "pia-early"]), default: "pio",
-        description: "PART: what the target pages in per fault before its ERR: pio = the faulting page; pi4 = the rest of its block; pia = the rest of the transfer (the origin holds new blocks meanwhile); pia-early = the rest of the block, then the ERR, then the rest of the transfer while the origin resends" },
+        description: "PART: what the target pages in per fault before its ERR: pio = the faulting page; pi4 = the rest of its block; pia = the rest of the transfer (the origin holds new blocks meanwhile); pia-early = the rest of the block, then the ERR, then the rest of the transfer while the origin goes on with later blocks" },
     Setting { name: PART_RETRANSMIT, kind: Kind::Enum(&["err", "timeout:10us", "timeout:50us", "timeout:100us", "timeout:500us", "timeout:1ms", "timeout:10ms"]), default: "err",
         description: "PART: when the origin resends a NACKed block: err = on the target's explicit retransmission request; timeout:<t> = after that time (no ERR)" },
     Setting { name: PART_PRETOUCH, kind: Kind::Size, default: "0",

@@ -18,10 +18,11 @@ pub enum PageIn {
     /// so a fault costs one retransmission for the whole transfer (the paper's order).
     All = 2,
     /// PIA with an early ERR (ours, not the paper's): the ERR goes out once the faulting block
-    /// is in and the rest of the transfer is paged in while the origin resends. The origin
-    /// usually copies faster than the handler pages in, so it may meet a page of that rest
-    /// first and NACK once more; the second fault queues behind the page-in of the rest, so a
-    /// transfer faults at most twice in one region.
+    /// is in, then the rest of the transfer is paged in, while the origin does not wait: it
+    /// goes on with the blocks after the faulting one (as under PIO) and resends that block
+    /// on its ERR. Pages the origin reaches before the handler does NACK their blocks too
+    /// (each block at most once: its ERR follows its page-in); at low fault rates the handler
+    /// soon runs ahead of the copy and the fault hides behind it.
     AllEarlyErr = 3,
 }
 
@@ -41,10 +42,11 @@ impl PageIn {
     pub fn name(self) -> &'static str {
         ["pio", "pi4", "pia", "pia-early"][self as usize]
     }
-    /// Whether the fault pages in to the end of the transfer (PIA in either order): the origin
-    /// then holds new blocks while a NACK is outstanding.
-    pub fn to_end_of_transfer(self) -> bool {
-        matches!(self, PageIn::All | PageIn::AllEarlyErr)
+    /// Whether the origin holds new blocks while a NACK is outstanding: under PIA the target
+    /// is paging in the rest of the transfer, and running ahead would only collect NACKs for
+    /// pages about to arrive. PIA with an early ERR runs ahead on purpose (see AllEarlyErr).
+    pub fn holds_while_pending(self) -> bool {
+        self == PageIn::All
     }
     /// Every policy, in wire order.
     pub const ALL: [PageIn; 4] = [PageIn::One, PageIn::Block, PageIn::All, PageIn::AllEarlyErr];

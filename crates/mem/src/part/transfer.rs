@@ -183,7 +183,7 @@ impl Origin {
                     }
                 }
             }
-            let hold = x.page_in.to_end_of_transfer() && !pending.is_empty();
+            let hold = x.page_in.holds_while_pending() && !pending.is_empty();
             if next < nblocks && !hold {
                 // Fast path: every block left in one copy; the blocks it landed whole are done,
                 // and the block it stopped in (if any) goes through `send_block` below.
