@@ -1,6 +1,6 @@
 //! Bad input and faults: every misuse is an error value, never a crash or a hang.
 
-use activerma::{Error, RemotePtr, Result};
+use activerma::{Error, PageIn, RemotePtr, Result, Strategy};
 use std::time::Instant;
 
 pub fn bad_input() -> Result<()> {
@@ -69,6 +69,15 @@ pub fn bad_input() -> Result<()> {
         matches!(w.get(RemotePtr::new(right, tmp_addr), &mut [0u8; 8]), Err(Error::NotExposed { .. })),
         "freed segments are unreachable"
     );
+
+    // Choosing PART's page-in policy at run time means something under PART only.
+    let set = w.set_part_page_in(PageIn::All);
+    if w.registration_strategy() == Strategy::Part {
+        set?;
+    } else {
+        let e = set.unwrap_err();
+        assert!(e.to_string().contains("ACTIVERMA_REGISTRATION=part"), "{e}");
+    }
 
     // After finalize, every call is refused.
     w.finalize()?;
