@@ -19,6 +19,7 @@ mod jobs;
 mod limits;
 mod page_buf;
 mod part;
+mod part_pair;
 mod part_sweeps;
 mod report;
 mod rma;

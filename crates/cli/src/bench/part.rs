@@ -11,8 +11,9 @@
 //! (MADV_DONTNEED), then rank 0 times its touch / pin and the put. Rank 1 makes progress (app
 //! mode) while it waits, so it serves the NACK at once, as a target's fault handler would.
 
+use super::part_pair::{self, Pair};
 use super::{BResult, BenchArgs};
-use activerma::{Prot, RemotePtr};
+use activerma::RemotePtr;
 use std::time::Instant;
 
 const CASE_ENV: &str = "ACTIVERMA_BENCH_PART_CASE";
@@ -145,16 +146,6 @@ pub(super) fn pct(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
-/// Joins a 2-rank PART job, each rank bound to its own CPU (as the other benchmarks).
-pub(super) fn init_pair(bench: &str) -> BResult<activerma::World> {
-    let w = activerma::init()?;
-    if w.size() != 2 {
-        return Err(format!("{bench} runs on 2 ranks").into());
-    }
-    super::bind_to_cpu(w.rank());
-    Ok(w)
-}
-
 /// True in a rank of one of this benchmark's jobs.
 pub fn is_worker() -> bool {
     std::env::var_os(CASE_ENV).is_some()
@@ -206,21 +197,14 @@ pub fn worker() -> BResult<()> {
     let case: usize = std::env::var(CASE_ENV)?.parse()?;
     let c = &CASES[case];
     let quick = std::env::var_os("ACTIVERMA_BENCH_PART_QUICK").is_some();
-    let w = init_pair("part-latency")?;
-    let me = w.rank();
     let ps = activerma_core::page::page_size();
     let max = SIZES[SIZES.len() - 1];
-    // Resident memory (written), exposed; the timed range starts at a whole page inside it.
-    let mut mem = vec![me as u8 + 1; max + 2 * ps];
-    // SAFETY: `mem` outlives the exposure (dropped below, before `mem`).
-    let exposed = unsafe { w.expose_raw(mem.as_mut_ptr(), mem.len(), Prot::ReadWrite)? };
-    let page = activerma_core::page::page_ceil(exposed.addr());
-    let all = w.allgather(&(page as u64).to_le_bytes())?;
-    let peer_page = u64::from_le_bytes(all[1 - me][..8].try_into().unwrap()) as usize;
+    // The timed range starts at the first whole page of the exposed buffers.
+    let world = part_pair::join("part-latency")?;
+    let pair = Pair::expose(&world, max)?;
+    let (w, me, page) = (pair.w, pair.me, pair.base);
     let plain = PlainBuf::new(max)?;
     plain.touch(max, ps);
-    let ctrl = w.alloc_segment(64)?;
-    let flag = |off: usize| unsafe { std::ptr::read_volatile(ctrl.as_ptr().add(off) as *const u64) };
     let mut rows = String::new();
     let mut seq = 0u64;
     for size in SIZES {
@@ -236,10 +220,7 @@ pub fn worker() -> BResult<()> {
                 if c.prep == Prep::EvictTarget && w.part_evict(page, pages_len)? as usize != pages_len / ps {
                     return Err("rank 1: the target pages were not all evicted".into());
                 }
-                w.put(ctrl.remote(0, 0), &seq.to_le_bytes())?;
-                while flag(8) != seq {
-                    w.progress();
-                }
+                pair.owner_go(seq)?;
                 continue;
             }
             match c.prep {
@@ -249,9 +230,7 @@ pub fn worker() -> BResult<()> {
                 Prep::TouchNotPresent | Prep::Pin => plain.drop_pages()?,
                 _ => {}
             }
-            while flag(0) != seq {
-                w.progress();
-            }
+            pair.origin_wait(seq);
             let from_plain = matches!(c.prep, Prep::TouchPresent | Prep::TouchNotPresent | Prep::Pin);
             let src_addr = if from_plain { plain.addr } else { page };
             // SAFETY: our own memory (exposed page or plain buffer); nobody writes it meanwhile.
@@ -265,7 +244,7 @@ pub fn worker() -> BResult<()> {
                 }
                 _ => {}
             }
-            w.put(RemotePtr::new(1, peer_page), src)?;
+            w.put(RemotePtr::new(1, pair.peer_base), src)?;
             let t = t0.elapsed().as_secs_f64() * 1e6;
             if c.prep == Prep::Pin {
                 // SAFETY: undoing the mlock above.
@@ -274,7 +253,7 @@ pub fn worker() -> BResult<()> {
             if i >= warm {
                 times.push(t);
             }
-            w.put(ctrl.remote(1, 8), &seq.to_le_bytes())?;
+            pair.origin_done(seq)?;
         }
         w.barrier()?;
         if me == 0 {
@@ -297,12 +276,7 @@ pub fn worker() -> BResult<()> {
         }
     }
     if me == 0 {
-        use std::io::Write;
-        std::fs::OpenOptions::new().create(true).append(true).open(std::env::var(OUT_ENV)?)?.write_all(rows.as_bytes())?;
+        pair.append_rows(OUT_ENV, &rows)?;
     }
-    drop(exposed);
-    drop(mem);
-    w.barrier()?;
-    w.finalize()?;
-    Ok(())
+    pair.finish()
 }

@@ -16,10 +16,11 @@
 //! each run is not counted: it meets the memory the previous case left (pages it just paged
 //! in, lines in rank 1's cache), which would make "no fault" look like "after a page-in".
 
-use super::part::{init_pair, pct};
+use super::part::pct;
+use super::part_pair::{self, Pair};
 use super::{BResult, BenchArgs};
+use activerma::RemotePtr;
 use activerma::{PageIn, PartStats};
-use activerma::{Prot, RemotePtr};
 use std::time::Instant;
 
 const SWEEP_ENV: &str = "ACTIVERMA_BENCH_PART_SWEEP";
@@ -365,21 +366,13 @@ pub fn sweep_worker() -> BResult<()> {
     let points: Vec<(usize, u32)> =
         if freq { FREQ_PROBS.iter().map(|&p| (1 << 20, p)).collect() } else { ALL_SIZES.iter().map(|&z| (z, 0)).collect() };
     let quick = std::env::var_os("ACTIVERMA_BENCH_PART_QUICK").is_some();
-    let w = init_pair(&bench)?;
-    let me = w.rank();
     let ps = activerma_core::page::page_size();
     let max = ALL_SIZES[ALL_SIZES.len() - 1];
-    let mut mem = vec![me as u8 + 1; max + 2 * ps];
-    // SAFETY: `mem` outlives the exposure (dropped below, before `mem`).
-    let exposed = unsafe { w.expose_raw(mem.as_mut_ptr(), mem.len(), Prot::ReadWrite)? };
-    let base = activerma_core::page::page_ceil(exposed.addr());
-    let all = w.allgather(&(base as u64).to_le_bytes())?;
-    let peer_base = u64::from_le_bytes(all[1 - me][..8].try_into().unwrap()) as usize;
+    let world = part_pair::join(&bench)?;
+    let pair = Pair::expose(&world, max)?;
+    let (w, me) = (pair.w, pair.me);
     let src = vec![7u8; max];
-    // Control words: [0] rank 1's "go" sequence, [8] rank 0's "done" sequence.
-    let ctrl = w.alloc_segment(16)?;
-    let flag = |off: usize| unsafe { std::ptr::read_volatile(ctrl.as_ptr().add(off) as *const u64) };
-    let mut owner = Owner { base, ps, rng: 0x9E37_79B9_7F4A_7C15u64 ^ (me as u64 + 1) };
+    let mut owner = Owner { base: pair.base, ps, rng: 0x9E37_79B9_7F4A_7C15u64 ^ (me as u64 + 1) };
     let faults_dst = || PartStats::get(&w.part_stats().faults_dst);
     let mut seq = 0u64;
     for &(size, point_prob) in &points {
@@ -399,29 +392,24 @@ pub fn sweep_worker() -> BResult<()> {
                     let counted = round > 0 && j > 0;
                     seq += 1;
                     if me == 1 {
-                        let (n, touch) = owner.prepare(&w, s, size, prob)?;
+                        let (n, touch) = owner.prepare(w, s, size, prob)?;
                         if counted {
                             t.evicted += n;
                             t.touch.extend(touch);
                         }
-                        w.put(ctrl.remote(0, 0), &seq.to_le_bytes())?;
-                        while flag(8) != seq {
-                            w.progress();
-                        }
+                        pair.owner_go(seq)?;
                     } else {
                         w.set_part_page_in(s.page_in)?;
-                        while flag(0) != seq {
-                            w.progress();
-                        }
+                        pair.origin_wait(seq);
                         let f0 = faults_dst();
                         let t0 = Instant::now();
-                        w.put(RemotePtr::new(1, peer_base), &src[..size])?;
+                        w.put(RemotePtr::new(1, pair.peer_base), &src[..size])?;
                         let dt = t0.elapsed().as_secs_f64() * 1e6;
                         if counted {
                             t.times.push(dt);
                             t.faults += faults_dst() - f0;
                         }
-                        w.put(ctrl.remote(1, 8), &seq.to_le_bytes())?;
+                        pair.origin_done(seq)?;
                     }
                 }
             }
@@ -448,14 +436,9 @@ pub fn sweep_worker() -> BResult<()> {
                 let faults = t.faults as f64 / n;
                 rows += &format!("{}\t{}\t{}\t{:.2}\t{:.2}\t{:.2}\n", s.name, size, prob, pct(&t.times, 0.5) + tm, faults, ev);
             }
-            use std::io::Write;
-            std::fs::OpenOptions::new().create(true).append(true).open(std::env::var(SWEEP_OUT_ENV)?)?.write_all(rows.as_bytes())?;
+            pair.append_rows(SWEEP_OUT_ENV, &rows)?;
         }
         w.barrier()?;
     }
-    drop(exposed);
-    drop(mem);
-    w.barrier()?;
-    w.finalize()?;
-    Ok(())
+    pair.finish()
 }

@@ -436,7 +436,8 @@ impl UffdRegion {
     }
 
     /// Whether eviction and page-in still move pages (UFFDIO_MOVE) rather than copy them.
-    pub fn moves_pages(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn moves_pages(&self) -> bool {
         self.inner.shadow_registered && self.inner.can_move.load(Ordering::Relaxed)
     }
 
