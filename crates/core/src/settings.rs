@@ -93,7 +93,7 @@ pub static TABLE: &[Setting] = &[
     Setting { name: NET_LATENCY_NS, kind: Kind::Int, default: "0",
         description: "modelled network: latency added to every remote operation (ns); 0 = off" },
     Setting { name: NET_BANDWIDTH_MBS, kind: Kind::Int, default: "0",
-        description: "modelled network: bandwidth limit per origin (MB/s = 1e6 B/s); 0 = unlimited" },
+        description: "modelled network: bandwidth limit per origin (MB/s = 1e6 B/s); under PART each block and each resend is booked on the link by itself; 0 = unlimited" },
     Setting { name: NET_RECV_NS, kind: Kind::Int, default: "0",
         description: "modelled network: CPU time to receive one active message (LogP's o: poll the NIC, copy the payload out), busy-waited by whoever runs its handler (ns)" },
     Setting { name: NET_LOG_NS, kind: Kind::Int, default: "0",

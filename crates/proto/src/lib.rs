@@ -356,7 +356,8 @@ impl Proto {
             }
             Protocol::PutPart => {
                 drop(c);
-                part::put(self, rank, addr, src)?
+                // Its blocks were booked on the modelled link one by one, resends included.
+                return part::put(self, rank, addr, src);
             }
             Protocol::PutFirehose => match firehose::try_hit(self, &c, rank, addr, src.len(), || put_cma::run(self, rank, addr, src)) {
                 Some(moved) => moved?,
@@ -395,7 +396,7 @@ impl Proto {
             }
             Protocol::GetPart => {
                 drop(c);
-                part::get(self, rank, addr, dst)?
+                return part::get(self, rank, addr, dst);
             }
             Protocol::GetFirehose => {
                 let len = dst.len();

@@ -168,10 +168,19 @@ impl ErrSink for AmSink<'_> {
 }
 
 /// NACKs travel as active messages; waiting makes AM progress (so ERRs arrive, and this rank
-/// serves faults of others meanwhile).
+/// serves faults of others meanwhile). Under the modelled network the transfer's blocks are
+/// booked on this rank's link one by one (NACKs and ERRs, as active messages, already are).
 struct Link<'a> {
     p: &'a Proto,
     rt: &'a PartRt,
+    /// When the last block booked on the modelled link arrives (0: none booked).
+    arrival: std::cell::Cell<u64>,
+}
+
+impl<'a> Link<'a> {
+    fn new(p: &'a Proto, rt: &'a PartRt) -> Link<'a> {
+        Link { p, rt, arrival: std::cell::Cell::new(0) }
+    }
 }
 
 impl OriginLink for Link<'_> {
@@ -187,6 +196,17 @@ impl OriginLink for Link<'_> {
     }
     fn progress(&self) {
         self.p.am.progress();
+    }
+    fn paces(&self) -> bool {
+        self.p.net.enabled()
+    }
+    fn book_block(&self, bytes: usize) -> Option<u64> {
+        if !self.p.net.enabled() {
+            return None;
+        }
+        let (start, sent) = self.p.net.book_span(bytes);
+        self.arrival.set(sent + self.p.net.latency_ns);
+        Some(start)
     }
 }
 
@@ -205,16 +225,20 @@ fn prepare<'a>(p: &'a Proto, rank: Rank, addr: usize, len: usize, op: &'static s
     Ok((rt, Peer { rank, pid }))
 }
 
-pub(crate) fn put(p: &Proto, rank: Rank, addr: usize, src: &[u8]) -> Result<()> {
+/// Returns when the put completes on the modelled network (0: it has; see `Link`).
+pub(crate) fn put(p: &Proto, rank: Rank, addr: usize, src: &[u8]) -> Result<u64> {
     let (rt, peer) = prepare(p, rank, addr, src.len(), "put")?;
-    rt.origin.put(&Link { p, rt }, peer, addr, src)?;
+    let link = Link::new(p, rt);
+    rt.origin.put(&link, peer, addr, src)?;
     bump(&p.counters.bytes_put, src.len() as u64);
-    Ok(())
+    Ok(link.arrival.get())
 }
 
-pub(crate) fn get(p: &Proto, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<()> {
+/// As `put`.
+pub(crate) fn get(p: &Proto, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<u64> {
     let (rt, peer) = prepare(p, rank, addr, dst.len(), "get")?;
-    rt.origin.get(&Link { p, rt }, peer, addr, dst)?;
+    let link = Link::new(p, rt);
+    rt.origin.get(&link, peer, addr, dst)?;
     bump(&p.counters.bytes_got, dst.len() as u64);
-    Ok(())
+    Ok(link.arrival.get())
 }

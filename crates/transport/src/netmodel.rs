@@ -53,13 +53,20 @@ impl NetModel {
 
     #[cold]
     fn book(&self, bytes: usize) -> u64 {
+        let (_, sent) = self.book_span(bytes);
+        sent + self.latency_ns
+    }
+
+    /// Books `bytes` on the link: (when they start on it, when the last byte has left); the
+    /// last byte arrives `latency_ns` later.
+    pub fn book_span(&self, bytes: usize) -> (u64, u64) {
         let now = now_ns();
         let wire = if self.bandwidth_bps == 0 { 0 } else { (bytes as u128 * 1_000_000_000 / self.bandwidth_bps as u128) as u64 };
         let mut free = self.link_free_at.load(Ordering::Relaxed);
         loop {
             let start = free.max(now);
             match self.link_free_at.compare_exchange_weak(free, start + wire, Ordering::AcqRel, Ordering::Relaxed) {
-                Ok(_) => return start + wire + self.latency_ns,
+                Ok(_) => return (start, start + wire),
                 Err(cur) => free = cur,
             }
         }

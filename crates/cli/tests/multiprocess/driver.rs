@@ -297,6 +297,18 @@ pub fn main() -> i32 {
         }
     }
     jobs.push(Job { case: "part_faults_counted", ranks: 2, env: vec![("ACTIVERMA_REGISTRATION", "part")] });
+    // Over the modelled network: blocks and resends paced by the link; faults still counted
+    // exactly and every byte checked.
+    let net = [("ACTIVERMA_NET_BANDWIDTH_MBS", "200"), ("ACTIVERMA_NET_LATENCY_NS", "5000")];
+    jobs.push(Job {
+        case: "part_modelled_link",
+        ranks: 2,
+        env: [&net[..], &[("ACTIVERMA_REGISTRATION", "part"), ("ACTIVERMA_PART_PAGEIN", "pio")]].concat(),
+    });
+    for (case, pagein) in [("part_faults_counted", "pia"), ("randomized", "pia-early")] {
+        let part = [("ACTIVERMA_REGISTRATION", "part"), ("ACTIVERMA_PART_FAULT_PROB", "0.3"), ("ACTIVERMA_PART_PAGEIN", pagein)];
+        jobs.push(Job { case, ranks: 2, env: [&net[..], &part[..]].concat() });
+    }
     jobs.push(Job {
         case: "randomized",
         ranks: 3,

@@ -165,6 +165,19 @@ pub trait OriginLink {
     /// Called while the origin waits for ERRs or a time-out: run whatever progress the link
     /// needs (the runtime's AM progress; a single-threaded test runs the target here).
     fn progress(&self) {}
+    /// Whether the link models a network (the runtime's ACTIVERMA_NET_*): then every block
+    /// is booked on it with `book_block`, one at a time.
+    fn paces(&self) -> bool {
+        false
+    }
+    /// Books one block (a first send or a resend) of `bytes` on the modelled link and returns
+    /// when it starts there (ns, the clock of `activerma_core::clock::now_ns`); the origin
+    /// copies the block at that moment, so blocks go out at the link's rate, a resend costs
+    /// the link a whole block, and a fault is met when its block is on the wire. `None`: the
+    /// link models nothing; copy at once.
+    fn book_block(&self, _bytes: usize) -> Option<u64> {
+        None
+    }
 }
 
 /// The target's side of the link.
@@ -181,6 +194,12 @@ impl<T: OriginLink + ?Sized> OriginLink for std::sync::Arc<T> {
     }
     fn progress(&self) {
         (**self).progress()
+    }
+    fn paces(&self) -> bool {
+        (**self).paces()
+    }
+    fn book_block(&self, bytes: usize) -> Option<u64> {
+        (**self).book_block(bytes)
     }
 }
 

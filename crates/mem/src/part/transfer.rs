@@ -159,7 +159,7 @@ impl Origin {
                         PartStats::add(&self.stats.timeouts, 1);
                     }
                     PartStats::add(&self.stats.retransmissions, 1);
-                    match self.send_block(&x, pending[i].block)? {
+                    match self.send_block(link, &x, pending[i].block)? {
                         None => {
                             pending.swap_remove(i);
                         }
@@ -187,7 +187,8 @@ impl Origin {
             if next < nblocks && !hold {
                 // Fast path: every block left in one copy; the blocks it landed whole are done,
                 // and the block it stopped in (if any) goes through `send_block` below.
-                if nblocks - next > 1 {
+                // (Not over a modelled link: there each block is booked on it by itself.)
+                if nblocks - next > 1 && !link.paces() {
                     let landed = self.send_rest(&x, next)?;
                     PartStats::add(&self.stats.blocks_sent, landed as u64);
                     next += landed;
@@ -197,7 +198,7 @@ impl Origin {
                     }
                 }
                 PartStats::add(&self.stats.blocks_sent, 1);
-                if let Some(fault) = self.send_block(&x, next)? {
+                if let Some(fault) = self.send_block(link, &x, next)? {
                     self.nack(link, &x, next, fault)?;
                     pending.push(Pending { block: next, attempts: 1, ready_at: self.rearm(), since: now_ns() });
                 }
@@ -243,10 +244,13 @@ impl Origin {
         }
     }
 
-    /// Copies one block. `Ok(None)`: it landed. `Ok(Some(addr))`: it stopped at a missing
-    /// remote page at `addr` (bytes before it landed).
-    fn send_block(&self, x: &Xfer, block: usize) -> Result<Option<usize>> {
+    /// Copies one block (when its turn on a modelled link comes). `Ok(None)`: it landed.
+    /// `Ok(Some(addr))`: it stopped at a missing remote page at `addr` (bytes before it landed).
+    fn send_block(&self, link: &dyn OriginLink, x: &Xfer, block: usize) -> Result<Option<usize>> {
         let (start, blen) = self.block_range(x, block);
+        if let Some(at) = link.book_block(blen) {
+            activerma_core::clock::spin_until(at);
+        }
         let off = start - x.remote;
         let mut done = 0;
         let mut local_fixes = 0;

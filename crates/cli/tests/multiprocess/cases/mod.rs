@@ -44,6 +44,7 @@ pub fn run(case: &str) -> i32 {
         "memlock_exhaustion" => registration::memlock_exhaustion(),
         "firehose_bound_holds" => firehose::bound_holds(),
         "part_faults_counted" => part::faults_counted(),
+        "part_modelled_link" => part::modelled_link(),
         other => {
             eprintln!("unknown case {other}");
             return 2;

@@ -91,3 +91,47 @@ pub fn faults_counted() -> Result<()> {
     drop(exposed);
     w.finalize()
 }
+
+/// PART over the modelled network (2 ranks; ACTIVERMA_NET_BANDWIDTH_MBS set, PAGEIN pio):
+/// each block, every resend included, is booked on the link, so a put cannot complete before
+/// the wire time of everything it sent; and the bytes land intact.
+pub fn modelled_link() -> Result<()> {
+    const BLOCK: usize = 16 << 10; // ACTIVERMA_PART_BLOCK's default
+    let w = activerma::init()?;
+    let me = w.rank();
+    let mbs: f64 = std::env::var("ACTIVERMA_NET_BANDWIDTH_MBS").ok().and_then(|v| v.parse().ok()).expect("a modelled bandwidth");
+    let wire_us = |bytes: usize| bytes as f64 / mbs;
+    let mut mem = vec![me as u8; LEN + BLOCK];
+    let exposed = w.expose(&mut mem, Prot::ReadWrite)?;
+    // Block-aligned, so the put is LEN / BLOCK whole blocks.
+    let base = exposed.addr().next_multiple_of(BLOCK);
+    let addrs = share_u64(&w, base as u64)?;
+    let resends = || w.part_stats().snapshot().iter().find(|&&(k, _)| k == "retransmissions").map(|&(_, v)| v).unwrap();
+    let mut rng = SmallRng::seed_from_u64(0x11f);
+    let mut data = vec![0u8; LEN];
+    let mut back = vec![0u8; LEN];
+    let ps = activerma_core::page::page_size();
+    for evicted in [false, true] {
+        if me == 1 && evicted {
+            assert_eq!(w.part_evict(base, LEN)? as usize, LEN / ps);
+        }
+        w.barrier()?;
+        if me == 0 {
+            rng.fill(&mut data[..]);
+            let r0 = resends();
+            let t = std::time::Instant::now();
+            w.put(RemotePtr::new(1, addrs[1] as usize), &data)?;
+            let took = t.elapsed().as_secs_f64() * 1e6;
+            let r = (resends() - r0) as usize;
+            // PIO: a block with every page missing is resent once per page.
+            assert_eq!(r, if evicted { LEN / ps } else { 0 }, "resends of a put with evicted = {evicted}");
+            let sent = LEN + r * BLOCK;
+            assert!(took >= wire_us(sent), "a put that sent {sent} bytes took {took:.0} us < their wire time at {mbs} MB/s");
+            w.get(RemotePtr::new(1, addrs[1] as usize), &mut back)?;
+            assert!(data == back, "evicted = {evicted}: rank 1 gave back other bytes");
+        }
+        w.barrier()?;
+    }
+    drop(exposed);
+    w.finalize()
+}
