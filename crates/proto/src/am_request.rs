@@ -55,11 +55,24 @@ pub(crate) fn respond(ctx: &AmCtx, outcome: Result<(u64, &[u8])>) {
             text.as_bytes()
         }
     };
-    let mut msg = Vec::with_capacity(12 + data.len());
+    ctx.reply(RESPONSE, ctx.token, &encode_outcome(status, value, &[data]));
+}
+
+/// An outcome on the wire: status (i32), value (u64), then `parts` (the data, or the target's
+/// text), all little-endian; `decode_outcome` reads it back.
+pub(crate) fn encode_outcome(status: i32, value: u64, parts: &[&[u8]]) -> Vec<u8> {
+    let mut msg = Vec::with_capacity(12 + parts.iter().map(|p| p.len()).sum::<usize>());
     msg.extend_from_slice(&status.to_le_bytes());
     msg.extend_from_slice(&value.to_le_bytes());
-    msg.extend_from_slice(data);
-    ctx.reply(RESPONSE, ctx.token, &msg);
+    for p in parts {
+        msg.extend_from_slice(p);
+    }
+    msg
+}
+
+/// (status, value, the rest) of an `encode_outcome` message.
+pub(crate) fn decode_outcome(msg: &[u8]) -> (i32, u64, &[u8]) {
+    (i32::from_le_bytes(msg[..4].try_into().unwrap()), u64::from_le_bytes(msg[4..12].try_into().unwrap()), &msg[12..])
 }
 
 /// An outcome as it travels: 0, or the error's code with (for a protection error) the
@@ -84,10 +97,9 @@ pub(crate) fn register_response(am: &Am) -> Result<()> {
     am.register(
         RESPONSE,
         Arc::new(|ctx: &AmCtx, msg: &[u8]| {
-            let status = i32::from_le_bytes(msg[..4].try_into().unwrap());
-            let value = u64::from_le_bytes(msg[4..12].try_into().unwrap());
+            let (status, value, data) = decode_outcome(msg);
             if let Some(c) = ctx.am().completions.get(ctx.token) {
-                c.complete(status, value, &msg[12..]);
+                c.complete(status, value, data);
             }
         }),
     )

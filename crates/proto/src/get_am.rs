@@ -37,10 +37,9 @@ pub(crate) fn register(am: &Am) -> Result<()> {
                 }
                 Ok(Some((0, bytes)))
             })();
-            match outcome {
-                Ok(None) => ctx.retry_later(),
-                Ok(Some(answer)) => am_request::respond(ctx, Ok(answer)),
-                Err(e) => am_request::respond(ctx, Err(e)),
+            match outcome.transpose() {
+                None => ctx.retry_later(),
+                Some(answer) => am_request::respond(ctx, answer),
             }
         }),
     )

@@ -104,25 +104,23 @@ pub(crate) fn register(am: &Am, posted: Arc<PostedPuts>) -> Result<()> {
             }
             let said = outcome.as_ref().err().map(|e| e.to_string()).unwrap_or_default();
             let (status, bits) = am_request::status_of(outcome);
-            let mut ack = Vec::with_capacity(28 + said.len());
-            ack.extend_from_slice(&status.to_le_bytes());
-            ack.extend_from_slice(&bits.to_le_bytes());
-            ack.extend_from_slice(&msg[..8.min(msg.len())]); // the address, for the origin's error
-            ack.extend_from_slice(&(msg.len().saturating_sub(16) as u64).to_le_bytes());
-            ack.extend_from_slice(said.as_bytes());
-            ctx.reply(PUT_POSTED_ACK, 0, &ack);
+            // The address and length go back too, for the origin's error.
+            let mut addr = [0u8; 8];
+            addr[..msg.len().min(8)].copy_from_slice(&msg[..msg.len().min(8)]);
+            let len = (msg.len().saturating_sub(16) as u64).to_le_bytes();
+            ctx.reply(PUT_POSTED_ACK, 0, &am_request::encode_outcome(status, bits, &[&addr, &len, said.as_bytes()]));
         }),
     )?;
     am.register(
         PUT_POSTED_ACK,
         Arc::new(move |ctx: &AmCtx, ack: &[u8]| {
-            let word = |i: usize| ack.get(i..i + 8).map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap()));
-            let status = i32::from_le_bytes(ack[..4].try_into().unwrap());
+            let (status, bits, rest) = am_request::decode_outcome(ack);
             if status != 0 {
-                let asked = Asked { rank: ctx.src, addr: word(12) as usize, len: word(20) as usize, op: "put" };
+                let word = |i: usize| rest.get(i..i + 8).map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap()));
+                let asked = Asked { rank: ctx.src, addr: word(0) as usize, len: word(8) as usize, op: "put" };
                 let mut first = posted.first_error[ctx.src].lock().unwrap();
-                let said = String::from_utf8_lossy(ack.get(28..).unwrap_or_default());
-                first.get_or_insert(am_request::rebuild_error(status, word(4), &asked, &said));
+                let said = String::from_utf8_lossy(rest.get(16..).unwrap_or_default());
+                first.get_or_insert(am_request::rebuild_error(status, bits, &asked, &said));
             }
             posted.outstanding[ctx.src].fetch_sub(1, Ordering::AcqRel);
         }),
@@ -153,7 +151,7 @@ pub(crate) fn post(p: &Proto, rank: Rank, addr: usize, src: &[u8]) -> Result<()>
     }
     outstanding.fetch_add(1, Ordering::AcqRel);
     if let Err(e) = p.am.send(rank, PUT_POSTED, 0, &msg) {
-        p.posted.outstanding[rank].fetch_sub(1, Ordering::AcqRel);
+        outstanding.fetch_sub(1, Ordering::AcqRel);
         return Err(e);
     }
     bump(&p.counters.put_am, 1);

@@ -11,6 +11,7 @@
 //! (MADV_DONTNEED), then rank 0 times its touch / pin and the put. Rank 1 makes progress (app
 //! mode) while it waits, so it serves the NACK at once, as a target's fault handler would.
 
+use super::page_buf::PageBuf;
 use super::part_pair::{self, Pair};
 use super::{BResult, BenchArgs};
 use activerma::RemotePtr;
@@ -151,44 +152,21 @@ pub fn is_worker() -> bool {
     std::env::var_os(CASE_ENV).is_some()
 }
 
-/// A plain anonymous buffer (not exposed, not PART-managed): the source of the touch and pin
-/// cases, whose pages MADV_DONTNEED makes not present again.
-struct PlainBuf {
-    addr: usize,
-    len: usize,
+/// The source of the touch and pin cases: a plain anonymous buffer (not exposed, not
+/// PART-managed), whose pages MADV_DONTNEED makes not present again.
+fn drop_pages(buf: &PageBuf) -> BResult<()> {
+    // SAFETY: our own mapping; its contents do not matter to the benchmark.
+    if unsafe { libc::madvise(buf.as_ptr() as *mut _, buf.len(), libc::MADV_DONTNEED) } != 0 {
+        return Err(format!("madvise: {}", std::io::Error::last_os_error()).into());
+    }
+    Ok(())
 }
 
-impl PlainBuf {
-    fn new(len: usize) -> BResult<PlainBuf> {
-        // SAFETY: a fresh private anonymous mapping.
-        let p = unsafe {
-            libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
-        };
-        if p == libc::MAP_FAILED {
-            return Err(format!("mmap: {}", std::io::Error::last_os_error()).into());
-        }
-        Ok(PlainBuf { addr: p as usize, len })
-    }
-    fn drop_pages(&self) -> BResult<()> {
-        // SAFETY: our own mapping; its contents do not matter to the benchmark.
-        if unsafe { libc::madvise(self.addr as *mut _, self.len, libc::MADV_DONTNEED) } != 0 {
-            return Err(format!("madvise: {}", std::io::Error::last_os_error()).into());
-        }
-        Ok(())
-    }
-    /// Reads and writes the first byte of each page of the first `len` bytes.
-    fn touch(&self, len: usize, ps: usize) {
-        for a in (self.addr..self.addr + len).step_by(ps) {
-            // SAFETY: inside our own read-write mapping.
-            unsafe { std::ptr::write_volatile(a as *mut u8, std::ptr::read_volatile(a as *const u8).wrapping_add(1)) };
-        }
-    }
-}
-
-impl Drop for PlainBuf {
-    fn drop(&mut self) {
-        // SAFETY: unmapping what `new` mapped.
-        unsafe { libc::munmap(self.addr as *mut _, self.len) };
+/// Reads and writes the first byte of each page of the first `len` bytes of `buf`.
+fn touch(buf: &PageBuf, len: usize, ps: usize) {
+    for a in (buf.as_ptr() as usize..buf.as_ptr() as usize + len).step_by(ps) {
+        // SAFETY: inside our own read-write mapping.
+        unsafe { std::ptr::write_volatile(a as *mut u8, std::ptr::read_volatile(a as *const u8).wrapping_add(1)) };
     }
 }
 
@@ -203,8 +181,8 @@ pub fn worker() -> BResult<()> {
     let world = part_pair::join("part-latency")?;
     let pair = Pair::expose(&world, max)?;
     let (w, me, page) = (pair.w, pair.me, pair.base);
-    let plain = PlainBuf::new(max)?;
-    plain.touch(max, ps);
+    // Every page written once (present), as the touch cases expect.
+    let plain = PageBuf::filled(max, |_| 0);
     let mut rows = String::new();
     let mut seq = 0u64;
     for size in SIZES {
@@ -227,17 +205,17 @@ pub fn worker() -> BResult<()> {
                 Prep::EvictSource if w.part_evict(page, pages_len)? as usize != pages_len / ps => {
                     return Err("rank 0: the source pages were not all evicted".into())
                 }
-                Prep::TouchNotPresent | Prep::Pin => plain.drop_pages()?,
+                Prep::TouchNotPresent | Prep::Pin => drop_pages(&plain)?,
                 _ => {}
             }
             pair.origin_wait(seq);
             let from_plain = matches!(c.prep, Prep::TouchPresent | Prep::TouchNotPresent | Prep::Pin);
-            let src_addr = if from_plain { plain.addr } else { page };
+            let src_addr = if from_plain { plain.as_ptr() as usize } else { page };
             // SAFETY: our own memory (exposed page or plain buffer); nobody writes it meanwhile.
             let src = unsafe { std::slice::from_raw_parts(src_addr as *const u8, size) };
             let t0 = Instant::now();
             match c.prep {
-                Prep::TouchPresent | Prep::TouchNotPresent => plain.touch(size, ps),
+                Prep::TouchPresent | Prep::TouchNotPresent => touch(&plain, size, ps),
                 // SAFETY: mlock of our own mapping.
                 Prep::Pin if unsafe { libc::mlock(src_addr as *const _, size) } != 0 => {
                     return Err(format!("mlock: {} (raise `ulimit -l`)", std::io::Error::last_os_error()).into());

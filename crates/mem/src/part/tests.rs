@@ -170,9 +170,6 @@ struct Case {
     threaded: bool,
 }
 
-/// 1 MiB (unaligned at both ends) with ~30 % of the target's pages evicted, as a put and as a
-/// get (the get's local buffer faults too). Checks every byte, the bytes around the transfer,
-/// and that every injected fault was counted.
 /// Distinct blocks (aligned in the target's address space) holding an injected page inside
 /// `[addr, addr+len)`.
 fn injected_blocks(injected: &[usize], addr: usize, len: usize, block: usize) -> u64 {
@@ -182,6 +179,9 @@ fn injected_blocks(injected: &[usize], addr: usize, len: usize, block: usize) ->
     blocks.len() as u64
 }
 
+/// 1 MiB (unaligned at both ends) with ~30 % of the target's pages evicted, as a put and as a
+/// get (the get's local buffer faults too). Checks every byte, the bytes around the transfer,
+/// and that every injected fault was counted.
 fn run_case(c: &Case, seed: u64) {
     let ps = page_size();
     let len = (1 << 20) - 300;

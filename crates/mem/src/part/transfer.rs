@@ -16,7 +16,7 @@ use super::msg::{ErrStatus, Nack, OriginLink};
 use super::policy::{PageIn, PartConfig, Retransmit};
 use super::registry;
 use super::stats::PartStats;
-use activerma_core::clock::now_ns;
+use activerma_core::clock::{now_ns, spin_until};
 use activerma_core::page::page_size;
 use activerma_core::{Error, Rank, Result};
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
@@ -249,7 +249,7 @@ impl Origin {
     fn send_block(&self, link: &dyn OriginLink, x: &Xfer, block: usize) -> Result<Option<usize>> {
         let (start, blen) = self.block_range(x, block);
         if let Some(at) = link.book_block(blen) {
-            activerma_core::clock::spin_until(at);
+            spin_until(at);
         }
         let off = start - x.remote;
         let mut done = 0;

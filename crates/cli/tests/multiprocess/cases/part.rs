@@ -106,7 +106,7 @@ pub fn modelled_link() -> Result<()> {
     // Block-aligned, so the put is LEN / BLOCK whole blocks.
     let base = exposed.addr().next_multiple_of(BLOCK);
     let addrs = share_u64(&w, base as u64)?;
-    let resends = || w.part_stats().snapshot().iter().find(|&&(k, _)| k == "retransmissions").map(|&(_, v)| v).unwrap();
+    let resends = || stat(&w.part_stats().snapshot(), "retransmissions");
     let mut rng = SmallRng::seed_from_u64(0x11f);
     let mut data = vec![0u8; LEN];
     let mut back = vec![0u8; LEN];
