@@ -105,7 +105,14 @@
 #define ARMA_ERR_NOT_INITIALIZED 15
 
 /**
- * Remote ranks may get but not put; atomics (even arma_fetch) need ARMA_PROT_READ_WRITE.
+ * arma_wait / arma_test on a handle that names no outstanding operation: never filled by a
+ * successful arma_put_nb / arma_get_nb, already completed, or not a handle at all.
+ */
+#define ARMA_ERR_INVALID_HANDLE 16
+
+/**
+ * Remote ranks may get and arma_fetch (an atomic read) but not put; the other atomics write
+ * and need ARMA_PROT_READ_WRITE (ARMA_ERR_PROTECTION here).
  */
 #define ARMA_PROT_READ 1
 
@@ -194,12 +201,14 @@ typedef struct arma_exposure_t {
 } arma_exposure_t;
 
 /**
- * Handle of a non-blocking operation. A zeroed handle is a completed one; arma_wait and a
- * successful arma_test reset the handle to zero.
+ * Handle of a non-blocking operation, filled by arma_put_nb / arma_get_nb and valid until
+ * arma_wait returns or arma_test reports done, which reset it to zero. The runtime keeps a
+ * registry of outstanding operations: arma_wait / arma_test on any other value (zeroed, never
+ * issued, a copy of a completed handle, garbage) return ARMA_ERR_INVALID_HANDLE.
  */
 typedef struct arma_handle_t {
     /**
-     * The runtime's completion token; 0 = complete.
+     * The registry's name for the operation (slot and generation); 0 = none.
      */
     uint64_t opaque;
 } arma_handle_t;
@@ -388,13 +397,15 @@ int arma_get_nb(int rank, uint64_t addr, void *dst, size_t n, struct arma_handle
 
 /**
  * Waits until the operation behind `*h` is complete, running pending handlers meanwhile
- * (a blocking call always makes progress); then zeroes `*h`.
+ * (a blocking call always makes progress); then zeroes `*h`. ARMA_ERR_INVALID_HANDLE if `*h`
+ * names no outstanding operation (see arma_handle_t).
  */
 int arma_wait(struct arma_handle_t *h);
 
 /**
  * Sets `*done` to 1 if the operation behind `*h` is complete (and zeroes `*h`), else to 0.
- * Never blocks.
+ * Never blocks. ARMA_ERR_INVALID_HANDLE (and `*done` untouched) if `*h` names no outstanding
+ * operation (see arma_handle_t).
  */
 int arma_test(struct arma_handle_t *h, int *done);
 
@@ -456,9 +467,10 @@ int arma_swap(int rank, uint64_t addr, uint64_t v, uint64_t *old);
 int arma_cswap(int rank, uint64_t addr, uint64_t expected, uint64_t desired, uint64_t *old);
 
 /**
- * Atomically reads the word at `addr` on rank `rank` into `*value`. Like every atomic it needs
- * memory exposed ARMA_PROT_READ_WRITE (read-only memory gives ARMA_ERR_PROTECTION; use
- * arma_get there). Completion and progress as for arma_fetch_add.
+ * Atomically reads the word at `addr` on rank `rank` into `*value`. A fetch is a read: read
+ * permission suffices (ARMA_PROT_READ memory, a segment page marked ARMA_AA_R without
+ * ARMA_AA_W), as for MPI_Fetch_and_op with MPI_NO_OP; it is atomic with respect to every
+ * other atomic on the word. Completion and progress as for arma_fetch_add.
  */
 int arma_fetch(int rank, uint64_t addr, uint64_t *value);
 

@@ -36,7 +36,7 @@ static void before_init(void) {
     CHECK_RC(arma_finalize(), ARMA_ERR_NOT_INITIALIZED);
 
     /* Every code has its own static text. */
-    for (int c = ARMA_OK; c <= ARMA_ERR_NOT_INITIALIZED; c++) {
+    for (int c = ARMA_OK; c <= ARMA_ERR_INVALID_HANDLE; c++) {
         EXPECT(arma_strerror(c) && *arma_strerror(c), "text for code %d", c);
         for (int d = ARMA_OK; d < c; d++)
             EXPECT(strcmp(arma_strerror(c), arma_strerror(d)) != 0, "codes %d and %d share a text", c, d);
@@ -54,7 +54,8 @@ static void bad_ranks(char *seg, uint64_t at) {
     expect_message("invalid rank");
     CHECK_RC(arma_get(n, at, buf, 8), ARMA_ERR_INVALID_RANK);
     CHECK_RC(arma_get_nb(-1, at, buf, 8, &h), ARMA_ERR_INVALID_RANK);
-    EXPECT(h.opaque == 0, "a failed nb call leaves a completed handle");
+    EXPECT(h.opaque == 0, "a failed nb call leaves no handle");
+    CHECK_RC(arma_wait(&h), ARMA_ERR_INVALID_HANDLE); /* nothing to wait for */
     CHECK_RC(arma_put_nbi(n, at, buf, 8), ARMA_ERR_INVALID_RANK);
     CHECK_RC(arma_put(n, at, buf, 0), ARMA_ERR_INVALID_RANK); /* zero bytes, still a bad rank */
     CHECK_RC(arma_fetch_add(-1, at, 1, &v), ARMA_ERR_INVALID_RANK);
@@ -97,6 +98,9 @@ static void read_only(uint64_t ro_right) {
     expect_message("read-only");
     CHECK_RC(arma_put_nbi(right, ro_right + 8, buf, 1), ARMA_ERR_PROTECTION);
     CHECK_RC(arma_swap(right, ro_right, 1, &v), ARMA_ERR_PROTECTION);
+    CHECK_RC(arma_fetch_add(right, ro_right, 1, &v), ARMA_ERR_PROTECTION);
+    CHECK(arma_fetch(right, ro_right, &v)); /* a fetch is a read: allowed */
+    EXPECT(v == 0x0101010101010101ULL * (uint64_t)('A' + right), "fetched %#llx", (unsigned long long)v);
     CHECK(arma_get(right, ro_right, buf, sizeof buf)); /* reading is allowed */
     for (size_t i = 0; i < sizeof buf; i++)
         EXPECT(buf[i] == 'A' + right, "read-only byte %zu is %d", i, buf[i]);
@@ -166,6 +170,36 @@ static void bad_arguments(char *seg, uint64_t seg_right) {
     CHECK_RC(arma_seg_alloc(0, &p), ARMA_ERR_INVALID_ARGUMENT);
 }
 
+/* arma_wait / arma_test accept only handles of outstanding operations: never issued (zeroed),
+ * completed (waited, or tested done) and copies of completed ones, and garbage are refused. */
+static void bad_handles(uint64_t seg_right) {
+    char buf[8] = {0};
+    int done = 7;
+    arma_handle_t h = {0}, copy;
+    CHECK_RC(arma_wait(&h), ARMA_ERR_INVALID_HANDLE);
+    expect_message("never filled");
+    CHECK_RC(arma_test(&h, &done), ARMA_ERR_INVALID_HANDLE);
+    EXPECT(done == 7, "a refused arma_test leaves *done alone");
+    CHECK(arma_put_nb(right, seg_right, buf, 8, &h));
+    copy = h;
+    CHECK(arma_wait(&h));
+    EXPECT(h.opaque == 0, "arma_wait zeroes the handle");
+    CHECK_RC(arma_wait(&h), ARMA_ERR_INVALID_HANDLE); /* waited twice */
+    CHECK_RC(arma_wait(&copy), ARMA_ERR_INVALID_HANDLE); /* a copy of the completed handle */
+    expect_message("already completed");
+    CHECK(arma_get_nb(right, seg_right, buf, 8, &h)); /* may reuse the freed slot */
+    CHECK_RC(arma_test(&copy, &done), ARMA_ERR_INVALID_HANDLE); /* ...the old copy stays invalid */
+    copy = h;
+    do
+        CHECK(arma_test(&h, &done));
+    while (!done);
+    CHECK_RC(arma_test(&copy, &done), ARMA_ERR_INVALID_HANDLE); /* tested done: completed */
+    arma_handle_t forged = {0xdeadbeefcafef00dULL};
+    CHECK_RC(arma_wait(&forged), ARMA_ERR_INVALID_HANDLE);
+    forged.opaque = ~(uint64_t)0;
+    CHECK_RC(arma_test(&forged, &done), ARMA_ERR_INVALID_HANDLE);
+}
+
 static void after_finalize(uint64_t seg_right) {
     char buf[8] = {0};
     uint64_t v;
@@ -220,6 +254,7 @@ int main(void) {
     misaligned(seg_right, priv_right);
     zero_length(seg_right);
     bad_arguments(seg, seg_right);
+    bad_handles(seg_right);
 
     CHECK(arma_barrier()); /* nobody touches the exposures any more */
     CHECK(arma_unexpose(ep));

@@ -360,6 +360,10 @@ impl World {
         self.live()?.proto.fence()
     }
 
+    /// A 64-bit atomic on an 8-byte aligned word; returns the previous value. `Fetch` is a read
+    /// and needs read permission only (as MPI_Fetch_and_op with MPI_NO_OP); every other op
+    /// writes and needs read-write (`Error::Protection`). Pages marked to log accesses refuse
+    /// the atomics they permit (`Error::Unsupported`): atomics are not logged.
     pub fn atomic(&self, at: RemotePtr, op: AtomicOp) -> Result<u64> {
         self.live()?.proto.atomic(at.rank, at.addr, op)
     }
@@ -375,6 +379,7 @@ impl World {
     pub fn compare_swap(&self, at: RemotePtr, expected: u64, new: u64) -> Result<u64> {
         self.atomic(at, AtomicOp::CompareSwap { expected, new })
     }
+    /// Atomic read of the word at `at`: read permission suffices (see `atomic`).
     pub fn fetch(&self, at: RemotePtr) -> Result<u64> {
         self.atomic(at, AtomicOp::Fetch)
     }

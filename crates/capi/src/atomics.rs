@@ -1,6 +1,9 @@
 //! 64-bit remote atomics. The address must be 8-byte aligned. On a segment the origin's CPU
 //! runs the atomic directly; on exposed private memory the target's CPU runs it, so the
 //! target must make progress (any blocking arma call, arma_progress, or a progress thread).
+//! Rights: arma_fetch is a read and needs read permission; every other atomic writes and needs
+//! read-write (ARMA_ERR_PROTECTION otherwise). Pages marked for Active Access logging refuse
+//! the atomics they permit (ARMA_ERR_UNSUPPORTED): atomics are not logged.
 
 use crate::state::{addr, rank, world};
 use crate::status::{guard, invalid, CResult};
@@ -51,9 +54,10 @@ pub unsafe extern "C" fn arma_cswap(rank: c_int, addr: u64, expected: u64, desir
     guard("arma_cswap", || unsafe { run(rank, addr, AtomicOp::CompareSwap { expected, new: desired }, old) })
 }
 
-/// Atomically reads the word at `addr` on rank `rank` into `*value`. Like every atomic it needs
-/// memory exposed ARMA_PROT_READ_WRITE (read-only memory gives ARMA_ERR_PROTECTION; use
-/// arma_get there). Completion and progress as for arma_fetch_add.
+/// Atomically reads the word at `addr` on rank `rank` into `*value`. A fetch is a read: read
+/// permission suffices (ARMA_PROT_READ memory, a segment page marked ARMA_AA_R without
+/// ARMA_AA_W), as for MPI_Fetch_and_op with MPI_NO_OP; it is atomic with respect to every
+/// other atomic on the word. Completion and progress as for arma_fetch_add.
 #[no_mangle]
 pub unsafe extern "C" fn arma_fetch(rank: c_int, addr: u64, value: *mut u64) -> c_int {
     guard("arma_fetch", || {

@@ -26,6 +26,8 @@ mod active_access; // Active Access: page actions, access logs, active flush
 
 mod state; // the process-global World and registries (not in the header)
 
+mod handles; // the registry of outstanding nb operations (not in the header)
+
 #[cfg(test)]
 mod one_rank_tests;
 

@@ -6,7 +6,8 @@ use activerma::Prot;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::Ordering;
 
-/// Remote ranks may get but not put; atomics (even arma_fetch) need ARMA_PROT_READ_WRITE.
+/// Remote ranks may get and arma_fetch (an atomic read) but not put; the other atomics write
+/// and need ARMA_PROT_READ_WRITE (ARMA_ERR_PROTECTION here).
 pub const ARMA_PROT_READ: c_int = 1;
 /// Remote ranks may read and write (put, get, all atomics).
 pub const ARMA_PROT_READ_WRITE: c_int = 3;

@@ -1,17 +1,20 @@
 //! Puts and gets: blocking, non-blocking with a handle (nb), implicit (nbi); completion.
 
+use crate::handles;
 use crate::state::{addr, rank, world};
 use crate::status::{guard, invalid, CResult};
-use activerma::{OpHandle, RemotePtr};
+use activerma::RemotePtr;
 use std::ffi::{c_int, c_void};
 
-/// Handle of a non-blocking operation. A zeroed handle is a completed one; arma_wait and a
-/// successful arma_test reset the handle to zero.
+/// Handle of a non-blocking operation, filled by arma_put_nb / arma_get_nb and valid until
+/// arma_wait returns or arma_test reports done, which reset it to zero. The runtime keeps a
+/// registry of outstanding operations: arma_wait / arma_test on any other value (zeroed, never
+/// issued, a copy of a completed handle, garbage) return ARMA_ERR_INVALID_HANDLE.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 #[allow(non_camel_case_types)]
 pub struct arma_handle_t {
-    /// The runtime's completion token; 0 = complete.
+    /// The registry's name for the operation (slot and generation); 0 = none.
     pub opaque: u64,
 }
 
@@ -46,8 +49,8 @@ fn remote(w: &activerma::World, r: c_int, a: u64) -> CResult<RemotePtr> {
     Ok(RemotePtr::new(rank(w, r)?, addr(a)?))
 }
 
-/// Where an nb call stores its handle; cleared first so that a failed call leaves a handle
-/// that waits for nothing.
+/// Where an nb call stores its handle; cleared first so that a failed call leaves no handle
+/// (waiting on it is ARMA_ERR_INVALID_HANDLE, as on any handle never issued).
 unsafe fn handle_slot<'a>(h: *mut arma_handle_t) -> CResult<&'a mut arma_handle_t> {
     // SAFETY: the caller passes NULL or a writable arma_handle_t.
     let h = unsafe { h.as_mut() }.ok_or_else(|| invalid("handle pointer is NULL"))?;
@@ -88,7 +91,7 @@ pub unsafe extern "C" fn arma_put_nb(rank: c_int, addr: u64, src: *const c_void,
         let w = world()?;
         let h = unsafe { handle_slot(h)? };
         let (to, data) = (remote(w, rank, addr)?, unsafe { self::src(src, n)? });
-        h.opaque = w.put_nb(to, data)?.into_raw();
+        h.opaque = handles::issue(w.put_nb(to, data)?);
         Ok(())
     })
 }
@@ -101,31 +104,34 @@ pub unsafe extern "C" fn arma_get_nb(rank: c_int, addr: u64, dst: *mut c_void, n
         let w = world()?;
         let h = unsafe { handle_slot(h)? };
         let (from, buf) = (remote(w, rank, addr)?, unsafe { self::dst(dst, n)? });
-        h.opaque = w.get_nb(from, buf)?.into_raw();
+        h.opaque = handles::issue(w.get_nb(from, buf)?);
         Ok(())
     })
 }
 
 /// Waits until the operation behind `*h` is complete, running pending handlers meanwhile
-/// (a blocking call always makes progress); then zeroes `*h`.
+/// (a blocking call always makes progress); then zeroes `*h`. ARMA_ERR_INVALID_HANDLE if `*h`
+/// names no outstanding operation (see arma_handle_t).
 #[no_mangle]
 pub unsafe extern "C" fn arma_wait(h: *mut arma_handle_t) -> c_int {
     guard("arma_wait", || {
         let w = world()?;
         // SAFETY: the caller passes NULL or a writable arma_handle_t.
         let h = unsafe { h.as_mut() }.ok_or_else(|| invalid("handle pointer is NULL"))?;
-        let op = OpHandle::from_raw(h.opaque);
+        let op = handles::outstanding(h.opaque)?;
         while !op.test() {
             w.progress();
         }
         op.wait(); // complete: returns at once
+        handles::finish(h.opaque);
         h.opaque = 0;
         Ok(())
     })
 }
 
 /// Sets `*done` to 1 if the operation behind `*h` is complete (and zeroes `*h`), else to 0.
-/// Never blocks.
+/// Never blocks. ARMA_ERR_INVALID_HANDLE (and `*done` untouched) if `*h` names no outstanding
+/// operation (see arma_handle_t).
 #[no_mangle]
 pub unsafe extern "C" fn arma_test(h: *mut arma_handle_t, done: *mut c_int) -> c_int {
     guard("arma_test", || {
@@ -133,8 +139,10 @@ pub unsafe extern "C" fn arma_test(h: *mut arma_handle_t, done: *mut c_int) -> c
         // SAFETY: the caller passes NULL or writable objects.
         let (h, done) = unsafe { (h.as_mut(), done.as_mut()) };
         let (h, done) = h.zip(done).ok_or_else(|| invalid("handle or done pointer is NULL"))?;
-        *done = OpHandle::from_raw(h.opaque).test() as c_int;
-        if *done != 0 {
+        let complete = handles::outstanding(h.opaque)?.test();
+        *done = complete as c_int;
+        if complete {
+            handles::finish(h.opaque);
             h.opaque = 0;
         }
         Ok(())

@@ -36,6 +36,9 @@ pub const ARMA_ERR_COLLECTIVE_MISMATCH: c_int = 13;
 pub const ARMA_ERR_OS: c_int = 14;
 /// The call came before arma_init.
 pub const ARMA_ERR_NOT_INITIALIZED: c_int = 15;
+/// arma_wait / arma_test on a handle that names no outstanding operation: never filled by a
+/// successful arma_put_nb / arma_get_nb, already completed, or not a handle at all.
+pub const ARMA_ERR_INVALID_HANDLE: c_int = 16;
 
 /// A failed call: its status code and the message `arma_last_error` will return.
 pub(crate) struct Fail {
@@ -120,6 +123,7 @@ pub extern "C" fn arma_strerror(code: c_int) -> *const c_char {
         ARMA_ERR_COLLECTIVE_MISMATCH => b"ranks disagree in a collective call\0",
         ARMA_ERR_OS => b"system call failed\0",
         ARMA_ERR_NOT_INITIALIZED => b"arma_init has not been called\0",
+        ARMA_ERR_INVALID_HANDLE => b"invalid handle: no outstanding operation\0",
         _ => b"unknown activerma status code\0",
     };
     s.as_ptr().cast()
@@ -169,7 +173,7 @@ mod tests {
     #[test]
     fn every_code_has_its_own_text() {
         let text = |c| unsafe { std::ffi::CStr::from_ptr(arma_strerror(c)) }.to_str().unwrap().to_owned();
-        let known: Vec<String> = (ARMA_OK..=ARMA_ERR_NOT_INITIALIZED).map(text).collect();
+        let known: Vec<String> = (ARMA_OK..=ARMA_ERR_INVALID_HANDLE).map(text).collect();
         let unknown = text(99);
         for (c, t) in known.iter().enumerate() {
             assert!(!t.is_empty() && *t != unknown, "code {c}: {t}");

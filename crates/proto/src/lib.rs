@@ -82,6 +82,10 @@ pub struct Proto {
     seq: Vec<AtomicU64>,
     /// Per target: the log slots this origin appended to since its last active flush there.
     touched: Vec<AtomicU64>,
+    /// Per target on this host: active accesses since the last active flush there went through
+    /// the target (a registration miss bounced them), which appended them to its logs itself,
+    /// so `touched` does not name those logs: the active flush asks the target.
+    active_via_target: Vec<std::sync::atomic::AtomicBool>,
     /// The modelled IOTLB in front of every translation lookup this rank makes.
     pub iotlb: Iotlb,
     /// Segment ranges other-host targets marked for Active Access (routed through them).
@@ -205,6 +209,7 @@ impl Proto {
         Ok(Proto {
             seq: (0..n).map(|_| AtomicU64::new(0)).collect(),
             touched: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            active_via_target: (0..n).map(|_| Default::default()).collect(),
             iotlb: Iotlb::new(iotlb),
             marks: handlers.marks,
             posted: handlers.posted,
@@ -346,6 +351,7 @@ impl Proto {
             Protocol::PutActive => put_active::run(self, rank, addr, src, c.lookup(), c.local)?,
             // The slow paths wait for the target: give back the lookup first (see rendezvous.rs).
             Protocol::PutBounce => {
+                self.note_bounced(rank);
                 drop(c);
                 bump(&self.reg_stats.bounce_ops, 1);
                 put_am::run(self, rank, addr, src)?
@@ -386,6 +392,7 @@ impl Proto {
             Protocol::GetAm => get_am::run(self, rank, addr, dst)?,
             Protocol::GetActive => get_active::run(self, rank, addr, dst, c.lookup(), c.local)?,
             Protocol::GetBounce => {
+                self.note_bounced(rank);
                 drop(c);
                 bump(&self.reg_stats.bounce_ops, 1);
                 get_am::run(self, rank, addr, dst)?
@@ -427,10 +434,19 @@ impl Proto {
         self.seq[rank].fetch_add(1, Ordering::Relaxed)
     }
 
+    /// A bounced access (registration miss) goes through the target, which logs it itself if a
+    /// page is marked for Active Access: the next active flush there asks the target.
+    #[inline]
+    pub(crate) fn note_bounced(&self, rank: Rank) {
+        self.active_via_target[rank].store(true, Ordering::Release);
+    }
+
     /// Active flush: returns once `rank` has processed (run through their handlers) every
     /// active access this origin made there — the paper's `flush(target)` for active
     /// accesses, independent of the RMA `flush`. Every log we appended to is drained past the
-    /// position it had reached when this call began.
+    /// position it had reached when this call began; if the target appended some of ours
+    /// itself (another host, or bounced accesses on this host), it is asked to do the same
+    /// with every one of its logs.
     pub fn active_flush(&self, rank: Rank) -> Result<()> {
         self.check_rank(rank)?;
         bump(&self.counters.active_flushes, 1);
@@ -439,6 +455,10 @@ impl Proto {
             put_am::wait_acknowledged(self, Some(rank))?;
             return am_request::active_flush_remote(self, rank);
         };
+        if self.active_via_target[rank].swap(false, Ordering::AcqRel) {
+            // Bounced accesses are blocking requests: each was in a log when its answer came.
+            am_request::active_flush_remote(self, rank)?;
+        }
         let mut touched = self.touched[rank].swap(0, Ordering::AcqRel);
         let logs = table.logs()?;
         while touched != 0 {

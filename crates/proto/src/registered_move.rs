@@ -31,7 +31,10 @@ pub(crate) fn put(p: &Proto, rank: Rank, addr: usize, src: &[u8], c: Option<&Cho
     match c {
         Some(c) if c.protocol == Protocol::PutActive => put_active::run(p, rank, addr, src, c.lookup(), c.local),
         Some(_) => put_cma::run(p, rank, addr, src),
-        None => put_am::run(p, rank, addr, src),
+        None => {
+            p.note_bounced(rank);
+            put_am::run(p, rank, addr, src)
+        }
     }
 }
 
@@ -40,6 +43,9 @@ pub(crate) fn get(p: &Proto, rank: Rank, addr: usize, dst: &mut [u8], c: Option<
     match c {
         Some(c) if c.protocol == Protocol::GetActive => get_active::run(p, rank, addr, dst, c.lookup(), c.local),
         Some(_) => get_cma::run(p, rank, addr, dst),
-        None => get_am::run(p, rank, addr, dst),
+        None => {
+            p.note_bounced(rank);
+            get_am::run(p, rank, addr, dst)
+        }
     }
 }

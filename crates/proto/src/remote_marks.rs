@@ -9,7 +9,7 @@
 //! target assoc_pages(range, bits) on its segment, tables not all visible:
 //!     marked = bits != plain (W|R, no log, no domain)
 //!     for every other rank r: request MARKS(heap offset, len, marked) and wait for its answer
-//! origin choose(rank, segment addr): range intersects marks[rank] ? put_am/get_am : put_rma/get_rma
+//! origin choose(rank, segment addr): range intersects marks[rank] ? put_am/get_am/atomic_am : put_rma/get_rma/atomic_rma
 //! ```
 //! An access issued before `assoc_pages` returned may still go one-sided (old bits); one issued
 //! after it sees the new ones — the same rule as on one host.

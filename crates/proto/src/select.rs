@@ -268,15 +268,13 @@ impl Proto {
                 let own = self.tables[me].as_ref().expect("own table");
                 own.check(mine + off, len, kind).map_err(|e| retarget(e, rank, addr, len))?;
                 if self.marks.touches(rank, off, len) {
-                    // The target marked pages here for Active Access: only it can apply them.
+                    // The target marked pages here: only it knows their bits and can apply them
+                    // (an atomic there runs on its CPU, or is refused by its table exactly as
+                    // on one host: a protection error without W, unsupported on logged pages).
                     match kind {
                         AccessKind::Put => Protocol::PutAm,
                         AccessKind::Get => Protocol::GetAm,
-                        AccessKind::Atomic | AccessKind::AtomicRead => {
-                            return Err(Error::Unsupported(format!(
-                                "atomic on rank {rank}'s address {addr:#x}, a page it marked for Active Access: atomics are not logged; use puts, or unmark the page"
-                            )))
-                        }
+                        AccessKind::Atomic | AccessKind::AtomicRead => Protocol::AtomicAm,
                     }
                 } else {
                     match kind {

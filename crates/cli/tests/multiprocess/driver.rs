@@ -19,6 +19,9 @@ const CORE_CASES: [&str; 9] = [
     "randomized",
 ];
 
+/// Every value of ACTIVERMA_REGISTRATION: contract tests that a strategy can break run under each.
+const REGISTRATION_STRATEGIES: [&str; 7] = ["none", "pin-all", "bounce", "rendezvous", "rendezvous-unpin", "firehose", "part"];
+
 struct Job<'a> {
     case: &'a str,
     ranks: u32,
@@ -244,6 +247,16 @@ pub fn main() -> i32 {
     }
     jobs.push(Job { case: "active_messages", ranks: 2, env: vec![("ACTIVERMA_PROGRESS", "wake"), ("ACTIVERMA_NET_INTERRUPT_NS", "3000")] });
     // Registration strategies: the same programs, unchanged, under each of them.
+    // Active flush on marked private memory takes each strategy's path (bounce and part go
+    // through the target): its guarantee must hold on every one.
+    for strategy in REGISTRATION_STRATEGIES {
+        for notify in ["poll", "wake", "thread"] {
+            for ranks in [2, 4] {
+                let env = vec![("ACTIVERMA_REGISTRATION", strategy), ("ACTIVERMA_AA_NOTIFY", notify)];
+                jobs.push(Job { case: "aa_active_flush_orders", ranks, env });
+            }
+        }
+    }
     for strategy in ["pin-all", "bounce", "rendezvous", "rendezvous-unpin", "firehose"] {
         for case in ["randomized", "private_memory", "bad_input"] {
             for ranks in [2, 3] {
@@ -385,6 +398,10 @@ fn run_under_mpi(mpi: &str, filter: Option<&str>, t: &mut Tally) -> i32 {
     jobs.push(Job { case: "aa_active_flush_orders", ranks: 3, env: vec![] });
     jobs.push(Job { case: "aa_handler_replies", ranks: 3, env: vec![("ACTIVERMA_MPI_SHARED", "off")] });
     jobs.push(Job { case: "aa_active_flush_orders", ranks: 2, env: vec![("ACTIVERMA_MPI_SHARED", "off")] });
+    for strategy in REGISTRATION_STRATEGIES {
+        let env = vec![("ACTIVERMA_REGISTRATION", strategy), ("ACTIVERMA_AA_NOTIFY", "thread")];
+        jobs.push(Job { case: "aa_active_flush_orders", ranks: 3, env });
+    }
     jobs.push(Job { case: "dht_variants_agree", ranks: 2, env: vec![] });
     jobs.push(Job { case: "counter_variants_agree", ranks: 2, env: vec![] });
     for job in &jobs {
@@ -452,6 +469,21 @@ fn launcher_checks(t: &mut Tally) {
     // Without the launcher: a one-rank job.
     let out = Command::new(std::env::current_exe().unwrap()).args(["--rank", "single_rank_job"]).output().unwrap();
     t.check("a program started without the launcher is a one-rank job".into(), out.status.success(), || show(&out));
+    // ...and launcher variables in its environment are refused, not silently ignored.
+    for (var, value, ok) in [
+        ("ACTIVERMA_SIZE", "abc", false),
+        ("ACTIVERMA_SIZE", "4", false),
+        ("ACTIVERMA_SIZE", "1", true),
+        ("ACTIVERMA_SMP_CTRL_FD", "7", false),
+    ] {
+        let out = Command::new(std::env::current_exe().unwrap()).args(["--rank", "single_rank_job"]).env(var, value).output().unwrap();
+        let named = String::from_utf8_lossy(&out.stderr).contains(&format!("{var}={value}"));
+        t.check(
+            format!("without the launcher, {var}={value} is {}", if ok { "accepted" } else { "refused by name" }),
+            out.status.success() == ok && (ok || named),
+            || show(&out),
+        );
+    }
 
     let out = Command::new(LAUNCHER).args(["run", "-n", "2", "--", "/nonexistent/program"]).output().unwrap();
     t.check(

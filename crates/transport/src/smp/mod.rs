@@ -150,11 +150,41 @@ fn env_fd(name: &str) -> Result<RawFd> {
     v.parse().map_err(|_| Error::InvalidArgument(format!("{name}={v} is not a file descriptor")))
 }
 
+/// A program started without the launcher is a one-rank job; launcher variables left in its
+/// environment (set by hand, or inherited from a job it was started from) would be silently
+/// ignored, so they are refused unless they agree with one rank.
+fn check_no_stray_launcher_variables() -> Result<()> {
+    let not_a_job = |name: &str, v: &str| {
+        Error::InvalidArgument(format!(
+            "{name}={v} is set, but {ENV_RANK} is not: this program was not started by the launcher and runs as a one-rank job; \
+             start it with `activerma run -n N PROGRAM`, or unset {name}"
+        ))
+    };
+    if let Ok(size) = std::env::var(ENV_SIZE) {
+        match size.trim().parse::<usize>() {
+            Ok(1) => {}
+            Ok(_) => return Err(not_a_job(ENV_SIZE, &size)),
+            Err(_) => {
+                return Err(Error::InvalidArgument(format!("{ENV_SIZE}={size} is not a number of ranks (set by the launcher; unset it)")))
+            }
+        }
+    }
+    for name in [ENV_CTRL_FD, ENV_HEAP_FD] {
+        if let Ok(v) = std::env::var(name) {
+            return Err(not_a_job(name, &v));
+        }
+    }
+    Ok(())
+}
+
 impl SmpConduit {
     /// Joins the job the launcher created (ACTIVERMA_RANK etc. set), or returns `None` when
     /// the program was started without the launcher.
     pub fn from_env() -> Result<Option<SmpConduit>> {
-        let Ok(rank_text) = std::env::var(ENV_RANK) else { return Ok(None) };
+        let Ok(rank_text) = std::env::var(ENV_RANK) else {
+            check_no_stray_launcher_variables()?;
+            return Ok(None);
+        };
         let rank: Rank = rank_text.parse().map_err(|_| Error::InvalidArgument(format!("{ENV_RANK}={rank_text} is not a rank number")))?;
         // SAFETY: the launcher passed these descriptors to us; we take ownership exactly once.
         let ctrl = unsafe { OwnedFd::from_raw_fd(env_fd(ENV_CTRL_FD)?) };

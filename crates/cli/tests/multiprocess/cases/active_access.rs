@@ -65,6 +65,20 @@ pub fn bit_combinations() -> Result<()> {
             }
             let mut got = [0u8; 16];
             w.get(at(6), &mut got)?;
+            // Atomics are not defined on logged pages that permit them (refused as unsupported,
+            // on every path); without W a writing atomic is a protection fault; a fetch is a
+            // read: page 5 (R only) takes it, page 6 (R, logged gets) refuses it as unsupported.
+            for p in [1, 2] {
+                let r = w.fetch_add(at(p), 1);
+                assert!(matches!(r, Err(Error::Unsupported(_))), "page {p}: fetch-add on a logged page, got {r:?}");
+            }
+            for p in [3, 4, 5, 6] {
+                let r = w.fetch_add(at(p), 1);
+                assert!(matches!(r, Err(Error::Protection { .. })), "page {p}: fetch-add without W, got {r:?}");
+            }
+            let r = w.fetch(at(6));
+            assert!(matches!(r, Err(Error::Unsupported(_))), "page 6: fetch on a page logging gets, got {r:?}");
+            w.fetch(at(5))?;
             w.active_flush(0)?;
         }
         w.barrier()?;
@@ -228,57 +242,74 @@ pub fn bits_change_under_load() -> Result<()> {
 }
 
 /// Active flush orders: after `active_flush(0)` returns, every active put this origin made has
-/// run through rank 0's handler — checked by rank 0 when it sees the origin's plain flag put,
-/// issued after the active flush, while rank 0 makes progress and nothing else synchronises.
+/// run through rank 0's handler. The handler counts each origin's entries in rank 0's segment;
+/// the origin reads its count with a get right after the active flush, and rank 0 checks the
+/// total when it sees the origin's plain flag put, issued after that, while rank 0 only makes
+/// progress. The puts go to a marked segment page and to a marked page of exposed private
+/// memory, whose path depends on the registration strategy (under bounce and part they travel
+/// through the target, which appends them to its log itself): the guarantee holds for every path.
 pub fn active_flush_orders() -> Result<()> {
     let w = activerma::init()?;
     let (me, n) = (w.rank(), w.size());
-    let seg = w.alloc_segment(2 * 4096)?;
-    let handled = Arc::new(AtomicU64::new(0));
-    const PUTS: u64 = 300;
+    let page = 4096;
+    // Page 0: marked; page 1: per-origin handled counts (words 0..n) and flags (words 64..64+n).
+    let seg = w.alloc_segment(2 * page)?;
+    let mut private = vec![0u8; 2 * page];
+    let off = private.as_ptr().align_offset(page);
+    let exposed = w.expose(&mut private[off..off + page], Prot::ReadWrite)?;
+    let paddr = share_u64(&w, exposed.addr() as u64)?[0] as usize;
+    const PUTS: u64 = 1000;
+    let word = |i: usize| seg.as_ptr().wrapping_add(page + 8 * i) as *const AtomicU64;
     if me == 0 {
-        let h = handled.clone();
-        w.create_log(
-            4,
-            1 << 12,
-            notify_from_env()?,
-            Arc::new(move |_: &LogEntry| {
-                h.fetch_add(1, Ordering::AcqRel);
-            }),
-        )?;
-        w.assoc_pages(seg.as_ptr(), 4096, Actions::WL | Actions::WLD, Some(4))?;
+        let counts = seg.as_ptr() as usize + page;
+        // One log per page, so that the private page's log is flushed on its own merits.
+        for domain in [4, 5] {
+            w.create_log(
+                domain,
+                1 << 12,
+                notify_from_env()?,
+                Arc::new(move |e: &LogEntry| {
+                    // SAFETY: word `origin` of page 1 of our segment, which outlives the handlers.
+                    let count = unsafe { &*((counts + 8 * e.meta.origin as usize) as *const AtomicU64) };
+                    count.fetch_add(1, Ordering::AcqRel);
+                }),
+            )?;
+        }
+        w.assoc_pages(seg.as_ptr(), page, Actions::WL | Actions::WLD, Some(4))?;
+        w.assoc_pages(paddr as *const u8, page, Actions::WL | Actions::WLD, Some(5))?;
     }
     w.barrier()?;
     if me != 0 {
         for i in 0..PUTS {
             w.put(seg.remote(0, 8 * (i as usize % 64)), &i.to_le_bytes())?;
+            w.put(RemotePtr::new(0, paddr + 8 * (i as usize % 64)), &i.to_le_bytes())?;
         }
         w.active_flush(0)?;
+        let mut handled = [0u8; 8];
+        w.get(seg.remote(0, page + 8 * me), &mut handled)?;
+        let handled = u64::from_le_bytes(handled);
+        assert_eq!(handled, 2 * PUTS, "rank {me}: active_flush(0) returned with {handled} of {} active puts handled", 2 * PUTS);
         // A plain put to the unmarked page: rank 0 may look at its count when it sees this.
-        w.put(seg.remote(0, 4096 + 8 * me), &1u64.to_le_bytes())?;
+        w.put(seg.remote(0, page + 8 * (64 + me)), &1u64.to_le_bytes())?;
     } else {
-        // SAFETY: flags in our own segment, written by remote plain puts of whole words.
-        let flag = |r: usize| unsafe { std::ptr::read_volatile(seg.as_ptr().add(4096 + 8 * r) as *const u64) };
+        // SAFETY: words of our own segment, written by the handler and by remote plain puts.
+        let at = |i: usize| unsafe { &*word(i) }.load(Ordering::Acquire);
         let mut seen = vec![false; n];
         let mut done = 1;
         while done < n {
             w.progress();
             for (r, seen) in seen.iter_mut().enumerate().skip(1) {
-                if !*seen && flag(r) == 1 {
+                if !*seen && at(64 + r) == 1 {
                     *seen = true;
                     done += 1;
-                    // Every origin that flagged has all its puts handled: at least PUTS per flag.
-                    let count = handled.load(Ordering::Acquire);
-                    assert!(
-                        count >= PUTS * (done as u64 - 1),
-                        "rank {r} flagged after active_flush, but only {count} entries were handled"
-                    );
+                    assert_eq!(at(r), 2 * PUTS, "rank {r} flagged after active_flush, but only {} entries were handled", at(r));
                 }
             }
         }
-        assert_eq!(handled.load(Ordering::Acquire), PUTS * (n as u64 - 1));
     }
     w.barrier()?;
+    drop(exposed);
+    drop(seg);
     w.finalize()
 }
 

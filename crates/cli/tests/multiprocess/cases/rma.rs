@@ -1,7 +1,7 @@
 //! Plain RMA: puts, gets, handles, flush, private memory, atomics.
 
 use super::{expect_protocol, pattern, private_protocols, share_u64};
-use activerma::{Error, Prot, RemotePtr, Result};
+use activerma::{Actions, AtomicOp, Error, Prot, RemotePtr, Result};
 
 const REGION: usize = 20_000; // not a page multiple: regions straddle pages
 
@@ -135,11 +135,20 @@ pub fn private_memory() -> Result<()> {
 pub fn atomics() -> Result<()> {
     let w = activerma::init()?;
     let (me, n) = (w.rank(), w.size());
-    let seg = w.alloc_segment(4096)?;
+    // Page 0: counters; page 1: marked read-only (R, no W) by its owner, for the fetch contract.
+    let seg = w.alloc_segment(2 * 4096)?;
     let mut private = vec![0u64; 8];
     // SAFETY: `private` outlives the exposure (dropped before it below).
     let exposed = unsafe { w.expose_raw(private.as_mut_ptr() as *mut u8, 64, Prot::ReadWrite)? };
     let paddr = share_u64(&w, exposed.addr() as u64)?;
+    let read_only = [0x5eed_0000 + me as u64; 4];
+    // SAFETY: the words' own bytes, borrowed for as long as `read_only` lives.
+    let ro = w.expose_read_only(unsafe { std::slice::from_raw_parts(read_only.as_ptr() as *const u8, 32) })?;
+    let ro_addr = share_u64(&w, ro.addr() as u64)?;
+    // SAFETY: word 0 of page 1 of our own segment, before anyone reads it (barrier below).
+    unsafe { std::ptr::write_volatile(seg.as_ptr().add(4096) as *mut u64, 0xfee1_0000 + me as u64) };
+    w.assoc_pages(seg.as_ptr().wrapping_add(4096), 4096, Actions::R, None)?;
+    w.barrier()?;
     const ITERS: u64 = 1500; // enough contention to expose a non-atomic mix of local and remote atomics
 
     // fetch-add from every rank on rank 0's segment and on rank 0's private memory.
@@ -180,12 +189,30 @@ pub fn atomics() -> Result<()> {
         assert_eq!(w.compare_swap(word, 42, 7)?, 42);
         assert_eq!(w.fetch(word)?, 7);
     }
+    // A fetch is a read: read permission suffices (a read-only exposure, a segment page marked
+    // R without W), as for MPI_Fetch_and_op with MPI_NO_OP. Every other atomic writes and needs
+    // read-write: refused with a protection error, the word unchanged.
+    for (t, &ro_at) in ro_addr.iter().enumerate() {
+        let ro_word = RemotePtr::new(t, ro_at as usize + 8);
+        let marked = seg.remote(t, 4096);
+        assert_eq!(w.fetch(ro_word)?, 0x5eed_0000 + t as u64, "fetch from rank {t}'s read-only exposure");
+        assert_eq!(w.fetch(marked)?, 0xfee1_0000 + t as u64, "fetch from rank {t}'s page marked R");
+        for at in [ro_word, marked] {
+            for op in [AtomicOp::FetchAdd(1), AtomicOp::Swap(1), AtomicOp::CompareSwap { expected: 0, new: 1 }] {
+                let e = w.atomic(at, op).unwrap_err();
+                assert!(matches!(e, Error::Protection { .. }), "{op:?} on read-only memory of rank {t}: {e}");
+            }
+        }
+        assert_eq!(w.fetch(ro_word)?, 0x5eed_0000 + t as u64, "rank {t}'s read-only word unchanged");
+        assert_eq!(w.fetch(marked)?, 0xfee1_0000 + t as u64, "rank {t}'s marked word unchanged");
+    }
     // Misaligned and out-of-range atomics are refused.
     let e = w.fetch_add(seg.remote(right, 3), 1).unwrap_err();
     assert!(matches!(e, Error::Misaligned { .. }), "{e}");
     let e = w.fetch_add(RemotePtr::new(right, paddr[right] as usize + 64), 1).unwrap_err();
     assert!(matches!(e, Error::NotExposed { .. }), "{e}");
     w.barrier()?;
+    drop(ro);
     drop(exposed);
     drop(private);
     w.finalize()
