@@ -61,6 +61,8 @@ def main():
 
     print()
     print("# activerma vs MPI one-sided, 2 ranks on this host, measured in the same run")
+    print(f"# machine: {meta.get('cpu_model', '?')}; memcpy 1 MiB: {meta.get('memcpy_gbs', '?')} GB/s "
+          "(measured in this run); compare ratios, not absolute numbers, across machines")
     print(f"# load average: start {a.load_start or '?'}, end {a.load_end or '?'}"
           f"  (activerma bench saw {meta.get('loadavg', '?')} -> {meta_end.get('loadavg', '?')})")
     print(f"# activerma: conduit {meta.get('conduit', '?')}, progress {meta.get('progress', '?')}, "

@@ -336,17 +336,21 @@ impl World {
     }
     /// Non-blocking put: the source may be reused when this returns; the handle says when the
     /// data is remotely visible.
+    #[inline]
     pub fn put_nb(&self, dst: RemotePtr, src: &[u8]) -> Result<OpHandle> {
         self.live()?.proto.put_nb(dst.rank, dst.addr, src)
     }
     /// Non-blocking get: `dst` holds the data once the handle completes.
+    #[inline]
     pub fn get_nb(&self, src: RemotePtr, dst: &mut [u8]) -> Result<OpHandle> {
         self.live()?.proto.get_nb(src.rank, src.addr, dst)
     }
     /// Implicit non-blocking put, completed by `flush(rank)`, `flush_all()` or `barrier()`.
+    #[inline]
     pub fn put_nbi(&self, dst: RemotePtr, src: &[u8]) -> Result<()> {
         self.live()?.proto.put_nbi(dst.rank, dst.addr, src)
     }
+    #[inline]
     pub fn get_nbi(&self, src: RemotePtr, dst: &mut [u8]) -> Result<()> {
         self.live()?.proto.get_nbi(src.rank, src.addr, dst)
     }
@@ -364,22 +368,28 @@ impl World {
     /// and needs read permission only (as MPI_Fetch_and_op with MPI_NO_OP); every other op
     /// writes and needs read-write (`Error::Protection`). Pages marked to log accesses refuse
     /// the atomics they permit (`Error::Unsupported`): atomics are not logged.
+    #[inline]
     pub fn atomic(&self, at: RemotePtr, op: AtomicOp) -> Result<u64> {
         self.live()?.proto.atomic(at.rank, at.addr, op)
     }
+    #[inline]
     pub fn fetch_add(&self, at: RemotePtr, v: u64) -> Result<u64> {
         self.atomic(at, AtomicOp::FetchAdd(v))
     }
+    #[inline]
     pub fn add(&self, at: RemotePtr, v: u64) -> Result<()> {
         self.atomic(at, AtomicOp::FetchAdd(v)).map(drop)
     }
+    #[inline]
     pub fn swap(&self, at: RemotePtr, v: u64) -> Result<u64> {
         self.atomic(at, AtomicOp::Swap(v))
     }
+    #[inline]
     pub fn compare_swap(&self, at: RemotePtr, expected: u64, new: u64) -> Result<u64> {
         self.atomic(at, AtomicOp::CompareSwap { expected, new })
     }
     /// Atomic read of the word at `at`: read permission suffices (see `atomic`).
+    #[inline]
     pub fn fetch(&self, at: RemotePtr) -> Result<u64> {
         self.atomic(at, AtomicOp::Fetch)
     }

@@ -63,9 +63,11 @@ pub struct TableLayout {
 }
 
 impl TableLayout {
+    #[inline(always)]
     fn regions_off() -> usize {
         std::mem::size_of::<TableHeader>().next_multiple_of(64)
     }
+    #[inline(always)]
     fn entries_off(&self) -> usize {
         Self::regions_off() + self.max_regions * std::mem::size_of::<RegionDesc>()
     }
@@ -109,7 +111,7 @@ impl Raw {
         // SAFETY: i < max_regions, inside the window.
         unsafe { &*(self.base.add(TableLayout::regions_off()) as *const RegionDesc).add(i) }
     }
-    #[inline]
+    #[inline(always)]
     fn entry(&self, i: usize) -> &AtomicU64 {
         debug_assert!(i < self.layout.heap_pages + self.layout.private_pages);
         // SAFETY: i is inside the entries array.
@@ -214,6 +216,36 @@ impl OriginTable {
     pub fn registered(&self, lookup: &Lookup, addr: usize, len: usize) -> bool {
         pages_spanned(lookup.page_base, addr, len.max(1))
             .all(|p| self.raw.entry(lookup.first_entry + p).load(Ordering::Acquire) & Entry::REGISTERED as u64 != 0)
+    }
+
+    /// Where the target's symmetric heap (region 0) lies in its address space: (base, len).
+    pub fn heap_range(&self) -> (usize, usize) {
+        let heap = self.raw.region(0);
+        (heap.base.load(Ordering::Acquire) as usize, heap.len.load(Ordering::Acquire) as usize)
+    }
+
+    /// The fast path of `check` for the symmetric heap (region 0): true when every page of the
+    /// `len` (> 0) bytes at `heap_off` is present, permits `kind` and has no Active Access bits,
+    /// and a segment ending inside the last page still covers the access. False means "take
+    /// `check`", which then decides (it may still allow the access, or name the error): the
+    /// same entries, read the same way, so both paths agree on every access.
+    #[inline(always)]
+    pub fn heap_plain(&self, heap_off: usize, len: usize, kind: AccessKind) -> bool {
+        let want = Entry::PRESENT as u64 | kind.needs();
+        let shift = page_size().trailing_zeros();
+        let (first, last) = (heap_off >> shift, (heap_off + len - 1) >> shift);
+        if last >= self.raw.layout.heap_pages {
+            return false;
+        }
+        let mut e = 0;
+        for p in first..=last {
+            e = self.raw.entry(p).load(Ordering::Acquire);
+            if e & (want | Entry::ACTIVE as u64) != want {
+                return false;
+            }
+        }
+        let limit = Entry::limit(e);
+        limit == 0 || heap_off + len - (last << shift) <= limit
     }
 
     /// Checks an access of `len` bytes at the target's address `addr`. Zero-length accesses

@@ -43,6 +43,7 @@ fn decode(m: &[u8]) -> Option<(usize, AtomicOp)> {
     Some((word(1) as usize, op))
 }
 
+#[inline]
 pub(crate) fn kind(op: AtomicOp) -> AccessKind {
     if op == AtomicOp::Fetch {
         AccessKind::AtomicRead

@@ -69,6 +69,8 @@ pub struct Proto {
     counters: Arc<Counters>,
     /// Per rank: its table, if this process can read it (same host).
     tables: Vec<Option<OriginTable>>,
+    /// Per rank: the segment fast path's view of its heap (select.rs), if it may be taken.
+    segment_views: Vec<Option<select::SegmentView>>,
     heaps: Vec<Option<Window>>,
     /// Bytes in every rank's symmetric heap.
     heap_len: usize,
@@ -206,11 +208,18 @@ impl Proto {
         use activerma_core::settings as s;
         let iotlb =
             IotlbConfig::parse(&s::raw(s::IOTLB_ENTRIES), &s::raw(s::IOTLB_WAYS), &s::raw(s::IOTLB_EVICTION), &s::raw(s::IOTLB_MISS_NS))?;
+        let iotlb = Iotlb::new(iotlb);
+        let verbose = settings::get_bool(settings::VERBOSE)?;
+        // Every access must pass the modelled IOTLB, and the verbose log names each first use
+        // of a protocol: then there is no shortcut.
+        let segment_views =
+            (0..n).map(|r| if iotlb.enabled() || verbose { None } else { select::SegmentView::of(tables[r].as_ref(), heaps[r]) }).collect();
         Ok(Proto {
             seq: (0..n).map(|_| AtomicU64::new(0)).collect(),
             touched: (0..n).map(|_| AtomicU64::new(0)).collect(),
             active_via_target: (0..n).map(|_| Default::default()).collect(),
-            iotlb: Iotlb::new(iotlb),
+            iotlb,
+            segment_views,
             marks: handlers.marks,
             posted: handlers.posted,
             strategy: Strategy::from_settings()?,
@@ -219,7 +228,7 @@ impl Proto {
             firehose: None,
             rma_exposures: None,
             pending_until: (0..n).map(|_| AtomicU64::new(0)).collect(),
-            verbose: settings::get_bool(settings::VERBOSE)?,
+            verbose,
             rma_rendezvous_min: settings::get_u64(settings::RMA_RENDEZVOUS_MIN)? as usize,
             seen: Default::default(),
             conduit,
@@ -316,7 +325,20 @@ impl Proto {
     }
 
     /// 64-bit atomic on the target; returns the previous value (for `Fetch`: the value).
+    #[inline]
     pub fn atomic(&self, rank: Rank, addr: usize, op: AtomicOp) -> Result<u64> {
+        if self.cpu_atomics_coherent && addr.is_multiple_of(8) {
+            if let Some(local) = self.segment_fast(rank, addr, 8, atomic_am::kind(op)) {
+                let old = atomic_direct::run(self, local, op);
+                completion::spin_until(self.net.completion_time(8));
+                return Ok(old);
+            }
+        }
+        self.atomic_chosen(rank, addr, op)
+    }
+
+    #[inline(never)]
+    fn atomic_chosen(&self, rank: Rank, addr: usize, op: AtomicOp) -> Result<u64> {
         self.check_rank(rank)?;
         if !addr.is_multiple_of(8) {
             return Err(Error::Misaligned { rank, addr });
@@ -335,8 +357,19 @@ impl Proto {
         Ok(old)
     }
 
-    #[inline]
+    #[inline(always)]
     fn put_start(&self, rank: Rank, addr: usize, src: &[u8], complete: bool) -> Result<u64> {
+        match self.segment_fast(rank, addr, src.len(), AccessKind::Put) {
+            Some(local) => {
+                put_direct::run(self, local, src);
+                Ok(self.net.completion_time(src.len()))
+            }
+            None => self.put_chosen(rank, addr, src, complete),
+        }
+    }
+
+    #[inline(never)]
+    fn put_chosen(&self, rank: Rank, addr: usize, src: &[u8], complete: bool) -> Result<u64> {
         self.check_rank(rank)?;
         if src.is_empty() {
             return Ok(0);
@@ -378,8 +411,19 @@ impl Proto {
         Ok(self.net.completion_time(src.len()))
     }
 
-    #[inline]
+    #[inline(always)]
     fn get_start(&self, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<u64> {
+        match self.segment_fast(rank, addr, dst.len(), AccessKind::Get) {
+            Some(local) => {
+                get_direct::run(self, local, dst);
+                Ok(self.net.completion_time(dst.len()))
+            }
+            None => self.get_chosen(rank, addr, dst),
+        }
+    }
+
+    #[inline(never)]
+    fn get_chosen(&self, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<u64> {
         self.check_rank(rank)?;
         if dst.is_empty() {
             return Ok(0);

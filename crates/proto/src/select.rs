@@ -139,7 +139,49 @@ impl<'a> Choice<'a> {
     }
 }
 
+/// The segment fast path's view of one target whose heap and table this process maps: a put,
+/// get or atomic that lies in its heap, on plain permitted pages, is a copy or a CPU atomic
+/// at `local + (addr - remote_base)` with nothing else to decide. Built only when nothing else
+/// watches accesses (no modelled IOTLB, no verbose protocol log).
+#[derive(Clone, Copy)]
+pub(crate) struct SegmentView {
+    local: *mut u8,
+    remote_base: usize,
+    len: usize,
+}
+
+// SAFETY: a description of shared memory, as `Window`.
+unsafe impl Send for SegmentView {}
+unsafe impl Sync for SegmentView {}
+
+impl SegmentView {
+    /// The view of `rank`'s heap, when the table and the mapping describe the same bytes.
+    pub(crate) fn of(table: Option<&activerma_mem::OriginTable>, heap: Option<activerma_transport::Window>) -> Option<SegmentView> {
+        let (table, heap) = (table?, heap?);
+        (table.heap_range() == (heap.remote_base, heap.len)).then_some(SegmentView {
+            local: heap.local,
+            remote_base: heap.remote_base,
+            len: heap.len,
+        })
+    }
+}
+
 impl Proto {
+    /// The segment fast path: where the access goes in this process's mapping of `rank`'s
+    /// segment, when it is a plain access to it (see `SegmentView`); None sends the caller to
+    /// `choose`, which decides every other case and names every error.
+    #[inline(always)]
+    pub(crate) fn segment_fast(&self, rank: Rank, addr: usize, len: usize, kind: AccessKind) -> Option<*mut u8> {
+        let v = self.segment_views.get(rank)?.as_ref()?;
+        let off = addr.wrapping_sub(v.remote_base);
+        if len == 0 || off >= v.len || len > v.len - off {
+            return None;
+        }
+        let table = self.tables[rank].as_ref()?;
+        // SAFETY: off + len <= v.len: inside the mapping.
+        table.heap_plain(off, len, kind).then(|| unsafe { v.local.add(off) })
+    }
+
     #[inline]
     pub(crate) fn choose(&self, rank: Rank, addr: usize, len: usize, kind: AccessKind) -> Result<Choice<'_>> {
         self.choose_for(rank, addr, len, kind, Pass::Access)

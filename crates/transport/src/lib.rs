@@ -28,6 +28,7 @@ pub enum AtomicOp {
 }
 
 /// Applies `op` to a word this process can reach; returns the previous value.
+#[inline]
 pub fn apply_atomic(word: &std::sync::atomic::AtomicU64, op: AtomicOp) -> u64 {
     use std::sync::atomic::Ordering::SeqCst;
     match op {

@@ -263,6 +263,7 @@ pub fn dht(args: &BenchArgs) -> BResult<()> {
     .into_iter()
     .collect();
     println!("activerma bench dht: {ops} inserts per rank (1 in 8 deleted again, every 7th looked up), load {}", super::load_avg());
+    println!("{}", super::machine::header_line());
     println!("model \"paper\": {}", PAPER_MODEL.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" "));
     let mut checks = Vec::new();
     for (model, env) in [("raw shared memory", &[][..]), ("modelled network (paper)", &PAPER_MODEL[..])] {
@@ -404,6 +405,7 @@ pub fn counter(args: &BenchArgs) -> BResult<()> {
         "activerma bench counter: {ops} accesses per rank (half puts, half gets, 8 B, random pages of 256), median of {reps} rounds, load {}",
         super::load_avg()
     );
+    println!("{}", super::machine::header_line());
     let mut checks = Vec::new();
     for (model, env) in [("raw shared memory", &[][..]), ("modelled network (paper)", &PAPER_MODEL[..])] {
         for &p in &ranks {
@@ -444,6 +446,7 @@ pub fn stencil(args: &BenchArgs) -> BResult<()> {
         1usize << n_log2,
         super::load_avg()
     );
+    println!("{}", super::machine::header_line());
     // Default pages (transparent huge pages where the kernel gives them), then 4 KiB pages on
     // both sides: PART installs faulted pages 4 KiB at a time, so the first pair also measures
     // the page-size difference, the second faults alone.

@@ -77,6 +77,7 @@ pub fn working_set(args: &BenchArgs) -> BResult<()> {
         PUT >> 10,
         super::load_avg()
     );
+    println!("{}", super::machine::header_line());
     // Every strategy is a job of its own on freshly exposed memory, and where its pages land
     // moves a job's times by up to 30 % (pin-all and rendezvous, identical once warm, differed
     // so in one run): the strategies take turns, round after round, and each point is the

@@ -65,6 +65,7 @@ pub fn threads(args: &BenchArgs) -> BResult<()> {
     let _ = std::fs::remove_file(&out);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!("activerma bench firehose-threads: {cores} cores, load {}", super::load_avg());
+    println!("{}", super::machine::header_line());
     if cores <= 2 {
         println!(
             "# NOTE: {cores} cores only. Rank 1 (the target) polls on one of them, so rank 0's threads share the other(s): \

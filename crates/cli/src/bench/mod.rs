@@ -17,6 +17,7 @@ mod firehose;
 mod firehose_threads;
 mod jobs;
 mod limits;
+mod machine;
 mod page_buf;
 mod part;
 mod part_pair;
@@ -54,6 +55,7 @@ const ACK_OFF: usize = 1024;
 const CMD_SERVE: u64 = 0;
 const CMD_ECHO: u64 = 1;
 const CMD_EXIT: u64 = 2;
+const CMD_PONG: u64 = 3;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
 pub enum Which {
@@ -635,6 +637,7 @@ fn serve(world: &World, ctrl: &Segment, shm: Option<&SharedPage>) {
         match cmd.load(Ordering::Acquire) {
             CMD_EXIT => return,
             CMD_ECHO if shm.is_some() => shm.unwrap().echo(&mut buf, || cmd.load(Ordering::Relaxed) == CMD_ECHO),
+            CMD_PONG if shm.is_some() => shm.unwrap().pong(|| cmd.load(Ordering::Relaxed) == CMD_PONG),
             _ => {
                 world.progress();
             }

@@ -90,6 +90,7 @@ pub fn latency(args: &BenchArgs) -> BResult<()> {
          Figures 7 and 9), load {}",
         super::load_avg()
     );
+    println!("{}", super::machine::header_line());
     for (i, c) in CASES.iter().enumerate() {
         let mut env = vec![(CASE_ENV.to_string(), i.to_string()), (OUT_ENV.to_string(), out.to_string_lossy().into_owned())];
         env.extend(c.env.iter().map(|&(k, v)| (k.to_string(), v.to_string())));

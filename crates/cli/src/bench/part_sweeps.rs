@@ -219,6 +219,7 @@ pub fn all_faults(args: &BenchArgs) -> BResult<()> {
          (outside the timed put) before each put; cases interleaved in runs of {CHUNK} puts in one job; load {}",
         super::load_avg()
     );
+    println!("{}", super::machine::header_line());
     let target = "PIA at 100 % faults <= 2x no fault for 1 MiB (paper 2.6x)";
     both_links("part-all-faults", args, all_faults_table, target, 2.0)?;
     println!("# load at the end: {}", super::load_avg());
@@ -268,6 +269,7 @@ pub fn fault_freq(args: &BenchArgs) -> BResult<()> {
          puts in one job; load {}",
         super::load_avg()
     );
+    println!("{}", super::machine::header_line());
     both_links("part-fault-freq", args, fault_freq_table, "PIA at 5 % faults <= 1.1x no fault (paper 1.15x)", 1.1)?;
     println!(
         "# at memory speed a fault's fixed cost (NACK, ~13 scattered page-ins, ERR, resend) weighs against a ~60 us \

@@ -6,6 +6,7 @@
 //! offset 0     flag  (rank 0 writes, rank 1 polls)      } one cache line
 //! offset 8     len   (bytes of data that come with it)  }
 //! offset 256   ack   (rank 1 writes, rank 0 polls)
+//! offset 512   ping-pong word (both write and poll it: one cache line for the whole round trip)
 //! offset 1024  a word only rank 0 touches (local atomic limit)
 //! offset 4096  data  (up to DATA_MAX bytes)
 //! ```
@@ -17,6 +18,7 @@ const LEN: usize = 64 * 1024;
 const FLAG: usize = 0;
 const DLEN: usize = 8;
 const ACK: usize = 256;
+const PINGPONG: usize = 512;
 const LOCAL: usize = 1024;
 const DATA: usize = 4096;
 pub const DATA_MAX: usize = LEN - DATA;
@@ -89,12 +91,29 @@ impl SharedPage {
     pub fn ack(&self) -> &AtomicU64 {
         self.word(ACK)
     }
+    pub fn pingpong(&self) -> &AtomicU64 {
+        self.word(PINGPONG)
+    }
     pub fn local_word(&self) -> &AtomicU64 {
         self.word(LOCAL)
     }
     pub fn data(&self) -> *mut u8 {
         // SAFETY: inside the mapping.
         unsafe { self.ptr.add(DATA) }
+    }
+
+    /// Rank 1's side of the one-line hand-off: whenever the ping-pong word is odd (rank 0's
+    /// ping), make it even (the pong) in the same cache line.
+    pub fn pong(&self, keep_going: impl Fn() -> bool) {
+        let word = self.pingpong();
+        loop {
+            let v = word.load(Ordering::Acquire);
+            if v & 1 == 1 {
+                word.store(v + 1, Ordering::Release);
+            } else if !keep_going() {
+                return;
+            }
+        }
     }
 
     /// Rank 1's side of the hand-off: answer every new flag (after copying the data that came

@@ -55,6 +55,15 @@ fn time_batch<E>(batch: &mut impl FnMut(u64) -> Result<(), E>, n: u64) -> Result
 }
 
 /// Runs `batch(n)` (which must perform exactly `n` operations) as the plan says.
+/// A physical limit must be a lower bound on what any code can do: it is measured with three
+/// times the repetitions and reported as its best batch (median = min), so that a noisy
+/// moment cannot make it look slower than it is.
+pub fn measure_limit<E>(plan: &Plan, batch: impl FnMut(u64) -> Result<(), E>) -> Result<Stats, E> {
+    let best = Plan { reps: (plan.reps * 3).min(MAX_REPS), ..*plan };
+    let st = measure(&best, batch)?;
+    Ok(Stats { median_ns: st.min_ns, ..st })
+}
+
 pub fn measure<E>(plan: &Plan, mut batch: impl FnMut(u64) -> Result<(), E>) -> Result<Stats, E> {
     let reps = plan.reps.clamp(1, MAX_REPS);
     let mut n = 1u64;

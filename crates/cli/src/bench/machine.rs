@@ -1,0 +1,47 @@
+//! The machine a benchmark ran on, printed in every benchmark's header: numbers from two
+//! machines must never be compared, and a reader can only tell them apart if each run names
+//! its CPU and how fast that CPU copies memory right now.
+
+use std::sync::OnceLock;
+
+/// The CPU model as /proc/cpuinfo names it ("unknown CPU" where it does not).
+pub fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines().find_map(|l| l.strip_prefix("model name").and_then(|r| r.split_once(':')).map(|(_, m)| m.trim().to_string()))
+        })
+        .unwrap_or_else(|| "unknown CPU".into())
+}
+
+/// memcpy bandwidth of 1 MiB copies between two pre-touched buffers in this process, in GB/s
+/// (10^9 B/s): the best of 9 batches of ~2 ms, measured once per process (about 20 ms).
+pub fn memcpy_gbs() -> f64 {
+    static GBS: OnceLock<f64> = OnceLock::new();
+    *GBS.get_or_init(|| {
+        const SIZE: usize = 1 << 20;
+        let src = vec![1u8; SIZE];
+        let mut dst = vec![0u8; SIZE];
+        let mut best = f64::MAX;
+        for _ in 0..9 {
+            let t = std::time::Instant::now();
+            for _ in 0..32 {
+                // SAFETY: two distinct buffers of SIZE bytes.
+                unsafe { std::ptr::copy_nonoverlapping(std::hint::black_box(src.as_ptr()), std::hint::black_box(dst.as_mut_ptr()), SIZE) };
+            }
+            best = best.min(t.elapsed().as_nanos() as f64 / 32.0);
+        }
+        SIZE as f64 / best
+    })
+}
+
+/// The header line: `# machine: <CPU model>, <n> CPUs online; memcpy 1 MiB: <x> GB/s (...)`.
+pub fn header_line() -> String {
+    // SAFETY: sysconf has no preconditions.
+    let ncpu = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    format!(
+        "# machine: {}, {ncpu} CPUs online; memcpy 1 MiB: {:.1} GB/s (best of 9 batches, measured in this run); compare ratios, not absolute numbers, across machines",
+        cpu_model(),
+        memcpy_gbs()
+    )
+}
