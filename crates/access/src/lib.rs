@@ -136,14 +136,13 @@ impl Access {
     /// Runs the slot's handler over every complete entry at the head of its log. One consumer
     /// at a time: if another thread is draining it, returns 0.
     pub(crate) fn drain(&self, slot: usize) -> usize {
-        let Some(log) = self.logs.read().unwrap()[slot].clone() else { return 0 };
         let Some(ring) = self.arena.ring(slot) else { return 0 };
-        let mut n = 0;
-        while let Some(e) = ring.peek() {
-            (log.handler)(&e);
-            ring.consume(e);
-            n += 1;
+        // Polling an empty log must stay cheap: no lock or reference count before it has work.
+        if !ring.has_entry() {
+            return 0;
         }
+        let Some(log) = self.logs.read().unwrap()[slot].clone() else { return 0 };
+        let n = ring.drain(|e| (log.handler)(e));
         if n > 0 {
             bump(&self.counters.log_entries_handled, n as u64);
         }

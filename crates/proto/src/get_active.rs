@@ -7,7 +7,6 @@ use crate::{get_cma, Proto};
 use activerma_core::counters::bump;
 use activerma_core::{Rank, Result};
 use activerma_mem::Lookup;
-use std::sync::atomic::Ordering;
 
 pub(crate) fn run(p: &Proto, rank: Rank, addr: usize, dst: &mut [u8], lookup: &Lookup, local: *mut u8) -> Result<()> {
     if lookup.private {
@@ -19,7 +18,7 @@ pub(crate) fn run(p: &Proto, rank: Rank, addr: usize, dst: &mut [u8], lookup: &L
     let mut waiter = activerma_am::Waiter::default();
     let touched =
         Logged::at_origin(p, rank, lookup, |l| log_append::get(l, addr, dst, &mut || waiter.step(&p.am, rank, "room in an access log")))?;
-    p.touched[rank].fetch_or(touched, Ordering::Relaxed);
+    p.note_touched(rank, touched);
     bump(&p.counters.get_active, 1);
     bump(&p.counters.bytes_got, dst.len() as u64);
     Ok(())

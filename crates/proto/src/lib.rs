@@ -478,6 +478,16 @@ impl Proto {
         self.seq[rank].fetch_add(1, Ordering::Relaxed)
     }
 
+    /// Records the log slots an active access appended to (for `active_flush`). Usually they
+    /// are recorded already: then no locked instruction, which would wait for the entry's stores.
+    #[inline]
+    pub(crate) fn note_touched(&self, rank: Rank, slots: u64) {
+        let t = &self.touched[rank];
+        if t.load(Ordering::Relaxed) & slots != slots {
+            t.fetch_or(slots, Ordering::Relaxed);
+        }
+    }
+
     /// A bounced access (registration miss) goes through the target, which logs it itself if a
     /// page is marked for Active Access: the next active flush there asks the target.
     #[inline]

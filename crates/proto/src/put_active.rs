@@ -8,7 +8,6 @@ use crate::{put_cma, Proto};
 use activerma_core::counters::bump;
 use activerma_core::{Rank, Result};
 use activerma_mem::Lookup;
-use std::sync::atomic::Ordering;
 
 pub(crate) fn run(p: &Proto, rank: Rank, addr: usize, src: &[u8], lookup: &Lookup, local: *mut u8) -> Result<()> {
     let mut write = |at: usize, bytes: &[u8]| -> Result<()> {
@@ -24,7 +23,7 @@ pub(crate) fn run(p: &Proto, rank: Rank, addr: usize, src: &[u8], lookup: &Looku
     let touched = Logged::at_origin(p, rank, lookup, |l| {
         log_append::put(l, addr, src, &mut write, &mut || waiter.step(&p.am, rank, "room in an access log"))
     })?;
-    p.touched[rank].fetch_or(touched, Ordering::Relaxed);
+    p.note_touched(rank, touched);
     bump(&p.counters.put_active, 1);
     bump(&p.counters.bytes_put, src.len() as u64);
     Ok(())
