@@ -1,6 +1,8 @@
-//! The `activerma` command line: `run` in mpirun's form and with `--`, rank counts it refuses.
+//! The `activerma` command line: `run` in mpirun's form and with `--`, rank counts it refuses,
+//! and `info` for people (100 columns) and for tools (JSON).
 
 use crate::driver::{show, Tally, LAUNCHER};
+use activerma_core::settings::TABLE;
 use std::process::{Command, Output};
 
 fn activerma(args: &[&str]) -> Output {
@@ -10,6 +12,8 @@ fn activerma(args: &[&str]) -> Output {
 pub fn checks(t: &mut Tally) {
     run_forms(t);
     bad_rank_counts(t);
+    info_fits(t);
+    info_json(t);
 }
 
 fn run_forms(t: &mut Tally) {
@@ -44,4 +48,51 @@ fn bad_rank_counts(t: &mut Tally) {
             || show(&out),
         );
     }
+}
+
+fn info_fits(t: &mut Tally) {
+    let out = activerma(&["info"]);
+    let so = String::from_utf8_lossy(&out.stdout);
+    let wide: Vec<&str> = so.lines().filter(|l| l.chars().count() > 100).collect();
+    let missing: Vec<&str> = TABLE.iter().map(|s| s.name).filter(|n| !so.contains(n)).collect();
+    t.check("info fits 100 columns and lists every setting".into(), out.status.success() && wide.is_empty() && missing.is_empty(), || {
+        format!("lines over 100 columns: {wide:#?}\nmissing settings: {missing:?}\n{}", show(&out))
+    });
+}
+
+fn info_json(t: &mut Tally) {
+    let out = activerma(&["info", "--json"]);
+    let doc: Result<serde_json::Value, _> = serde_json::from_slice(&out.stdout);
+    let problems: Vec<String> = match &doc {
+        Err(e) => vec![format!("not JSON: {e}")],
+        Ok(doc) => {
+            let settings = doc["settings"].as_array().cloned().unwrap_or_default();
+            let mut p: Vec<String> = TABLE
+                .iter()
+                .filter_map(|s| {
+                    let Some(j) = settings.iter().find(|j| j["name"] == s.name) else { return Some(format!("{} missing", s.name)) };
+                    let fields_ok = j["default"] == s.default
+                        && j["description"] == s.description
+                        && j["type"] == s.kind.name()
+                        && j["group"].is_string()
+                        && j["value"].is_string();
+                    (!fields_ok).then(|| format!("{} has wrong fields: {j}", s.name))
+                })
+                .collect();
+            if settings.len() != TABLE.len() {
+                p.push(format!("{} settings, the table has {}", settings.len(), TABLE.len()));
+            }
+            for fact in ["version", "conduit", "page_size", "memlock_limit", "progress", "registration", "network", "protocols"] {
+                if doc.get(fact).is_none() {
+                    p.push(format!("no {fact}"));
+                }
+            }
+            p
+        }
+    };
+    t.check(
+        "info --json is one JSON document with every setting and the facts info prints".into(),
+        out.status.success() && problems.is_empty(),
+        || format!("{problems:#?}\n{}", show(&out)),
+    );
 }
