@@ -1,14 +1,19 @@
 //! How the launcher forwards rank output: whole lines whatever the ranks do at once, nothing
-//! lost at the end, bytes unchanged, and a stderr line every rank prints shown once.
+//! lost at the end, bytes unchanged, a stderr line every rank prints shown once, and ranks that
+//! still see a terminal when the launcher writes to one.
 
 use crate::cases::output::{binary_bytes, long_line_fill, LONG_LINES, LONG_LINE_LEN};
-use crate::driver::{launch, show, Job, Tally};
+use crate::driver::{launch, show, Job, Tally, LAUNCHER};
+use std::io::Read;
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::process::{Command, Stdio};
 
 pub fn checks(t: &mut Tally) {
     lines_stay_whole(t);
     same_stderr_line_shown_once(t);
     last_words_kept(t);
     binary_unchanged(t);
+    terminal_stays_a_terminal(t);
 }
 
 /// Why `line` is not one whole line of the `long_lines` case, if it is not; else its rank and
@@ -95,4 +100,46 @@ fn last_words_kept(t: &mut Tally) {
 fn binary_unchanged(t: &mut Tally) {
     let (out, _) = launch(&Job { case: "binary_out", ranks: 1, env: vec![] }, &[]);
     t.check("binary output passes through unchanged".into(), out.status.success() && out.stdout == binary_bytes(), || show(&out));
+}
+
+/// The launcher's stdout on a raw pseudo-terminal: the ranks see a terminal too (so C's stdio
+/// line-buffers), and CR passes unchanged.
+fn terminal_stays_a_terminal(t: &mut Tally) {
+    let (mut leader, mut follower) = (0, 0);
+    // SAFETY: openpty writes two descriptors; name, settings and size may be null.
+    let rc = unsafe { libc::openpty(&mut leader, &mut follower, std::ptr::null_mut(), std::ptr::null(), std::ptr::null()) };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: fresh descriptors, ours alone; termios is filled by tcgetattr before use.
+    let (leader, follower) = unsafe {
+        let mut tio: libc::termios = std::mem::zeroed();
+        libc::tcgetattr(follower, &mut tio);
+        libc::cfmakeraw(&mut tio);
+        libc::tcsetattr(follower, libc::TCSANOW, &tio);
+        (std::fs::File::from(OwnedFd::from_raw_fd(leader)), OwnedFd::from_raw_fd(follower))
+    };
+    let me = std::env::current_exe().unwrap();
+    let mut launcher = Command::new(LAUNCHER)
+        .args(["run", "-n", "2", "--timeout", "60"])
+        .arg(&me)
+        .arg("terminal_out")
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(follower))
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("launcher runs");
+    let reader = std::thread::spawn(move || {
+        let mut got = Vec::new();
+        // The read ends with EIO once the launcher, the last holder of the terminal, exits.
+        let _ = (&leader).read_to_end(&mut got);
+        got
+    });
+    let status = launcher.wait().unwrap();
+    let got = reader.join().unwrap();
+    let mut err = String::new();
+    let _ = launcher.stderr.take().unwrap().read_to_string(&mut err);
+    let line = b"stdout is a terminal: true\rraw\n";
+    let both = got.len() == 2 * line.len() && got.chunks(line.len()).all(|c| c == line);
+    t.check("on a terminal, ranks write to a terminal too, bytes unchanged".into(), status.success() && both, || {
+        format!("  status: {status}\n  terminal got: {:?}\n  stderr:\n{err}", String::from_utf8_lossy(&got))
+    });
 }

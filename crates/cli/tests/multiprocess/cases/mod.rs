@@ -37,6 +37,7 @@ pub fn run(case: &str) -> i32 {
         "same_stderr" => output::same_stderr(),
         "no_final_newline" => output::no_final_newline(),
         "binary_out" => output::binary_out(),
+        "terminal_out" => output::terminal_out(),
         "aa_bit_combinations" => active_access::bit_combinations(),
         "aa_many_origins_tiny_log" => active_access::many_origins_tiny_log(),
         "aa_bits_change_under_load" => active_access::bits_change_under_load(),

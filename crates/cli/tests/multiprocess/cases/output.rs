@@ -1,6 +1,6 @@
 //! Ranks that print in ways that test how the launcher forwards their output: arguments that
 //! look like options, long lines written in pieces by every rank at once, the same stderr line
-//! on every rank, lines without a final newline, binary data.
+//! on every rank, lines without a final newline, binary data, a terminal to write to.
 
 use activerma::Result;
 use std::io::Write;
@@ -77,5 +77,14 @@ pub fn binary_out() -> Result<()> {
     let mut out = std::io::stdout().lock();
     out.write_all(&binary_bytes()).unwrap();
     out.flush().unwrap();
+    Ok(())
+}
+
+/// Whether stdout is a terminal, and a CR and LF that a terminal in raw mode passes unchanged.
+pub fn terminal_out() -> Result<()> {
+    // SAFETY: isatty only inspects the descriptor.
+    let tty = unsafe { libc::isatty(1) } == 1;
+    print!("stdout is a terminal: {tty}\rraw\n");
+    std::io::stdout().flush().unwrap();
     Ok(())
 }
