@@ -1,97 +1,196 @@
 //! `activerma info`: the settings table with effective values, and the facts a user needs to
-//! understand performance: conduit, page size, memlock limit, progress mode, network model.
+//! understand performance: conduit, page size, memlock limit, progress mode, registration,
+//! network model, protocols. Gathered once into `Info`, then shown for people (`text`, grouped
+//! by layer, 100 columns) or for tools (`--json`, one JSON document).
 
-use activerma_core::settings::{self, TABLE};
+mod text;
+
+use activerma_core::settings::{self, Kind, Layer, TABLE};
 use activerma_transport::netmodel::NetModel;
+use serde::Serialize;
 
-pub fn print() -> i32 {
-    let mut bad = 0;
-    println!("activerma {}", env!("CARGO_PKG_VERSION"));
-    println!();
-    println!("{:<30} {:<16} {:<9} {:<9} description", "setting", "type", "default", "effective");
-    for s in TABLE {
-        let set = std::env::var(s.name).ok().filter(|v| !v.trim().is_empty());
-        let effective = settings::raw(s.name);
-        println!("{:<30} {:<16} {:<9} {:<9} {}", s.name, s.kind.name(), s.default, effective, s.description);
-        if set.is_some() {
-            let check = match s.kind {
-                settings::Kind::Bool => settings::get_bool(s.name).map(drop),
-                settings::Kind::Int | settings::Kind::Size => settings::get_u64(s.name).map(drop),
-                settings::Kind::Float => settings::get_f64(s.name).map(drop),
-                settings::Kind::Enum(_) => settings::get_enum(s.name).map(drop),
-            };
-            if let Err(e) = check {
-                println!("  ^ error: {e}");
-                bad += 1;
-            }
-        }
-    }
-    println!();
-    let memlock = match activerma_core::page::memlock_limit() {
-        None => "unlimited".to_string(),
-        Some(b) => format!("{} KiB", b / 1024),
+#[derive(clap::Args, Debug)]
+pub struct InfoArgs {
+    /// Print one JSON document (settings with group, type, default, value and description, and
+    /// the other facts) for tools.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Serialize)]
+struct Group {
+    key: &'static str,
+    title: &'static str,
+}
+
+#[derive(Serialize)]
+struct SettingRow {
+    name: &'static str,
+    group: &'static str,
+    #[serde(rename = "type")]
+    kind: String,
+    default: &'static str,
+    /// The effective value: the environment's, else the default.
+    value: String,
+    /// Whether the value comes from the environment.
+    set: bool,
+    description: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+#[derive(Serialize)]
+struct Registration {
+    /// None when ACTIVERMA_REGISTRATION is bad (see `error`).
+    strategy: Option<&'static str>,
+    /// Bytes a rank may keep pinned; None: no budget of our own, the memlock limit only.
+    pin_budget: Option<u64>,
+    pins_segments: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+    /// Counters each rank keeps (printed by `activerma bench`).
+    counters: Vec<&'static str>,
+}
+
+/// Whether a registration strategy is the one in force, and the counters it keeps (its settings
+/// are in the table, in its own group).
+#[derive(Serialize)]
+struct StrategyFacts {
+    active: bool,
+    counters: Vec<&'static str>,
+}
+
+#[derive(Serialize)]
+struct Network {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    description: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+#[derive(Serialize)]
+struct Protocols {
+    when: &'static str,
+    names: &'static [&'static str],
+}
+
+#[derive(Serialize)]
+struct Info {
+    version: &'static str,
+    groups: Vec<Group>,
+    settings: Vec<SettingRow>,
+    conduit: String,
+    conduits_built: Vec<&'static str>,
+    mpi_launcher_detected: bool,
+    page_size: usize,
+    /// Bytes; None: unlimited.
+    memlock_limit: Option<u64>,
+    /// Root ignores the memlock limit.
+    memlock_enforced: bool,
+    progress: String,
+    registration: Registration,
+    part: StrategyFacts,
+    firehose: StrategyFacts,
+    network: Network,
+    protocols: &'static [Protocols],
+}
+
+/// Which protocol moves a put/get/atomic, by where the target is and what memory it reaches.
+static PROTOCOLS: &[Protocols] = &[
+    Protocols { when: "same host, segment", names: &["put_direct", "get_direct", "atomic_direct"] },
+    Protocols { when: "same host, private memory", names: &["put_cma", "get_cma", "atomic_am"] },
+    Protocols { when: "other host, segment", names: &["put_rma", "get_rma", "atomic_rma"] },
+    Protocols { when: "other host, private memory", names: &["put_am", "get_am", "atomic_am"] },
+    Protocols {
+        when: "other host, private memory, from ACTIVERMA_RMA_RENDEZVOUS_MIN on",
+        names: &["put_rma_rendezvous", "get_rma_rendezvous"],
+    },
+    Protocols { when: "registration miss (same host, private memory) under bounce", names: &["put_bounce", "get_bounce"] },
+    Protocols { when: "registration miss under rendezvous and rendezvous-unpin", names: &["put_rendezvous", "get_rendezvous"] },
+    Protocols { when: "registration miss under part", names: &["put_part", "get_part"] },
+    Protocols { when: "registration miss under firehose", names: &["put_firehose", "get_firehose"] },
+];
+
+fn counter_names(snapshot: Vec<(&'static str, u64)>) -> Vec<&'static str> {
+    snapshot.into_iter().map(|(k, _)| k).collect()
+}
+
+/// The error of a setting set in the environment, if its value is bad.
+fn setting_error(name: &'static str, kind: Kind) -> Option<String> {
+    let check = match kind {
+        Kind::Bool => settings::get_bool(name).map(drop),
+        Kind::Int | Kind::Size => settings::get_u64(name).map(drop),
+        Kind::Float => settings::get_f64(name).map(drop),
+        Kind::Enum(_) => settings::get_enum(name).map(drop),
     };
-    println!("conduit          {}", settings::raw(settings::CONDUIT));
-    println!(
-        "conduits built   smp{}",
-        if cfg!(feature = "mpi") { ", mpi" } else { " (mpi: build with scripts/build-mpi.sh openmpi|mpich)" }
-    );
-    println!("MPI launcher     {}", if activerma_transport::started_by_mpi_launcher() { "detected" } else { "not detected" });
-    println!("page size        {} B", activerma_core::page::page_size());
-    println!("memlock limit    {memlock}{}", if unsafe { libc::geteuid() } == 0 { " (root: not enforced)" } else { "" });
-    println!("progress mode    {}", settings::raw(settings::PROGRESS));
-    match activerma::Strategy::from_settings() {
-        Ok(st) => {
-            let budget = settings::get_u64(settings::PIN_LIMIT).unwrap_or(0);
-            let budget = if budget == 0 { "memlock limit only".to_string() } else { format!("{} KiB", budget / 1024) };
-            println!(
-                "registration     {}; pin budget: {budget}; governs exposed private memory only, segments are registered at allocation{}",
-                st.name(),
-                if st.pins_segments() { " and pinned" } else { "" }
-            );
-        }
-        Err(e) => {
-            println!("registration     error: {e}");
-            bad += 1;
-        }
+    check.err().map(|e| e.to_string())
+}
+
+fn gather() -> Info {
+    let settings = TABLE
+        .iter()
+        .map(|s| {
+            let set = std::env::var(s.name).is_ok_and(|v| !v.trim().is_empty());
+            SettingRow {
+                name: s.name,
+                group: s.layer.key(),
+                kind: s.kind.name(),
+                default: s.default,
+                value: settings::raw(s.name),
+                set,
+                description: s.description,
+                error: if set { setting_error(s.name, s.kind) } else { None },
+            }
+        })
+        .collect();
+    let strategy = activerma::Strategy::from_settings();
+    let registration = Registration {
+        strategy: strategy.as_ref().ok().map(|s| s.name()),
+        pin_budget: settings::get_u64(settings::PIN_LIMIT).ok().filter(|&b| b > 0),
+        pins_segments: strategy.as_ref().is_ok_and(|s| s.pins_segments()),
+        error: strategy.as_ref().err().map(|e| e.to_string()),
+        counters: counter_names(activerma::RegistrationStats::default().snapshot()),
+    };
+    let part = StrategyFacts {
+        active: strategy.as_ref().is_ok_and(|&s| s == activerma::Strategy::Part),
+        counters: counter_names(activerma::PartStats::default().snapshot()),
+    };
+    let firehose = StrategyFacts {
+        active: strategy.as_ref().is_ok_and(|&s| s == activerma::Strategy::Firehose),
+        counters: counter_names(activerma::FirehoseStats::default().snapshot()),
+    };
+    let network = match NetModel::from_settings() {
+        Ok(n) => Network { description: Some(n.describe()), error: None },
+        Err(e) => Network { description: None, error: Some(e.to_string()) },
+    };
+    Info {
+        version: env!("CARGO_PKG_VERSION"),
+        groups: Layer::ALL.iter().map(|l| Group { key: l.key(), title: l.title() }).collect(),
+        settings,
+        conduit: settings::raw(settings::CONDUIT),
+        conduits_built: if cfg!(feature = "mpi") { vec!["smp", "mpi"] } else { vec!["smp"] },
+        mpi_launcher_detected: activerma_transport::started_by_mpi_launcher(),
+        page_size: activerma_core::page::page_size(),
+        memlock_limit: activerma_core::page::memlock_limit(),
+        // SAFETY: geteuid has no preconditions.
+        memlock_enforced: unsafe { libc::geteuid() } != 0,
+        progress: settings::raw(settings::PROGRESS),
+        registration,
+        part,
+        firehose,
+        network,
+        protocols: PROTOCOLS,
     }
-    let names: Vec<&str> = activerma::RegistrationStats::default().snapshot().into_iter().map(|(k, _)| k).collect();
-    println!("                 counters per rank (printed by `activerma bench`): {}", names.join(" "));
-    if activerma::Strategy::from_settings().is_ok_and(|s| s == activerma::Strategy::Part) {
-        println!(
-            "PART             block {}; page-in {}; retransmit {}; pretouch {}; injected fault probability {}",
-            settings::raw(settings::PART_BLOCK),
-            settings::raw(settings::PART_PAGEIN),
-            settings::raw(settings::PART_RETRANSMIT),
-            settings::raw(settings::PART_PRETOUCH),
-            settings::raw(settings::PART_FAULT_PROB)
-        );
-    }
-    let part: Vec<&str> = activerma::PartStats::default().snapshot().into_iter().map(|(k, _)| k).collect();
-    println!("                 PART counters per rank (printed by `activerma bench` under part): {}", part.join(" "));
-    if activerma::Strategy::from_settings().is_ok_and(|s| s == activerma::Strategy::Firehose) {
-        println!(
-            "firehose         M {}; MAXVICTIM {}; bucket {} page(s); f = M / (ranks - 1) per origin and target; pinned per rank <= M + MAXVICTIM",
-            settings::raw(settings::FIREHOSE_M),
-            settings::raw(settings::FIREHOSE_MAXVICTIM),
-            settings::raw(settings::FIREHOSE_BUCKET)
-        );
-    }
-    let fh: Vec<&str> = activerma::FirehoseStats::default().snapshot().into_iter().map(|(k, _)| k).collect();
-    println!(
-        "                 firehose counters per rank (printed by `activerma bench` under firehose, prefixed firehose_): {}",
-        fh.join(" ")
-    );
-    match NetModel::from_settings() {
-        Ok(n) => println!("modelled network {}", n.describe()),
-        Err(e) => println!("modelled network error: {e}"),
-    }
-    println!("protocols        same host: put_direct get_direct atomic_direct (segment) · put_cma get_cma atomic_am (private memory)");
-    println!("                 other host: put_rma get_rma atomic_rma (segment) · put_am get_am atomic_am (private memory; from ACTIVERMA_RMA_RENDEZVOUS_MIN on put_rma_rendezvous get_rma_rendezvous)");
-    println!("                 registration miss (same host, private memory): put_bounce get_bounce (bounce) · put_rendezvous get_rendezvous (rendezvous, rendezvous-unpin) · put_part get_part (part) · put_firehose get_firehose (firehose)");
-    if bad > 0 {
-        1
+}
+
+/// Prints the information; exit status 1 if a setting (or the registration strategy) is bad.
+pub fn print(args: InfoArgs) -> i32 {
+    let info = gather();
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&info).expect("info serializes"));
     } else {
-        0
+        print!("{}", text::render(&info));
     }
+    let bad = info.settings.iter().filter(|s| s.error.is_some()).count() + usize::from(info.registration.error.is_some());
+    i32::from(bad > 0)
 }

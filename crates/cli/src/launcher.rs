@@ -1,10 +1,14 @@
 //! The launcher: creates the job's shared memory (two memfds, so no file is ever left behind),
-//! starts N rank processes that inherit it, labels their output, watches them, and tears the
-//! job down as soon as one rank fails — saying which rank died and how.
+//! starts N rank processes that inherit it, forwards their output line by line, watches them,
+//! and tears the job down as soon as one rank fails — saying which rank died and how.
+
+mod channel;
+mod forward;
+mod merge;
 
 use activerma_core::settings;
 use activerma_transport::smp::{self, JobControl, JobFiles};
-use std::io::{BufRead, BufReader, Write};
+use forward::{Forwarder, Source, Stream};
 use std::os::fd::AsRawFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -12,9 +16,12 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 #[derive(clap::Args, Debug)]
+#[command(after_help = run_help())]
 pub struct RunArgs {
-    /// Number of ranks.
-    #[arg(short = 'n', long = "np")]
+    /// Number of ranks (a whole number, at least 1).
+    // Negative numbers are taken as the value so that `-n -1` is refused as a rank count
+    // rather than mistaken for an option.
+    #[arg(short = 'n', long = "np", value_name = "N", allow_negative_numbers = true, value_parser = rank_count)]
     pub n: u32,
     /// Prefix every output line with the rank that printed it.
     #[arg(long)]
@@ -28,9 +35,47 @@ pub struct RunArgs {
     /// Progress mode of every rank (sets ACTIVERMA_PROGRESS): app, thread or wake.
     #[arg(long)]
     pub progress: Option<String>,
-    /// The program and its arguments.
-    #[arg(last = true, required = true)]
+    /// The program and its arguments, passed on verbatim (`--` before them is optional).
+    // trailing_var_arg: as with mpirun, everything after the program belongs to the program,
+    // options included, so `run -n 2 ./prog --label` passes --label to ./prog.
+    #[arg(required = true, trailing_var_arg = true, num_args = 1..)]
     pub program: Vec<String>,
+}
+
+/// What `run --help` says after the options: the two forms, how output is forwarded, exit codes.
+fn run_help() -> String {
+    let window = merge::WINDOW.as_millis();
+    let piece = forward::MAX_PIECE / 1024;
+    format!(
+        "Forms:
+  activerma run -n 4 ./prog args      as with mpirun: everything after PROGRAM is the program's,
+  activerma run -n 4 -- ./prog args   options included (`--` before PROGRAM is optional)
+
+Output: every rank's stdout and stderr pass through the launcher line by line, so lines of
+different ranks never mix; stdout stays stdout, stderr stays stderr, bytes unchanged (--label
+puts \"[r] \" before each line). A line unfinished after {window} ms (a prompt) or longer than
+{piece} KiB goes out as it stands, and what a rank printed last is written when it ends, newline
+or not. A stderr line that several ranks print alike within {window} ms is written once, with
+the ranks it came from:
+  [ranks 0-3] activerma: bad setting ACTIVERMA_PROGRESS=sometimes: expected one of app, ...
+so stderr lines may wait up to {window} ms (a little more behind a rank's earlier lines); stdout
+is never merged. When the launcher's stdout or stderr is a terminal, ranks write to a
+pseudo-terminal, so they still see one (and C's stdio stays line-buffered). Rank 0 reads the
+launcher's stdin; the other ranks read /dev/null.
+
+Exit status: the first failing rank's (128+N if signal N killed it); 124 after --timeout;
+128+N when the launcher gets signal N; 2 for a bad command line or a rank that cannot start."
+    )
+}
+
+/// The rank count: a clap value parser, so a bad count is a usage error (exit 2) that says what
+/// is accepted instead of clap's generic "invalid digit".
+fn rank_count(text: &str) -> Result<u32, String> {
+    match text.trim().parse::<i64>() {
+        Ok(n) if n >= 1 => u32::try_from(n).map_err(|_| format!("{n} ranks are more than this launcher can start")),
+        Ok(_) => Err("the rank count must be at least 1".into()),
+        Err(_) => Err("the rank count must be a whole number of ranks, at least 1".into()),
+    }
 }
 
 static SIGNALLED: AtomicI32 = AtomicI32::new(0);
@@ -67,17 +112,19 @@ fn exit_info(status: ExitStatus) -> i32 {
     status.code().unwrap_or_else(|| -status.signal().unwrap_or(0))
 }
 
-fn spawn_rank(args: &RunArgs, files: &JobFiles, rank: u32) -> std::io::Result<Child> {
+/// Starts rank `rank`, with its stdout and stderr on channels to the launcher.
+fn spawn_rank(args: &RunArgs, files: &JobFiles, rank: u32) -> std::io::Result<(Child, [Source; 2])> {
+    let out = channel::for_stream(Stream::Stdout.fd())?;
+    let err = channel::for_stream(Stream::Stderr.fd())?;
     let mut cmd = Command::new(&args.program[0]);
     cmd.args(&args.program[1..])
         .env(smp::ENV_RANK, rank.to_string())
         .env(smp::ENV_SIZE, args.n.to_string())
         .env(smp::ENV_CTRL_FD, files.ctrl.as_raw_fd().to_string())
         .env(smp::ENV_HEAP_FD, files.heaps.as_raw_fd().to_string())
-        .stdin(if rank == 0 { Stdio::inherit() } else { Stdio::null() });
-    if args.label {
-        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-    }
+        .stdin(if rank == 0 { Stdio::inherit() } else { Stdio::null() })
+        .stdout(out.rank_end)
+        .stderr(err.rank_end);
     // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {
         cmd.pre_exec(|| {
@@ -93,20 +140,13 @@ fn spawn_rank(args: &RunArgs, files: &JobFiles, rank: u32) -> std::io::Result<Ch
             Ok(())
         });
     }
-    cmd.spawn()
-}
-
-fn forward_labelled(rank: u32, stream: impl std::io::Read + Send + 'static, to_stderr: bool) -> std::thread::JoinHandle<()> {
-    std::thread::spawn(move || {
-        for line in BufReader::new(stream).split(b'\n').map_while(Result::ok) {
-            let text = String::from_utf8_lossy(&line);
-            if to_stderr {
-                let _ = writeln!(std::io::stderr().lock(), "[{rank}] {text}");
-            } else {
-                let _ = writeln!(std::io::stdout().lock(), "[{rank}] {text}");
-            }
-        }
-    })
+    // `cmd` goes at return, and with it the launcher's copies of the rank ends: the rank then
+    // holds the only ones, so its streams end when it does.
+    let child = cmd.spawn()?;
+    Ok((
+        child,
+        [Source { rank, stream: Stream::Stdout, fd: out.launcher_end }, Source { rank, stream: Stream::Stderr, fd: err.launcher_end }],
+    ))
 }
 
 /// Stops every rank still running: SIGTERM, then SIGKILL after a grace period.
@@ -145,9 +185,6 @@ fn stop_all(children: &mut [Option<Child>], control: &JobControl) {
 }
 
 pub fn run(args: RunArgs) -> i32 {
-    if args.n == 0 {
-        return fail("-n must be at least 1");
-    }
     if let Some(s) = &args.segment_size {
         std::env::set_var(settings::SEGMENT_SIZE, s);
     }
@@ -173,26 +210,36 @@ pub fn run(args: RunArgs) -> i32 {
     let verbose = settings::get_bool(settings::VERBOSE).unwrap_or(false);
 
     let mut children: Vec<Option<Child>> = Vec::new();
-    let mut forwarders = Vec::new();
+    let mut sources = Vec::new();
+    let mut start_error = None;
     for r in 0..args.n {
         match spawn_rank(&args, &files, r) {
-            Ok(mut c) => {
+            Ok((c, streams)) => {
                 control.set_pid(r as usize, c.id());
-                if args.label {
-                    forwarders.push(forward_labelled(r, c.stdout.take().unwrap(), false));
-                    forwarders.push(forward_labelled(r, c.stderr.take().unwrap(), true));
-                }
                 children.push(Some(c));
+                sources.extend(streams);
             }
             Err(e) => {
-                let code = fail(format!("cannot start rank {r} ({}): {e}", args.program[0]));
-                stop_all(&mut children, &control);
-                return code;
+                start_error = Some(format!("cannot start rank {r} ({}): {e}", args.program[0]));
+                break;
             }
         }
     }
+    let output = match Forwarder::start(sources, args.n, args.label) {
+        Ok(f) => f,
+        Err(e) => {
+            stop_all(&mut children, &control);
+            return fail(format!("cannot forward the ranks' output: {e}"));
+        }
+    };
+    if let Some(msg) = start_error {
+        output.say(msg);
+        stop_all(&mut children, &control);
+        output.finish();
+        return 2;
+    }
     if verbose {
-        eprintln!("activerma run: started {} ranks of {}", args.n, args.program[0]);
+        output.say(format!("started {} ranks of {}", args.n, args.program[0]));
     }
 
     let started = Instant::now();
@@ -209,7 +256,7 @@ pub fn run(args: RunArgs) -> i32 {
                     remaining -= 1;
                     progressed = true;
                     if !st.success() && result == 0 {
-                        eprintln!("activerma run: rank {r} {}; stopping the other ranks", describe(st));
+                        output.say(format!("rank {r} {}; stopping the other ranks", describe(st)));
                         result = st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0));
                         if result == 0 {
                             result = 1;
@@ -218,7 +265,7 @@ pub fn run(args: RunArgs) -> i32 {
                 }
                 Ok(None) => {}
                 Err(e) => {
-                    eprintln!("activerma run: cannot wait for rank {r}: {e}");
+                    output.say(format!("cannot wait for rank {r}: {e}"));
                     result = 1;
                 }
             }
@@ -229,14 +276,14 @@ pub fn run(args: RunArgs) -> i32 {
         }
         let sig = SIGNALLED.load(Ordering::SeqCst);
         if sig != 0 {
-            eprintln!("activerma run: received signal {sig}; stopping the job");
+            output.say(format!("received signal {sig}; stopping the job"));
             stop_all(&mut children, &control);
             result = 128 + sig;
             break;
         }
         if let Some(t) = args.timeout {
             if started.elapsed().as_secs_f64() > t {
-                eprintln!("activerma run: the job ran past --timeout {t} s; stopping it");
+                output.say(format!("the job ran past --timeout {t} s; stopping it"));
                 stop_all(&mut children, &control);
                 result = 124;
                 break;
@@ -246,8 +293,6 @@ pub fn run(args: RunArgs) -> i32 {
             std::thread::sleep(Duration::from_millis(2));
         }
     }
-    for f in forwarders {
-        let _ = f.join();
-    }
+    output.finish();
     result
 }

@@ -17,8 +17,8 @@ struct Cli {
 enum Cmd {
     /// Start N ranks of PROGRAM on this host (like mpirun).
     Run(launcher::RunArgs),
-    /// Print the settings table, conduit, page size, memlock limit, progress mode and network model.
-    Info,
+    /// Print the settings by layer, conduit, page size, memlock limit, progress mode, registration and network model.
+    Info(info::InfoArgs),
     /// OSU-style benchmarks (2 ranks) with ratios to physical limits measured in the same run.
     Bench(bench::BenchArgs),
 }
@@ -27,7 +27,7 @@ fn main() {
     let cli = Cli::parse();
     let code = match cli.cmd {
         Cmd::Run(args) => launcher::run(args),
-        Cmd::Info => info::print(),
+        Cmd::Info(args) => info::print(args),
         Cmd::Bench(args) => bench::main(args),
     };
     std::process::exit(code);

@@ -26,8 +26,68 @@ impl Kind {
     }
 }
 
+/// The part of the runtime a setting tunes; `activerma info` groups the table by it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layer {
+    Job,
+    Conduit,
+    Progress,
+    Memory,
+    Firehose,
+    Part,
+    ActiveAccess,
+    Network,
+    Iotlb,
+}
+
+impl Layer {
+    /// In the order `activerma info` shows them: from the job down to the models.
+    pub const ALL: [Layer; 9] = [
+        Layer::Job,
+        Layer::Conduit,
+        Layer::Progress,
+        Layer::Memory,
+        Layer::Firehose,
+        Layer::Part,
+        Layer::ActiveAccess,
+        Layer::Network,
+        Layer::Iotlb,
+    ];
+
+    /// A short, stable key for tools (`activerma info --json`).
+    pub fn key(self) -> &'static str {
+        match self {
+            Layer::Job => "job",
+            Layer::Conduit => "conduit",
+            Layer::Progress => "progress",
+            Layer::Memory => "memory",
+            Layer::Firehose => "firehose",
+            Layer::Part => "part",
+            Layer::ActiveAccess => "active-access",
+            Layer::Network => "network",
+            Layer::Iotlb => "iotlb",
+        }
+    }
+
+    /// The heading people read.
+    pub fn title(self) -> &'static str {
+        match self {
+            Layer::Job => "job: waits and diagnostics",
+            Layer::Conduit => "conduits: smp (one host) and mpi (many hosts)",
+            Layer::Progress => "progress and active messages",
+            Layer::Memory => "memory and registration",
+            Layer::Firehose => "registration strategy firehose",
+            Layer::Part => "registration strategy PART",
+            Layer::ActiveAccess => "Active Access: access logs",
+            Layer::Network => "modelled network",
+            Layer::Iotlb => "modelled IOTLB",
+        }
+    }
+}
+
 pub struct Setting {
     pub name: &'static str,
+    pub layer: Layer,
     pub kind: Kind,
     pub default: &'static str,
     pub description: &'static str,
@@ -74,83 +134,83 @@ pub const PART_PRETOUCH: &str = "ACTIVERMA_PART_PRETOUCH";
 pub const PART_FAULT_PROB: &str = "ACTIVERMA_PART_FAULT_PROB";
 
 pub static TABLE: &[Setting] = &[
-    Setting { name: CONDUIT, kind: Kind::Enum(&["auto", "smp", "mpi"]), default: "auto",
+    Setting { name: CONDUIT, layer: Layer::Conduit, kind: Kind::Enum(&["auto", "smp", "mpi"]), default: "auto",
         description: "conduit: smp = one host, shared memory and cross-memory attach; mpi = many hosts, started by mpirun/srun (builds with the mpi feature); auto = mpi when started by an MPI launcher, else smp" },
-    Setting { name: PROGRESS, kind: Kind::Enum(&["app", "thread", "wake"]), default: "app",
+    Setting { name: PROGRESS, layer: Layer::Progress, kind: Kind::Enum(&["app", "thread", "wake"]), default: "app",
         description: "who runs active-message handlers at a target: the application's progress()/blocking calls, a polling thread, or a thread sleeping on a futex wake-up" },
-    Setting { name: SEGMENT_SIZE, kind: Kind::Size, default: "1G",
+    Setting { name: SEGMENT_SIZE, layer: Layer::Memory, kind: Kind::Size, default: "1G",
         description: "per-rank symmetric heap from which segments are allocated (virtual; pages cost memory only when touched)" },
-    Setting { name: MAX_PRIVATE_PAGES, kind: Kind::Int, default: "1048576",
+    Setting { name: MAX_PRIVATE_PAGES, layer: Layer::Memory, kind: Kind::Int, default: "1048576",
         description: "translation-table entries per rank for exposed private memory (pages)" },
-    Setting { name: MAX_REGIONS, kind: Kind::Int, default: "256",
+    Setting { name: MAX_REGIONS, layer: Layer::Memory, kind: Kind::Int, default: "256",
         description: "exposed ranges a rank may have at once (segment allocations share one)" },
-    Setting { name: AM_SLOTS, kind: Kind::Int, default: "256",
+    Setting { name: AM_SLOTS, layer: Layer::Progress, kind: Kind::Int, default: "256",
         description: "slots in each per-pair active-message queue (a power of two)" },
-    Setting { name: AM_SLOT_SIZE, kind: Kind::Size, default: "256",
+    Setting { name: AM_SLOT_SIZE, layer: Layer::Progress, kind: Kind::Size, default: "256",
         description: "bytes per active-message slot; longer messages are fragmented transparently" },
-    Setting { name: WAKE_INTERVAL_US, kind: Kind::Int, default: "2000",
+    Setting { name: WAKE_INTERVAL_US, layer: Layer::Progress, kind: Kind::Int, default: "2000",
         description: "wake progress mode: longest sleep before the thread polls anyway (us)" },
-    Setting { name: NET_LATENCY_NS, kind: Kind::Int, default: "0",
+    Setting { name: NET_LATENCY_NS, layer: Layer::Network, kind: Kind::Int, default: "0",
         description: "modelled network: latency added to every remote operation (ns); 0 = off" },
-    Setting { name: NET_BANDWIDTH_MBS, kind: Kind::Int, default: "0",
+    Setting { name: NET_BANDWIDTH_MBS, layer: Layer::Network, kind: Kind::Int, default: "0",
         description: "modelled network: bandwidth limit per origin (MB/s = 1e6 B/s); under PART each block and each resend is booked on the link by itself; 0 = unlimited" },
-    Setting { name: NET_RECV_NS, kind: Kind::Int, default: "0",
+    Setting { name: NET_RECV_NS, layer: Layer::Network, kind: Kind::Int, default: "0",
         description: "modelled network: CPU time to receive one active message (LogP's o: poll the NIC, copy the payload out), busy-waited by whoever runs its handler (ns)" },
-    Setting { name: NET_LOG_NS, kind: Kind::Int, default: "0",
+    Setting { name: NET_LOG_NS, layer: Layer::Network, kind: Kind::Int, default: "0",
         description: "modelled network: the extended IOMMU's memory access per access-log entry it writes (the paper's 70 ns), busy-waited by the data mover (ns)" },
-    Setting { name: NET_SCRATCHPAD_NS, kind: Kind::Int, default: "0",
+    Setting { name: NET_SCRATCHPAD_NS, layer: Layer::Network, kind: Kind::Int, default: "0",
         description: "modelled network: the extended IOMMU's scratchpad access per entry of a log a dedicated thread polls (notify=thread: the paper's direct CPU access, 15 ns), instead of NET_LOG_NS; busy-waited by the data mover (ns)" },
-    Setting { name: NET_INTERRUPT_NS, kind: Kind::Int, default: "0",
+    Setting { name: NET_INTERRUPT_NS, layer: Layer::Network, kind: Kind::Int, default: "0",
         description: "modelled network: cost of one interrupt (the paper's 3 us): wake-notified logs and the wake progress mode then poll instead of sleeping on a futex and busy-wait this long per interrupt on the handler's CPU; an access log raises one per AA_WAKE_THRESHOLD (its threshold) entries; 0 = real futex wake-ups (ns)" },
-    Setting { name: NET_INTERRUPT_EVERY, kind: Kind::Int, default: "10",
+    Setting { name: NET_INTERRUPT_EVERY, layer: Layer::Network, kind: Kind::Int, default: "10",
         description: "modelled network: active messages per modelled interrupt in the wake progress mode (the paper's AM-Ints: 10)" },
-    Setting { name: TIMEOUT_S, kind: Kind::Float, default: "0",
+    Setting { name: TIMEOUT_S, layer: Layer::Job, kind: Kind::Float, default: "0",
         description: "give up a blocking wait (barrier, reply, full queue) after this many seconds; 0 = never (dead ranks are still detected)" },
-    Setting { name: VERBOSE, kind: Kind::Bool, default: "0",
+    Setting { name: VERBOSE, layer: Layer::Job, kind: Kind::Bool, default: "0",
         description: "print protocol choices and job events to stderr" },
-    Setting { name: MPI_ASYNC_PROGRESS_US, kind: Kind::Int, default: "100",
+    Setting { name: MPI_ASYNC_PROGRESS_US, layer: Layer::Conduit, kind: Kind::Int, default: "100",
         description: "mpi: a background thread drives MPI's progress engine this often (us) while the rank makes no MPI call itself (it backs off up to 32x while the rank does), so one-sided operations to a rank complete even while its code computes; not started on the one-host shared heap, which needs none; 0 = off (then some MPIs need the target to call in)" },
-    Setting { name: MPI_SHARED, kind: Kind::Enum(&["auto", "off"]), default: "auto",
+    Setting { name: MPI_SHARED, layer: Layer::Conduit, kind: Kind::Enum(&["auto", "off"]), default: "auto",
         description: "mpi conduit: when every rank runs on one host, map every rank's heap and table (one MPI shared window) and move data with the CPU as the smp conduit does; off: always MPI one-sided operations (use it to emulate separate hosts)" },
-    Setting { name: SMP_EMULATE_REMOTE, kind: Kind::Bool, default: "0",
+    Setting { name: SMP_EMULATE_REMOTE, layer: Layer::Conduit, kind: Kind::Bool, default: "0",
         description: "smp: treat other ranks as if on other hosts (no direct mapping: one-sided engine for segments, the target for private memory) — tests the cross-host paths on one host" },
-    Setting { name: LOG_ARENA, kind: Kind::Size, default: "16M",
+    Setting { name: LOG_ARENA, layer: Layer::ActiveAccess, kind: Kind::Size, default: "16M",
         description: "Active Access: memory per rank for access logs, beside its translation table (virtual; pages cost memory only when touched)" },
-    Setting { name: FAULT_LOG_SIZE, kind: Kind::Size, default: "64K",
+    Setting { name: FAULT_LOG_SIZE, layer: Layer::ActiveAccess, kind: Kind::Size, default: "64K",
         description: "Active Access: bytes of the default fault log (entries of pages marked E=0), a power of two" },
-    Setting { name: AA_NOTIFY, kind: Kind::Enum(&["poll", "wake", "thread"]), default: "poll",
+    Setting { name: AA_NOTIFY, layer: Layer::ActiveAccess, kind: Kind::Enum(&["poll", "wake", "thread"]), default: "poll",
         description: "Active Access: default notification mode of a new access log: poll = the application's progress(); wake = a thread woken when a log holds AA_WAKE_THRESHOLD entries or every WAKE_INTERVAL_US (the paper's interrupt); thread = a dedicated thread that spins (the paper's scratchpad core)" },
-    Setting { name: AA_WAKE_THRESHOLD, kind: Kind::Int, default: "1",
+    Setting { name: AA_WAKE_THRESHOLD, layer: Layer::ActiveAccess, kind: Kind::Int, default: "1",
         description: "Active Access, wake mode: entries in a log before its thread is woken" },
-    Setting { name: IOTLB_ENTRIES, kind: Kind::Int, default: "0",
+    Setting { name: IOTLB_ENTRIES, layer: Layer::Iotlb, kind: Kind::Int, default: "0",
         description: "modelled IOTLB: translations cached per rank; 0 = model off (lookups are never counted)" },
-    Setting { name: IOTLB_WAYS, kind: Kind::Enum(&["full", "direct", "2", "4", "8", "16"]), default: "full",
+    Setting { name: IOTLB_WAYS, layer: Layer::Iotlb, kind: Kind::Enum(&["full", "direct", "2", "4", "8", "16"]), default: "full",
         description: "modelled IOTLB associativity: fully associative, direct-mapped or n-way" },
-    Setting { name: IOTLB_EVICTION, kind: Kind::Enum(&["lru", "random"]), default: "lru",
+    Setting { name: IOTLB_EVICTION, layer: Layer::Iotlb, kind: Kind::Enum(&["lru", "random"]), default: "lru",
         description: "modelled IOTLB eviction policy" },
-    Setting { name: IOTLB_MISS_NS, kind: Kind::Int, default: "0",
+    Setting { name: IOTLB_MISS_NS, layer: Layer::Iotlb, kind: Kind::Int, default: "0",
         description: "modelled IOTLB: cost charged per miss (ns, busy-waited by the origin)" },
-    Setting { name: REGISTRATION, kind: Kind::Enum(&["none", "pin-all", "bounce", "rendezvous", "rendezvous-unpin", "firehose", "part"]), default: "none",
+    Setting { name: REGISTRATION, layer: Layer::Memory, kind: Kind::Enum(&["none", "pin-all", "bounce", "rendezvous", "rendezvous-unpin", "firehose", "part"]), default: "none",
         description: "how exposed private memory becomes a zero-copy target: none = registered at once, nothing pinned; pin-all = mlock at expose (and segments at allocation); bounce = never pinned, the target copies through its message buffers; rendezvous = pinned on first access, kept until unexposed; rendezvous-unpin = pinned for each operation; part = nothing pinned, a missing page fails the zero-copy block fast and the target pages it in (ACTIVERMA_PART_*); firehose = each origin keeps at most f firehoses (pinned buckets) on every other rank, a miss moves one with a message, released ones stay pinned as victims (ACTIVERMA_FIREHOSE_*)" },
-    Setting { name: RMA_RENDEZVOUS_MIN, kind: Kind::Size, default: "256K",
+    Setting { name: RMA_RENDEZVOUS_MIN, layer: Layer::Memory, kind: Kind::Size, default: "256K",
         description: "puts/gets to private memory of a rank on another host (mpi conduit, or smp emulating hosts) from this size on: the target registers the range with the conduit (MPI: attaches the exposure to the dynamic window) and the data moves one-sided; smaller ones travel in active messages through the target; 0 = never (not under bounce or part)" },
-    Setting { name: PIN_LIMIT, kind: Kind::Size, default: "0",
+    Setting { name: PIN_LIMIT, layer: Layer::Memory, kind: Kind::Size, default: "0",
         description: "bytes a rank may keep pinned by its registration strategy, checked before mlock; 0 = no budget of our own (the kernel's RLIMIT_MEMLOCK, `ulimit -l`, still applies; root ignores it)" },
-    Setting { name: FIREHOSE_M, kind: Kind::Size, default: "64M",
+    Setting { name: FIREHOSE_M, layer: Layer::Firehose, kind: Kind::Size, default: "64M",
         description: "firehose: M, bytes a rank keeps pinned at most for other ranks' firehoses; each origin may hold f = M / (ranks - 1) bytes of firehoses on each target (rounded down to whole buckets)" },
-    Setting { name: FIREHOSE_MAXVICTIM, kind: Kind::Size, default: "16M",
+    Setting { name: FIREHOSE_MAXVICTIM, layer: Layer::Firehose, kind: Kind::Size, default: "16M",
         description: "firehose: MAXVICTIM, bytes of released firehoses a rank keeps pinned as victims (lazy deregistration, reused on the next move); pinned memory never exceeds M + MAXVICTIM" },
-    Setting { name: FIREHOSE_BUCKET, kind: Kind::Int, default: "1",
+    Setting { name: FIREHOSE_BUCKET, layer: Layer::Firehose, kind: Kind::Int, default: "1",
         description: "firehose: pages per bucket (the unit one firehose covers and one pin): 1 = page-based firehose; a power of two above 1 = the region flavour (fewer, larger firehoses and moves)" },
-    Setting { name: PART_BLOCK, kind: Kind::Size, default: "16K",
+    Setting { name: PART_BLOCK, layer: Layer::Part, kind: Kind::Size, default: "16K",
         description: "PART: unit of retransmission (bytes, a multiple of the page size); a block that meets a missing page at the target is NACKed and resent whole" },
-    Setting { name: PART_PAGEIN, kind: Kind::Enum(&["pio", "pi4", "pia", "pia-early"]), default: "pio",
+    Setting { name: PART_PAGEIN, layer: Layer::Part, kind: Kind::Enum(&["pio", "pi4", "pia", "pia-early"]), default: "pio",
         description: "PART: what the target pages in per fault before its ERR: pio = the faulting page; pi4 = the rest of its block; pia = the rest of the transfer (the origin holds new blocks meanwhile); pia-early = the rest of the block, then the ERR, then the rest of the transfer while the origin goes on with later blocks" },
-    Setting { name: PART_RETRANSMIT, kind: Kind::Enum(&["err", "timeout:10us", "timeout:50us", "timeout:100us", "timeout:500us", "timeout:1ms", "timeout:10ms"]), default: "err",
+    Setting { name: PART_RETRANSMIT, layer: Layer::Part, kind: Kind::Enum(&["err", "timeout:10us", "timeout:50us", "timeout:100us", "timeout:500us", "timeout:1ms", "timeout:10ms"]), default: "err",
         description: "PART: when the origin resends a NACKed block: err = on the target's explicit retransmission request; timeout:<t> = after that time (no ERR)" },
-    Setting { name: PART_PRETOUCH, kind: Kind::Size, default: "0",
+    Setting { name: PART_PRETOUCH, layer: Layer::Part, kind: Kind::Size, default: "0",
         description: "PART: transfers of at most this many bytes first page in the origin's own buffer (the paper's touch); 0 = off" },
-    Setting { name: PART_FAULT_PROB, kind: Kind::Float, default: "0",
+    Setting { name: PART_FAULT_PROB, layer: Layer::Part, kind: Kind::Float, default: "0",
         description: "PART fault injection (tests, benchmarks), 0.0-1.0: before each put/get the origin asks the target to evict each page lying wholly inside the accessed range with this probability (contents kept), so the transfer meets real faults; 0 = off" },
 ];
 
@@ -251,6 +311,13 @@ mod tests {
         }
         validate_all().unwrap();
         assert_eq!(get_enum(PROGRESS).unwrap(), "app");
+    }
+
+    #[test]
+    fn every_layer_holds_a_setting() {
+        for layer in Layer::ALL {
+            assert!(TABLE.iter().any(|s| s.layer == layer), "{layer:?} is empty");
+        }
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-const LAUNCHER: &str = env!("CARGO_BIN_EXE_activerma");
+pub const LAUNCHER: &str = env!("CARGO_BIN_EXE_activerma");
 
 /// The cases every conduit runs with 2, 3 and 4 ranks.
 const CORE_CASES: [&str; 9] = [
@@ -22,10 +22,10 @@ const CORE_CASES: [&str; 9] = [
 /// Every value of ACTIVERMA_REGISTRATION: contract tests that a strategy can break run under each.
 const REGISTRATION_STRATEGIES: [&str; 7] = ["none", "pin-all", "bounce", "rendezvous", "rendezvous-unpin", "firehose", "part"];
 
-struct Job<'a> {
-    case: &'a str,
-    ranks: u32,
-    env: Vec<(&'a str, &'a str)>,
+pub struct Job<'a> {
+    pub case: &'a str,
+    pub ranks: u32,
+    pub env: Vec<(&'a str, &'a str)>,
 }
 
 /// The MPI launcher to run the cases under (ACTIVERMA_TEST_MPI=openmpi|mpich), if any; the
@@ -94,7 +94,7 @@ fn launch_mpi(mpi: &str, job: &Job) -> (Output, Duration) {
     (out, started.elapsed())
 }
 
-fn launch(job: &Job, extra: &[&str]) -> (Output, Duration) {
+pub fn launch(job: &Job, extra: &[&str]) -> (Output, Duration) {
     if let Some(mpi) = mpi_launcher() {
         return launch_mpi(mpi, job);
     }
@@ -122,13 +122,13 @@ fn our_shm_entries() -> Vec<String> {
         .unwrap_or_default()
 }
 
-struct Tally {
+pub struct Tally {
     passed: u32,
     failed: Vec<String>,
 }
 
 impl Tally {
-    fn check(&mut self, name: String, ok: bool, detail: impl FnOnce() -> String) {
+    pub fn check(&mut self, name: String, ok: bool, detail: impl FnOnce() -> String) {
         if ok {
             println!("PASS {name}");
             self.passed += 1;
@@ -139,7 +139,7 @@ impl Tally {
     }
 }
 
-fn show(out: &Output) -> String {
+pub fn show(out: &Output) -> String {
     format!(
         "  status: {}\n  stdout:\n{}\n  stderr:\n{}",
         out.status,
@@ -346,7 +346,8 @@ pub fn main() -> i32 {
         t.check(format!("{name} [{:.1} s]", took.as_secs_f64()), out.status.success(), || show(&out));
     }
 
-    if filter.is_none() {
+    // `launcher` as the filter runs the launcher's own checks alone.
+    if filter.as_deref().is_none_or(|f| f == "launcher") {
         launcher_checks(&mut t);
         let left = our_shm_entries();
         t.check("no shared-memory files of ours in /dev/shm".into(), left.is_empty(), || format!("left behind: {left:?}"));
@@ -434,8 +435,8 @@ fn run_under_mpi(mpi: &str, filter: Option<&str>, t: &mut Tally) -> i32 {
 }
 
 /// The launcher's own contract: crashes and error exits stop the job with a clear message,
-/// output is labelled, a killed launcher takes its ranks with it, a program started alone is
-/// a one-rank job.
+/// output is forwarded line by line (and labelled on request), a killed launcher takes its
+/// ranks with it, a program started alone is a one-rank job; its command line and `info`.
 fn launcher_checks(t: &mut Tally) {
     let (out, took) = launch(&Job { case: "rank_crashes", ranks: 3, env: vec![] }, &[]);
     let err = String::from_utf8_lossy(&out.stderr);
@@ -509,6 +510,8 @@ fn launcher_checks(t: &mut Tally) {
     );
 
     killed_launcher_takes_ranks_along(t);
+    crate::forwarding::checks(t);
+    crate::command_line::checks(t);
 }
 
 fn killed_launcher_takes_ranks_along(t: &mut Tally) {

@@ -4,7 +4,9 @@
 //! case. Prints `multiprocess: N passed, M failed` and fails if any case failed.
 
 mod cases;
+mod command_line;
 mod driver;
+mod forwarding;
 
 fn main() {
     if std::env::var("ACTIVERMA_RANK").is_ok() || std::env::args().nth(1).as_deref() == Some("--rank") {

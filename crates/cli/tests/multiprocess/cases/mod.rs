@@ -5,6 +5,7 @@ mod am;
 mod apps;
 mod faults;
 mod firehose;
+pub mod output;
 mod part;
 mod randomized;
 mod registration;
@@ -31,6 +32,12 @@ pub fn run(case: &str) -> i32 {
         "rank_fails" => faults::rank_fails(),
         "sleep_forever" => faults::sleep_forever(),
         "hello" => faults::hello(),
+        "echo_args" => output::echo_args(),
+        "long_lines" => output::long_lines(),
+        "same_stderr" => output::same_stderr(),
+        "no_final_newline" => output::no_final_newline(),
+        "binary_out" => output::binary_out(),
+        "terminal_out" => output::terminal_out(),
         "aa_bit_combinations" => active_access::bit_combinations(),
         "aa_many_origins_tiny_log" => active_access::many_origins_tiny_log(),
         "aa_bits_change_under_load" => active_access::bits_change_under_load(),
