@@ -8,6 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --mpi
 . scripts/env.sh
+# The C API's temporary prefixes, removed however the run ends (a failed test included).
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/activerma-test-mpi.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
 mpis=("$@")
 [ ${#mpis[@]} -gt 0 ] || mpis=(openmpi mpich)
 for mpi in "${mpis[@]}"; do
@@ -19,12 +22,11 @@ for mpi in "${mpis[@]}"; do
             cargo test --release --features mpi -p activerma-cli --test multiprocess
     done
     echo "== C API on the mpi conduit: $mpi"
-    prefix=$(mktemp -d /tmp/activerma-prefix-$mpi.XXXXXX)
+    prefix=$tmp/prefix-$mpi
     bash scripts/install.sh --prefix "$prefix" --mpi "$mpi" >/dev/null
     case "$mpi" in
         openmpi) launch="mpirun.openmpi --allow-run-as-root --oversubscribe -n" ;;
         mpich) launch="mpiexec.mpich -n" ;;
     esac
     PREFIX="$prefix" LAUNCH="$launch" bash tests/c/run.sh
-    rm -rf "$prefix"
 done
