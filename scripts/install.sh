@@ -39,8 +39,8 @@ fi
 # shellcheck disable=SC2086 # empty or one flag
 bash scripts/setup.sh $setup
 . scripts/env.sh
-# shellcheck disable=SC2086 # empty or one flag
-cargo build --release -p activerma-capi -p activerma-cli $features
+# shellcheck disable=SC2086 # lists of flags (scripts/env.sh says why these packages)
+cargo build --release $ARMA_PACKAGES $features
 target=${CARGO_TARGET_DIR:-$root/target}/release
 # "path+file:///…/crates/capi#activerma-capi@0.1.0" (or "…#0.1.0" on older cargo)
 version=$(cargo pkgid -p activerma-capi | sed 's/.*[#@]//')

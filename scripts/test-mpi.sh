@@ -19,7 +19,7 @@ for mpi in "${mpis[@]}"; do
     for tcp in "${transports[@]}"; do
         echo "== mpi conduit: $mpi$([ $tcp = 1 ] && echo ' over tcp')"
         MPICC=mpicc.$mpi CARGO_TARGET_DIR=target/$mpi ACTIVERMA_TEST_MPI=$mpi ACTIVERMA_TEST_MPI_TCP=$tcp \
-            cargo test --release --features mpi -p activerma-cli --test multiprocess
+            cargo test --release --features mpi $ARMA_PACKAGES --test multiprocess
     done
     echo "== C API on the mpi conduit: $mpi"
     prefix=$tmp/prefix-$mpi
