@@ -16,5 +16,6 @@ esac
 bash scripts/setup.sh --mpi
 . scripts/env.sh
 export MPICC=mpicc.$mpi CARGO_TARGET_DIR=target/$mpi
-cargo build --release --features mpi -p activerma-cli -p activerma --examples --bins "$@"
+# shellcheck disable=SC2086 # a list of flags (scripts/env.sh says why these)
+cargo build --release --features mpi $ARMA_PACKAGES --examples --bins "$@"
 echo "built target/$mpi/release/activerma and target/$mpi/release/examples/ with the mpi conduit ($mpi)"

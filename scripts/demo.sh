@@ -4,5 +4,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 . scripts/env.sh
-cargo build --release --quiet -p activerma-cli -p activerma --examples --bins
+# shellcheck disable=SC2086 # a list of flags (scripts/env.sh says why these)
+cargo build --release --quiet $ARMA_PACKAGES --examples --bins
 exec target/release/activerma run -n "${RANKS:-4}" --label -- target/release/examples/demo

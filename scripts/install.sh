@@ -28,14 +28,19 @@ prefix=${prefix%/}
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 features=""
+setup=""
 if [ -n "$mpi" ]; then
     case "$mpi" in openmpi|mpich) ;; *) echo "install.sh: --mpi takes openmpi or mpich" >&2; exit 2 ;; esac
-    bash scripts/setup.sh --mpi
+    setup=--mpi
     export MPICC=mpicc.$mpi CARGO_TARGET_DIR=$root/target/$mpi
     features="--features mpi"
 fi
+# The README runs this first on a fresh machine: install what building needs, if missing.
 # shellcheck disable=SC2086 # empty or one flag
-cargo build --release -p activerma-capi -p activerma-cli $features
+bash scripts/setup.sh $setup
+. scripts/env.sh
+# shellcheck disable=SC2086 # lists of flags (scripts/env.sh says why these packages)
+cargo build --release $ARMA_PACKAGES $features
 target=${CARGO_TARGET_DIR:-$root/target}/release
 # "path+file:///…/crates/capi#activerma-capi@0.1.0" (or "…#0.1.0" on older cargo)
 version=$(cargo pkgid -p activerma-capi | sed 's/.*[#@]//')
@@ -49,7 +54,17 @@ install -m 644 "$target/libactiverma_capi.a" "$prefix/lib/libactiverma.a"
 install -m 644 include/activerma.h "$prefix/include/activerma.h"
 install -m 755 "$target/activerma" "$prefix/bin/activerma"
 esc=$(printf '%s' "$prefix" | sed 's/[\\&|]/\\&/g')
-sed -e "s|@PREFIX@|$esc|g" -e "s|@VERSION@|$version|g" crates/capi/activerma.pc.in > "$prefix/lib/pkgconfig/activerma.pc.tmp"
+# Programs built with `pkg-config --libs activerma` record where the library is (an rpath),
+# so they start without LD_LIBRARY_PATH. Not for /usr: /usr/lib is in the dynamic linker's
+# built-in search path. /usr/local/lib is found only through ld.so.cache, which is stale until
+# ldconfig runs (below, as root; a non-root member of group staff may install there without
+# it), so it keeps the rpath. Debian's linker writes it as DT_RUNPATH, which LD_LIBRARY_PATH
+# still overrides.
+# shellcheck disable=SC2016 # ${libdir} is pkg-config's variable, written as it is
+rpath=' -Wl,-rpath,${libdir}'
+if [ "$prefix" = /usr ]; then rpath=""; fi
+sed -e "s|@PREFIX@|$esc|g" -e "s|@VERSION@|$version|g" -e "s|@RPATH@|$rpath|g" \
+    crates/capi/activerma.pc.in > "$prefix/lib/pkgconfig/activerma.pc.tmp"
 mv -f "$prefix/lib/pkgconfig/activerma.pc.tmp" "$prefix/lib/pkgconfig/activerma.pc"
 chmod 644 "$prefix/lib/pkgconfig/activerma.pc"
 
@@ -63,6 +78,6 @@ case "$prefix" in
         fi ;;
     *)
         echo "install.sh: $prefix is not a system prefix; to use it:"
-        echo "  export PATH=$prefix/bin:\$PATH PKG_CONFIG_PATH=$prefix/lib/pkgconfig LD_LIBRARY_PATH=$prefix/lib" ;;
+        echo "  export PATH=$prefix/bin:\$PATH PKG_CONFIG_PATH=$prefix/lib/pkgconfig" ;;
 esac
 echo "installed activerma $version into $prefix (lib, include, lib/pkgconfig, bin)"

@@ -8,6 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --mpi
 . scripts/env.sh
+# The C API's temporary prefixes, removed however the run ends (a failed test included).
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/activerma-test-mpi.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
 mpis=("$@")
 [ ${#mpis[@]} -gt 0 ] || mpis=(openmpi mpich)
 for mpi in "${mpis[@]}"; do
@@ -16,15 +19,14 @@ for mpi in "${mpis[@]}"; do
     for tcp in "${transports[@]}"; do
         echo "== mpi conduit: $mpi$([ $tcp = 1 ] && echo ' over tcp')"
         MPICC=mpicc.$mpi CARGO_TARGET_DIR=target/$mpi ACTIVERMA_TEST_MPI=$mpi ACTIVERMA_TEST_MPI_TCP=$tcp \
-            cargo test --release --features mpi -p activerma-cli --test multiprocess
+            cargo test --release --features mpi $ARMA_PACKAGES --test multiprocess
     done
     echo "== C API on the mpi conduit: $mpi"
-    prefix=$(mktemp -d /tmp/activerma-prefix-$mpi.XXXXXX)
+    prefix=$tmp/prefix-$mpi
     bash scripts/install.sh --prefix "$prefix" --mpi "$mpi" >/dev/null
     case "$mpi" in
         openmpi) launch="mpirun.openmpi --allow-run-as-root --oversubscribe -n" ;;
         mpich) launch="mpiexec.mpich -n" ;;
     esac
     PREFIX="$prefix" LAUNCH="$launch" bash tests/c/run.sh
-    rm -rf "$prefix"
 done

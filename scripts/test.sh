@@ -7,23 +7,27 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 . scripts/env.sh
+# What this run writes outside the tree goes in a folder of its own, removed however it ends:
+# nothing is left in /tmp, and two runs at once do not write each other's files.
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/activerma-test.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
 
 echo "== unit and multi-process tests (cargo test)"
 cargo test --workspace --release
 
 echo "== benchmark smoke run (checks the data it moves; timings are reported, not judged)"
-target/release/activerma bench --quick > /tmp/activerma-bench-smoke.txt
-tail -n 3 /tmp/activerma-bench-smoke.txt
+# A failed run prints what it wrote: the folder goes with the exit.
+bench_into() { "${@:2}" >"$1" || { cat "$1"; return 1; }; }
+bench_into "$tmp/bench-smoke.txt" target/release/activerma bench --quick
+tail -n 3 "$tmp/bench-smoke.txt"
 # The applications' benchmarks check their own results (every design ends with the same
 # contents / counts) and fail otherwise.
-target/release/activerma bench dht counter stencil --quick --ops 5000 > /tmp/activerma-bench-apps.txt
-grep -A 20 "^# Summary" /tmp/activerma-bench-apps.txt | head -n 12
+bench_into "$tmp/bench-apps.txt" target/release/activerma bench dht counter stencil --quick --ops 5000
+grep -A 20 "^# Summary" "$tmp/bench-apps.txt" | head -n 12
 
 echo "== the mpi conduit: the same multi-process suite under Open MPI and MPICH (shared memory, then TCP)"
 bash scripts/test-mpi.sh
 
 echo "== C API: install into a temporary prefix, then build and run the C tests against it"
-prefix=$(mktemp -d /tmp/activerma-prefix.XXXXXX)
-trap 'rm -rf "$prefix"' EXIT
-bash scripts/install.sh --prefix "$prefix"
-PREFIX="$prefix" bash tests/c/run.sh
+bash scripts/install.sh --prefix "$tmp/prefix"
+PREFIX="$tmp/prefix" bash tests/c/run.sh
