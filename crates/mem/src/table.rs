@@ -172,6 +172,10 @@ pub struct OriginTable {
     raw: Raw,
     rank: Rank,
     logs: Option<LogArena>,
+    /// Views of the target's logs, made on first use: a log is never destroyed (an origin may
+    /// hold a view at any time), so a view of an active one stays valid, and appends need not
+    /// find and check the log's header again each time.
+    rings: Box<[std::sync::OnceLock<activerma_core::log_ring::LogRing>]>,
 }
 
 impl OriginTable {
@@ -195,7 +199,21 @@ impl OriginTable {
         let logs = (h.log_bytes > 0)
             .then(|| unsafe { LogArena::attach(w.local.add(h.log_off as usize), h.log_bytes as usize, rank) })
             .transpose()?;
-        Ok(OriginTable { raw: Raw { base: w.local, layout }, rank, logs })
+        let rings = (0..crate::log_table::MAX_LOGS).map(|_| Default::default()).collect();
+        Ok(OriginTable { raw: Raw { base: w.local, layout }, rank, logs, rings })
+    }
+
+    /// The ring of the target's log `slot`, or None while that slot holds no log.
+    #[inline]
+    pub fn log_ring(&self, slot: usize) -> Result<Option<activerma_core::log_ring::LogRing>> {
+        if let Some(r) = self.rings.get(slot).and_then(|c| c.get()) {
+            return Ok(Some(*r));
+        }
+        let ring = self.logs()?.ring(slot);
+        if let (Some(r), Some(cache)) = (ring, self.rings.get(slot)) {
+            let _ = cache.set(r);
+        }
+        Ok(ring)
     }
 
     /// The target's access-log table.

@@ -514,11 +514,10 @@ impl Proto {
             am_request::active_flush_remote(self, rank)?;
         }
         let mut touched = self.touched[rank].swap(0, Ordering::AcqRel);
-        let logs = table.logs()?;
         while touched != 0 {
             let slot = touched.trailing_zeros() as usize;
             touched &= touched - 1;
-            if let Some(ring) = logs.ring(slot) {
+            if let Some(ring) = table.log_ring(slot)? {
                 let upto = ring.reserved();
                 self.am.wait_until(|| ring.tail() >= upto, rank, "an active flush")?;
             }

@@ -104,8 +104,10 @@ fn append(
     let with_data = bits & if op == LogOp::Put { Entry::WLD } else { Entry::RLD } != 0;
     let domain = (bits & Entry::E != 0).then_some((bits >> Entry::DOMAIN_SHIFT) as u16);
     let slot = logs.slot_of(domain, l.target)?;
-    let ring =
-        logs.ring(slot).ok_or_else(|| activerma_core::Error::InvalidArgument(format!("rank {}'s access log {slot} is gone", l.target)))?;
+    let ring = l
+        .table
+        .log_ring(slot)?
+        .ok_or_else(|| activerma_core::Error::InvalidArgument(format!("rank {}'s access log {slot} is gone", l.target)))?;
     let mut wait_for_room = || {
         logs.slot(slot).origin_blocked();
         wait()
