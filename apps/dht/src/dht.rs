@@ -19,9 +19,16 @@ use std::time::{Duration, Instant};
 
 const INSERT_AM: HandlerId = FIRST_USER_HANDLER + 40;
 const DELETE_AM: HandlerId = FIRST_USER_HANDLER + 41;
-/// The access-log domain of the table's pages.
+/// The access-log domain of the table's pages under AA-Poll and AA-Int, and its log's size:
+/// the same queue memory per target as the active-message variants' ring (256 slots of 256 B),
+/// which polled or woken handlers drain long before it fills, and which stays in the cache
+/// beside the table (a 1 MiB log streams through the 2 MiB L2 and evicts table lines).
 pub const DOMAIN: u16 = 1;
-const LOG_BYTES: usize = 1 << 20;
+const LOG_BYTES: usize = 64 << 10;
+/// AA-SP's domain and log: its handler is a thread that here shares a CPU with the ranks, so
+/// the log must hold what arrives while that thread waits for its turn (a time slice).
+pub const DOMAIN_SP: u16 = 3;
+const LOG_BYTES_SP: usize = 1 << 20;
 /// Inserts between two polls in AA-Poll and AM (AM-Exp starts there and adapts).
 pub const POLL_EVERY: u32 = 16;
 const MAX_POLL_INTERVAL: u32 = 1024;
@@ -66,21 +73,23 @@ impl Dht {
                 }),
             )?;
         }
-        let (v, a, f) = (vol.clone(), applied.clone(), full.clone());
-        world.create_log(
-            DOMAIN,
-            LOG_BYTES,
-            Notify::Poll,
-            Arc::new(move |e: &LogEntry| {
-                let key = key_of(e.data());
-                if v.is_delete_addr(e.meta.addr) {
-                    v.local_delete(key);
-                } else if v.local_insert(key).is_err() {
-                    f.fetch_add(1, Ordering::Relaxed);
-                }
-                a.fetch_add(1, Ordering::Release);
-            }),
-        )?;
+        for (domain, bytes) in [(DOMAIN, LOG_BYTES), (DOMAIN_SP, LOG_BYTES_SP)] {
+            let (v, a, f) = (vol.clone(), applied.clone(), full.clone());
+            world.create_log(
+                domain,
+                bytes,
+                Notify::Poll,
+                Arc::new(move |e: &LogEntry| {
+                    let key = key_of(e.data());
+                    if v.is_delete_addr(e.meta.addr) {
+                        v.local_delete(key);
+                    } else if v.local_insert(key).is_err() {
+                        f.fetch_add(1, Ordering::Relaxed);
+                    }
+                    a.fetch_add(1, Ordering::Release);
+                }),
+            )?;
+        }
         world.barrier()?;
         Ok(Dht { world: world.clone(), vol, applied, full, poll_every: POLL_EVERY, poll_left: POLL_EVERY })
     }
@@ -95,15 +104,16 @@ impl Dht {
         if v.is_aa() {
             let l = self.vol.layout;
             let base = self.vol.seg.as_ptr();
-            self.world.assoc_pages(base, l.cells_bytes(), Actions::R | Actions::WL | Actions::WLD, Some(DOMAIN))?;
+            let domain = Self::domain(v);
+            self.world.assoc_pages(base, l.cells_bytes(), Actions::R | Actions::WL | Actions::WLD, Some(domain))?;
             // SAFETY: the delete page is inside our segment.
-            self.world.assoc_pages(unsafe { base.add(l.delete_off) }, 4096, Actions::WL | Actions::WLD, Some(DOMAIN))?;
+            self.world.assoc_pages(unsafe { base.add(l.delete_off) }, 4096, Actions::WL | Actions::WLD, Some(domain))?;
             let notify = match v {
                 Variant::AaInt => Notify::Wake { threshold: WAKE_EVERY },
                 Variant::AaSp => Notify::Thread,
                 _ => Notify::Poll,
             };
-            self.world.set_log_notify(Some(DOMAIN), notify)?;
+            self.world.set_log_notify(Some(domain), notify)?;
         }
         match v {
             Variant::AmOnload => self.world.set_progress_mode(ProgressMode::Thread)?,
@@ -113,11 +123,20 @@ impl Dht {
         self.world.barrier()
     }
 
+    /// The log an Active Access variant's inserts go to.
+    fn domain(v: Variant) -> u16 {
+        if v == Variant::AaSp {
+            DOMAIN_SP
+        } else {
+            DOMAIN
+        }
+    }
+
     /// Collective: back to plain pages and application progress.
     pub fn end(&mut self, v: Variant) -> Result<()> {
         self.world.barrier()?;
         if v.is_aa() {
-            self.world.set_log_notify(Some(DOMAIN), Notify::Poll)?;
+            self.world.set_log_notify(Some(Self::domain(v)), Notify::Poll)?;
             self.world.assoc_pages(self.vol.seg.as_ptr(), self.vol.layout.bytes, Actions::W | Actions::R, None)?;
         }
         self.world.set_progress_mode(ProgressMode::App)?;

@@ -17,4 +17,4 @@ pub use entry::{Entry, Prot};
 pub use iotlb::{Eviction, Iotlb, IotlbConfig, IotlbStats};
 pub use log_table::{LogArena, LogSlot, LogTable, FAULT_SLOT, MAX_DOMAINS, MAX_LOGS};
 pub use registration::{Registrar, RegistrationStats, Strategy};
-pub use table::{AccessKind, Lookup, OriginTable, TableLayout, TargetTable};
+pub use table::{AccessKind, HeapFast, Lookup, OriginTable, TableLayout, TargetTable};

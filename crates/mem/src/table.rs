@@ -159,6 +159,13 @@ pub struct Lookup<'a> {
     inflight: Option<&'a AtomicU32>,
 }
 
+/// What `OriginTable::heap_fast` found.
+pub enum HeapFast<'a> {
+    Plain,
+    Active(Lookup<'a>),
+    Slow,
+}
+
 impl Drop for Lookup<'_> {
     fn drop(&mut self) {
         if let Some(c) = self.inflight {
@@ -242,28 +249,50 @@ impl OriginTable {
         (heap.base.load(Ordering::Acquire) as usize, heap.len.load(Ordering::Acquire) as usize)
     }
 
-    /// The fast path of `check` for the symmetric heap (region 0): true when every page of the
-    /// `len` (> 0) bytes at `heap_off` is present, permits `kind` and has no Active Access bits,
-    /// and a segment ending inside the last page still covers the access. False means "take
-    /// `check`", which then decides (it may still allow the access, or name the error): the
-    /// same entries, read the same way, so both paths agree on every access.
+    /// The fast path of `check` for the symmetric heap (region 0), for an access of `len` (> 0)
+    /// bytes at `heap_off`: `Plain` when every page is present, permits `kind` and has no
+    /// Active Access bits; `Active` (with the lookup `check` would return) when every page is
+    /// present and either plain or marked to log this kind of access (a put into WL/WLD
+    /// pages, a get from readable RL/RLD pages); `Slow` otherwise, and when a segment ending
+    /// inside the last page does not cover the access: `check` then decides (it may still
+    /// allow the access, or names the error). The same entries, read the same way, so both
+    /// paths agree on every access.
     #[inline(always)]
-    pub fn heap_plain(&self, heap_off: usize, len: usize, kind: AccessKind) -> bool {
+    pub fn heap_fast(&self, heap_off: usize, len: usize, kind: AccessKind) -> HeapFast<'_> {
         let want = Entry::PRESENT as u64 | kind.needs();
+        let logs_it = match kind {
+            AccessKind::Put => (Entry::WL | Entry::WLD) as u64,
+            AccessKind::Get => (Entry::RL | Entry::RLD) as u64,
+            AccessKind::Atomic | AccessKind::AtomicRead => 0,
+        };
         let shift = page_size().trailing_zeros();
         let (first, last) = (heap_off >> shift, (heap_off + len - 1) >> shift);
         if last >= self.raw.layout.heap_pages {
-            return false;
+            return HeapFast::Slow;
         }
-        let mut e = 0;
+        let (mut e, mut active) = (0, false);
         for p in first..=last {
             e = self.raw.entry(p).load(Ordering::Acquire);
-            if e & (want | Entry::ACTIVE as u64) != want {
-                return false;
+            if e & (want | Entry::ACTIVE as u64) == want {
+                continue;
             }
+            // A logged page: present; a logged get must also be readable (a put need not be
+            // writable: W=0 with logging is an active put that does not touch memory).
+            let readable = kind != AccessKind::Get || e & want == want;
+            if e & logs_it == 0 || e & Entry::PRESENT as u64 == 0 || !readable {
+                return HeapFast::Slow;
+            }
+            active = true;
         }
         let limit = Entry::limit(e);
-        limit == 0 || heap_off + len - (last << shift) <= limit
+        if limit != 0 && heap_off + len - (last << shift) > limit {
+            return HeapFast::Slow;
+        }
+        if !active {
+            return HeapFast::Plain;
+        }
+        let page_base = self.raw.region(0).base.load(Ordering::Relaxed) as usize;
+        HeapFast::Active(Lookup { private: false, active: true, page_base, first_entry: 0, inflight: None })
     }
 
     /// Checks an access of `len` bytes at the target's address `addr`. Zero-length accesses

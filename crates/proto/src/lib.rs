@@ -328,7 +328,7 @@ impl Proto {
     #[inline]
     pub fn atomic(&self, rank: Rank, addr: usize, op: AtomicOp) -> Result<u64> {
         if self.cpu_atomics_coherent && addr.is_multiple_of(8) {
-            if let Some(local) = self.segment_fast(rank, addr, 8, atomic_am::kind(op)) {
+            if let select::SegmentAccess::Plain(local) = self.segment_fast(rank, addr, 8, atomic_am::kind(op)) {
                 let old = atomic_direct::run(self, local, op);
                 completion::spin_until(self.net.completion_time(8));
                 return Ok(old);
@@ -360,12 +360,11 @@ impl Proto {
     #[inline(always)]
     fn put_start(&self, rank: Rank, addr: usize, src: &[u8], complete: bool) -> Result<u64> {
         match self.segment_fast(rank, addr, src.len(), AccessKind::Put) {
-            Some(local) => {
-                put_direct::run(self, local, src);
-                Ok(self.net.completion_time(src.len()))
-            }
-            None => self.put_chosen(rank, addr, src, complete),
+            select::SegmentAccess::Plain(local) => put_direct::run(self, local, src),
+            select::SegmentAccess::Active(local, lookup) => put_active::run(self, rank, addr, src, &lookup, local)?,
+            select::SegmentAccess::Slow => return self.put_chosen(rank, addr, src, complete),
         }
+        Ok(self.net.completion_time(src.len()))
     }
 
     #[inline(never)]
@@ -414,12 +413,11 @@ impl Proto {
     #[inline(always)]
     fn get_start(&self, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<u64> {
         match self.segment_fast(rank, addr, dst.len(), AccessKind::Get) {
-            Some(local) => {
-                get_direct::run(self, local, dst);
-                Ok(self.net.completion_time(dst.len()))
-            }
-            None => self.get_chosen(rank, addr, dst),
+            select::SegmentAccess::Plain(local) => get_direct::run(self, local, dst),
+            select::SegmentAccess::Active(local, lookup) => get_active::run(self, rank, addr, dst, &lookup, local)?,
+            select::SegmentAccess::Slow => return self.get_chosen(rank, addr, dst),
         }
+        Ok(self.net.completion_time(dst.len()))
     }
 
     #[inline(never)]

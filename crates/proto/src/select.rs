@@ -154,6 +154,15 @@ pub(crate) struct SegmentView {
 unsafe impl Send for SegmentView {}
 unsafe impl Sync for SegmentView {}
 
+/// What the segment fast path found (`Proto::segment_fast`).
+pub(crate) enum SegmentAccess<'a> {
+    /// A plain access: copy (or run the atomic) at this local address.
+    Plain(*mut u8),
+    /// Pages marked for Active Access: put_active / get_active with this lookup.
+    Active(*mut u8, Lookup<'a>),
+    Slow,
+}
+
 impl SegmentView {
     /// The view of `rank`'s heap, when the table and the mapping describe the same bytes.
     pub(crate) fn of(table: Option<&activerma_mem::OriginTable>, heap: Option<activerma_transport::Window>) -> Option<SegmentView> {
@@ -168,18 +177,24 @@ impl SegmentView {
 
 impl Proto {
     /// The segment fast path: where the access goes in this process's mapping of `rank`'s
-    /// segment, when it is a plain access to it (see `SegmentView`); None sends the caller to
-    /// `choose`, which decides every other case and names every error.
+    /// segment, when it is a plain access to it or an access to pages marked to log it (see
+    /// `SegmentView`); `Slow` sends the caller to `choose`, which decides every other case and
+    /// names every error.
     #[inline(always)]
-    pub(crate) fn segment_fast(&self, rank: Rank, addr: usize, len: usize, kind: AccessKind) -> Option<*mut u8> {
-        let v = self.segment_views.get(rank)?.as_ref()?;
+    pub(crate) fn segment_fast(&self, rank: Rank, addr: usize, len: usize, kind: AccessKind) -> SegmentAccess<'_> {
+        let Some(Some(v)) = self.segment_views.get(rank) else { return SegmentAccess::Slow };
         let off = addr.wrapping_sub(v.remote_base);
         if len == 0 || off >= v.len || len > v.len - off {
-            return None;
+            return SegmentAccess::Slow;
         }
-        let table = self.tables[rank].as_ref()?;
+        let Some(table) = self.tables[rank].as_ref() else { return SegmentAccess::Slow };
         // SAFETY: off + len <= v.len: inside the mapping.
-        table.heap_plain(off, len, kind).then(|| unsafe { v.local.add(off) })
+        let local = unsafe { v.local.add(off) };
+        match table.heap_fast(off, len, kind) {
+            activerma_mem::HeapFast::Plain => SegmentAccess::Plain(local),
+            activerma_mem::HeapFast::Active(lookup) => SegmentAccess::Active(local, lookup),
+            activerma_mem::HeapFast::Slow => SegmentAccess::Slow,
+        }
     }
 
     #[inline]
