@@ -2,7 +2,8 @@
 //! — the software stand-in for its IOMMU page table — in memory origins can read; every remote
 //! access is checked against it. Segments come from a per-rank symmetric heap.
 //! Registration strategies decide which exposed pages the zero-copy path may touch
-//! (`registration`); Firehose and PART are tested libraries beside them, not yet plugged in.
+//! (`registration`); Firehose (`firehose`) and PART (`part`) are two of them, driven by the
+//! protocol layer (`activerma-proto`'s firehose.rs and part.rs) on a registration miss.
 
 pub mod entry;
 pub mod firehose;
