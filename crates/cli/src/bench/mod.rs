@@ -397,8 +397,6 @@ pub struct Origin<'a> {
     pub local: page_buf::PageBuf,
     /// Second buffer for memcpy and for checking transferred bytes.
     pub scratch: Vec<u8>,
-    /// Destination of the bandwidth limit's memcpy window (allocated when first needed).
-    pub window_dst: Vec<u8>,
     pub pongs: Arc<AtomicU64>,
     /// Rank 1's page marked for active puts (None where marks on segments are unsupported).
     pub active_page: Option<RemotePtr>,
@@ -538,7 +536,6 @@ fn rank_main(args: &BenchArgs) -> BResult<()> {
         shm: if shm_ok { shm.as_ref() } else { None },
         local: page_buf::PageBuf::filled(local_len, |i| (i % 251) as u8),
         scratch: vec![1u8; cfg.max_size.max(4 << 20)],
-        window_dst: Vec::new(),
         pongs,
         active_page,
         report,
