@@ -25,6 +25,7 @@ crate::counter_set! {
     /// Operation counters of one process.
     pub struct Counters {
         put_direct: "puts copied straight into a shared segment",
+        put_streamed: "of those, implicit puts copied with non-temporal stores (a window past ACTIVERMA_PUT_STREAM_AFTER)",
         put_cma: "puts into private memory by cross-memory attach",
         get_direct: "gets copied straight from a shared segment",
         get_cma: "gets from private memory by cross-memory attach",

@@ -11,6 +11,7 @@ pub mod interrupt_model;
 pub mod log_ring;
 pub mod page;
 pub mod settings;
+pub mod stream_copy;
 
 pub use error::{Error, Result};
 

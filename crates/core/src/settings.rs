@@ -124,6 +124,7 @@ pub const IOTLB_MISS_NS: &str = "ACTIVERMA_IOTLB_MISS_NS";
 pub const REGISTRATION: &str = "ACTIVERMA_REGISTRATION";
 pub const PIN_LIMIT: &str = "ACTIVERMA_PIN_LIMIT";
 pub const RMA_RENDEZVOUS_MIN: &str = "ACTIVERMA_RMA_RENDEZVOUS_MIN";
+pub const PUT_STREAM_AFTER: &str = "ACTIVERMA_PUT_STREAM_AFTER";
 pub const FIREHOSE_M: &str = "ACTIVERMA_FIREHOSE_M";
 pub const FIREHOSE_MAXVICTIM: &str = "ACTIVERMA_FIREHOSE_MAXVICTIM";
 pub const FIREHOSE_BUCKET: &str = "ACTIVERMA_FIREHOSE_BUCKET";
@@ -194,6 +195,8 @@ pub static TABLE: &[Setting] = &[
         description: "how exposed private memory becomes a zero-copy target: none = registered at once, nothing pinned; pin-all = mlock at expose (and segments at allocation); bounce = never pinned, the target copies through its message buffers; rendezvous = pinned on first access, kept until unexposed; rendezvous-unpin = pinned for each operation; part = nothing pinned, a missing page fails the zero-copy block fast and the target pages it in (ACTIVERMA_PART_*); firehose = each origin keeps at most f firehoses (pinned buckets) on every other rank, a miss moves one with a message, released ones stay pinned as victims (ACTIVERMA_FIREHOSE_*)" },
     Setting { name: RMA_RENDEZVOUS_MIN, layer: Layer::Memory, kind: Kind::Size, default: "256K",
         description: "puts/gets to private memory of a rank on another host (mpi conduit, or smp emulating hosts) from this size on: the target registers the range with the conduit (MPI: attaches the exposure to the dynamic window) and the data moves one-sided; smaller ones travel in active messages through the target; 0 = never (not under bounce or part)" },
+    Setting { name: PUT_STREAM_AFTER, layer: Layer::Memory, kind: Kind::Size, default: "32M",
+        description: "implicit puts (put_nbi) of 4 KiB and more into a segment mapped here use non-temporal stores while the window to that rank (its puts since its last flush) has passed this many bytes, or the previous window did: a window larger than the last-level cache then goes to memory without reading every destination line first; set it to the last-level cache size; 0 = never" },
     Setting { name: PIN_LIMIT, layer: Layer::Memory, kind: Kind::Size, default: "0",
         description: "bytes a rank may keep pinned by its registration strategy, checked before mlock; 0 = no budget of our own (the kernel's RLIMIT_MEMLOCK, `ulimit -l`, still applies; root ignores it)" },
     Setting { name: FIREHOSE_M, layer: Layer::Firehose, kind: Kind::Size, default: "64M",

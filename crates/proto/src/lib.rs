@@ -78,6 +78,10 @@ pub struct Proto {
     cpu_atomics_coherent: bool,
     /// Per target: when the last implicit operation completes under the modelled network.
     pending_until: Vec<AtomicU64>,
+    /// Per target: the window of implicit puts (bytes since its last flush), and whether the
+    /// previous window outgrew ACTIVERMA_PUT_STREAM_AFTER (`stream_after`, 0 = never stream).
+    window: Vec<ImplicitWindow>,
+    stream_after: u64,
     verbose: bool,
     seen: std::sync::Mutex<std::collections::HashSet<(Protocol, Rank)>>,
     /// Per target: sequence number of this origin's next active access there.
@@ -107,6 +111,13 @@ pub struct Proto {
     rma_exposures: Option<Arc<rendezvous_rma::RmaExposures>>,
     /// Smallest private transfer to another host that takes the rendezvous (0 = none).
     rma_rendezvous_min: usize,
+}
+
+/// The implicit puts to one target since its last flush, for the choice to stream them.
+#[derive(Default)]
+struct ImplicitWindow {
+    bytes: AtomicU64,
+    previous_was_large: std::sync::atomic::AtomicBool,
 }
 
 /// State the protocol handlers share with the origin side (`register_handlers`).
@@ -228,6 +239,8 @@ impl Proto {
             firehose: None,
             rma_exposures: None,
             pending_until: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            window: (0..n).map(|_| ImplicitWindow::default()).collect(),
+            stream_after: settings::get_u64(settings::PUT_STREAM_AFTER)?,
             verbose,
             rma_rendezvous_min: settings::get_u64(settings::RMA_RENDEZVOUS_MIN)? as usize,
             seen: Default::default(),
@@ -288,6 +301,37 @@ impl Proto {
         Ok(())
     }
 
+    /// Whether an implicit put of `src` to `local` in `rank`'s segment should stream: it is 4 KiB
+    /// or more, does not overlap its source, and the window of implicit puts to `rank` (since
+    /// its last flush, this one included) has passed ACTIVERMA_PUT_STREAM_AFTER, or the previous
+    /// window did — then the lines it writes would be evicted before anyone reads them, and a
+    /// program that sends such windows keeps sending them. The count is a plain load and
+    /// store: threads racing on it only move the moment streaming starts.
+    #[inline]
+    fn streams(&self, rank: Rank, local: *mut u8, src: &[u8]) -> bool {
+        const STREAM_MIN: usize = 4096;
+        if self.stream_after == 0 || src.len() < STREAM_MIN {
+            return false;
+        }
+        let w = &self.window[rank];
+        let total = w.bytes.load(Ordering::Relaxed) + src.len() as u64;
+        w.bytes.store(total, Ordering::Relaxed);
+        let (d, s) = (local as usize, src.as_ptr() as usize);
+        let apart = s + src.len() <= d || d + src.len() <= s;
+        apart && (total > self.stream_after || w.previous_was_large.load(Ordering::Relaxed))
+    }
+
+    /// A flush of `rank` closes its window of implicit puts.
+    #[inline]
+    fn close_window(&self, rank: Rank) {
+        let w = &self.window[rank];
+        let bytes = w.bytes.load(Ordering::Relaxed);
+        if bytes != 0 || w.previous_was_large.load(Ordering::Relaxed) {
+            w.previous_was_large.store(self.stream_after != 0 && bytes > self.stream_after, Ordering::Relaxed);
+            w.bytes.store(0, Ordering::Relaxed);
+        }
+    }
+
     /// Records when an implicit operation completes; nothing to record (and no locked
     /// instruction) when the modelled network is off.
     #[inline]
@@ -300,6 +344,7 @@ impl Proto {
     /// Returns when every implicit operation this origin issued to `rank` is remotely complete.
     pub fn flush(&self, rank: Rank) -> Result<()> {
         self.check_rank(rank)?;
+        self.close_window(rank);
         self.conduit.rma_flush(Some(rank))?;
         completion::spin_until(self.pending_until[rank].load(Ordering::Acquire));
         fence(Ordering::SeqCst);
@@ -307,6 +352,7 @@ impl Proto {
     }
 
     pub fn flush_all(&self) -> Result<()> {
+        (0..self.window.len()).for_each(|r| self.close_window(r));
         self.conduit.rma_flush(None)?;
         let last = self.pending_until.iter().map(|p| p.load(Ordering::Acquire)).max().unwrap_or(0);
         completion::spin_until(last);
@@ -360,6 +406,9 @@ impl Proto {
     #[inline(always)]
     fn put_start(&self, rank: Rank, addr: usize, src: &[u8], complete: bool) -> Result<u64> {
         match self.segment_fast(rank, addr, src.len(), AccessKind::Put) {
+            select::SegmentAccess::Plain(local) if !complete && self.streams(rank, local, src) => {
+                put_direct::run_streaming(self, local, src)
+            }
             select::SegmentAccess::Plain(local) => put_direct::run(self, local, src),
             select::SegmentAccess::Active(local, lookup) => put_active::run(self, rank, addr, src, &lookup, local)?,
             select::SegmentAccess::Slow => return self.put_chosen(rank, addr, src, complete),

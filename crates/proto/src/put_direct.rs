@@ -15,3 +15,15 @@ pub(crate) fn run(p: &Proto, local: *mut u8, src: &[u8]) {
     bump(&p.counters.put_direct, 1);
     bump(&p.counters.bytes_put, src.len() as u64);
 }
+
+/// The same put with non-temporal stores (`stream_copy`), for a window of implicit puts too
+/// large for the caches (`Proto::streams`); the source does not overlap the destination.
+#[inline]
+pub(crate) fn run_streaming(p: &Proto, local: *mut u8, src: &[u8]) {
+    // SAFETY: as in `run`; the caller checked the ranges do not overlap.
+    unsafe { activerma_core::stream_copy::copy_streaming(local, src.as_ptr(), src.len()) };
+    fence(Ordering::Release);
+    bump(&p.counters.put_direct, 1);
+    bump(&p.counters.put_streamed, 1);
+    bump(&p.counters.bytes_put, src.len() as u64);
+}

@@ -177,7 +177,7 @@ impl Origin<'_> {
         for target in TARGETS {
             let at = self.target(target);
             let limit = if target == "segment" {
-                "memcpy (rank 0 buffer -> rank 0's own copy of the segment)"
+                "memcpy or non-temporal copy, the faster (rank 0 buffer -> rank 0's own copy of the segment)"
             } else if put {
                 "raw process_vm_writev"
             } else {
@@ -251,21 +251,37 @@ impl Origin<'_> {
         let plan = self.cfg.bw;
         let st = if target == "segment" {
             // Into rank 0's own copy of the segment: the same kind of memory (and pages) as the
-            // puts' destination, so that the limit is a bound; best batch, as every limit.
+            // puts' destination, so that the limit is a bound; best batch, as every limit; the
+            // faster of plain copies and non-temporal ones (what large put windows use).
             let (src, dst) = (self.local.as_ptr(), self.data.as_ptr());
             assert!(WINDOW * size <= self.data.len(), "the data segment holds a window");
-            measure_limit::<Infallible>(&plan, |n| {
-                for _ in 0..n {
-                    for j in 0..WINDOW {
-                        // SAFETY: both buffers hold a whole window; they do not overlap.
-                        unsafe { std::ptr::copy_nonoverlapping(black_box(src.add(j * size)), black_box(dst.add(j * size)), size) };
+            let window = |streaming: bool| {
+                measure_limit::<Infallible>(&plan, |n| {
+                    for _ in 0..n {
+                        for j in 0..WINDOW {
+                            let (s, d) = (black_box(unsafe { src.add(j * size) }), black_box(unsafe { dst.add(j * size) }));
+                            // SAFETY: both buffers hold a whole window; they do not overlap.
+                            unsafe {
+                                if streaming {
+                                    activerma_core::stream_copy::copy_streaming(d, s, size)
+                                } else {
+                                    std::ptr::copy_nonoverlapping(s, d, size)
+                                }
+                            }
+                        }
                     }
-                }
-                Ok(())
-            })?
+                    Ok(())
+                })
+            };
+            let (plain, streamed) = (window(false)?, window(true)?);
+            if streamed.median_ns < plain.median_ns {
+                streamed
+            } else {
+                plain
+            }
         } else {
             let (pid, buf, addr) = (self.peer_pid, self.local.as_mut_ptr(), self.private.addr);
-            measure(&plan, |n| {
+            measure_limit(&plan, |n| {
                 for _ in 0..n {
                     for j in 0..WINDOW {
                         // SAFETY (pointer arithmetic): our buffer holds a whole window.

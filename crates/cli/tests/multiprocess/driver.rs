@@ -175,6 +175,11 @@ pub fn main() -> i32 {
     });
     jobs.push(Job { case: "small_queues", ranks: 3, env: vec![("ACTIVERMA_AM_SLOTS", "4"), ("ACTIVERMA_AM_SLOT_SIZE", "128")] });
     jobs.push(Job { case: "peer_exits_early", ranks: 2, env: vec![] });
+    // Implicit puts with non-temporal stores from the first byte of a window (unaligned
+    // offsets and lengths in both cases; randomized checks every byte).
+    for (case, ranks) in [("nonblocking_and_flush", 2), ("nonblocking_and_flush", 3), ("randomized", 3)] {
+        jobs.push(Job { case, ranks, env: vec![("ACTIVERMA_PUT_STREAM_AFTER", "1K")] });
+    }
     // The cross-host paths (one-sided engine for segments, the target for private memory),
     // exercised on one host by hiding every peer's mappings (active messages do not change).
     for case in CORE_CASES.into_iter().filter(|&c| c != "active_messages") {
@@ -393,6 +398,7 @@ fn run_under_mpi(mpi: &str, filter: Option<&str>, t: &mut Tally) -> i32 {
         env: vec![("ACTIVERMA_MPI_SHARED", "off"), ("ACTIVERMA_REGISTRATION", "rendezvous-unpin")],
     });
     jobs.push(Job { case: "randomized", ranks: 3, env: vec![("ACTIVERMA_MPI_SHARED", "off"), ("ACTIVERMA_RMA_RENDEZVOUS_MIN", "1K")] });
+    jobs.push(Job { case: "randomized", ranks: 3, env: vec![("ACTIVERMA_PUT_STREAM_AFTER", "1K")] });
     // Active Access across hosts: marks on segments and private memory, through the target.
     jobs.push(Job { case: "aa_bit_combinations", ranks: 2, env: vec![] });
     jobs.push(Job { case: "aa_many_origins_tiny_log", ranks: 3, env: vec![] });

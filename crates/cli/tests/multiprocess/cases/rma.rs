@@ -51,6 +51,13 @@ pub fn nonblocking_and_flush() -> Result<()> {
         w.put_nbi(seg.remote(t, (n + me) * REGION), &data)?;
     }
     w.flush_all()?;
+    // With a window threshold below REGION, every implicit put into a segment mapped here
+    // streams (non-temporal stores): the checks below then cover that path.
+    let threshold = activerma::settings::get_u64(activerma::settings::PUT_STREAM_AFTER)?;
+    let streamed = w.counters().put_streamed.load(std::sync::atomic::Ordering::Relaxed);
+    if threshold != 0 && (threshold as usize) < REGION && w.conduit_name() == "smp" {
+        assert_eq!(streamed, n as u64, "every implicit put streamed (threshold {threshold})");
+    }
     w.barrier()?;
     for t in 0..n {
         let mut a = vec![0u8; REGION];
