@@ -79,6 +79,7 @@ const PADDING: u64 = 2;
 /// A further line of an entry: never committed, so never taken for an entry's start.
 const CONTINUED: u64 = 4;
 const LINES_SHIFT: u32 = 5;
+const LINES_MASK: u64 = (1 << (32 - LINES_SHIFT)) - 1;
 
 /// Region bytes before the data area.
 const DATA_OFF: usize = std::mem::size_of::<RingHeader>();
@@ -182,11 +183,17 @@ fn entry_size(data_len: usize) -> u64 {
     ((1 + data_len.saturating_sub(FIRST_DATA).div_ceil(CONT_DATA)) * LINE) as u64
 }
 
+/// The lap (round of the ring, 32 bits) that absolute position `pos` of a ring of `capacity`
+/// bytes belongs to.
+#[inline]
+fn lap(pos: u64, capacity: usize) -> u64 {
+    (pos >> capacity.trailing_zeros()) as u32 as u64
+}
+
 /// The stamp of a line written at absolute position `pos` of a ring of `capacity` bytes.
 #[inline]
 fn stamp(pos: u64, capacity: usize, lines: u64, flags: u64) -> u64 {
-    let lap = (pos >> capacity.trailing_zeros()) as u32 as u64;
-    lap << 32 | lines << LINES_SHIFT | flags
+    lap(pos, capacity) << 32 | lines << LINES_SHIFT | flags
 }
 
 /// A byte range a producer has claimed: `padding` bytes at `start` (to the end of the data
@@ -417,9 +424,16 @@ impl LogRing {
     /// pollers (no guard taken); `drain` / `peek` decide.
     #[inline]
     pub fn has_entry(&self) -> bool {
-        let pos = self.header().tail.0.load(Ordering::Acquire);
+        self.published_at(self.header().tail.0.load(Ordering::Acquire)).is_some()
+    }
+
+    /// The stamp at `pos` if an entry (or padding) of this lap starts there and is published;
+    /// None for an empty place, a hole, or whatever an earlier lap left there. Acquire: pairs
+    /// with the producer's Release of the stamp, so the entry is complete.
+    #[inline]
+    fn published_at(&self, pos: u64) -> Option<u64> {
         let word = self.word_at(pos).load(Ordering::Acquire);
-        word & COMMITTED != 0 && word >> 32 == stamp(pos, self.capacity, 0, 0) >> 32
+        (word & COMMITTED != 0 && word >> 32 == lap(pos, self.capacity)).then_some(word)
     }
 
     /// Entries appended and not yet consumed.
@@ -489,12 +503,8 @@ impl LogRing {
         let tail_pos = &self.header().tail.0;
         loop {
             let pos = tail_pos.load(Ordering::Relaxed);
-            // Acquire: pairs with the producer's Release of this stamp, so the entry is complete.
-            let word = self.word_at(pos).load(Ordering::Acquire);
-            if word & COMMITTED == 0 || word >> 32 != stamp(pos, self.capacity, 0, 0) >> 32 {
-                return None; // empty, or a hole: a line of an earlier lap, or not yet published
-            }
-            let size = (word >> LINES_SHIFT & 0x7ff_ffff) * LINE as u64;
+            let word = self.published_at(pos)?;
+            let size = (word >> LINES_SHIFT & LINES_MASK) * LINE as u64;
             let room = self.capacity as u64 - (pos & self.mask());
             assert!(
                 size >= LINE as u64 && size <= room,
@@ -524,9 +534,9 @@ impl LogRing {
             let len = body.data_len as usize;
             // Data that fits in the first line is handed out in place; longer data continues
             // after each further line's stamp and is gathered into one buffer.
-            let (data, gathered) = if len <= FIRST_DATA {
+            let data = if len <= FIRST_DATA {
                 // SAFETY: inside the first line.
-                (unsafe { slot.add(ENTRY_HEADER) } as *const u8, Vec::new())
+                EntryData::InPlace(unsafe { slot.add(ENTRY_HEADER) } as *const u8, len)
             } else {
                 let mut v = Vec::with_capacity(len);
                 // SAFETY: the entry's lines lie inside the data area (size checked above) and
@@ -540,9 +550,9 @@ impl LogRing {
                         line = line.add(LINE);
                     }
                 }
-                (std::ptr::null(), v)
+                EntryData::Gathered(v)
             };
-            return Some(Entry { meta, data, data_len: len, gathered, pos, size, ring: self, owns_guard });
+            return Some(Entry { meta, data, pos, size, ring: self, owns_guard });
         }
     }
 
@@ -678,15 +688,17 @@ impl LogRing {
     }
 }
 
+/// An entry's data: in place in its first line, or gathered from its lines.
+enum EntryData {
+    InPlace(*const u8, usize),
+    Gathered(Vec<u8>),
+}
+
 /// One entry of the log, handed out by `LogRing::peek`; holds the consumer guard until it is
 /// consumed or dropped.
 pub struct Entry<'a> {
     pub meta: EntryMeta,
-    /// The data in place (null when `gathered` holds it).
-    data: *const u8,
-    data_len: usize,
-    /// Data longer than the first line's share, gathered from the entry's lines.
-    gathered: Vec<u8>,
+    data: EntryData,
     pos: u64,
     size: u64,
     ring: &'a LogRing,
@@ -699,12 +711,12 @@ impl Entry<'_> {
     /// The data this entry carries (empty for a metadata-only entry). Borrowed from the entry,
     /// not the log: once the entry is consumed, producers may overwrite those bytes.
     pub fn data(&self) -> &[u8] {
-        if self.data.is_null() {
-            return &self.gathered;
+        match &self.data {
+            // SAFETY: the data lies inside the entry's first line, which stays untouched while
+            // the entry (and so this borrow) lives.
+            EntryData::InPlace(at, len) => unsafe { std::slice::from_raw_parts(*at, *len) },
+            EntryData::Gathered(v) => v,
         }
-        // SAFETY: the data lies inside the entry's first line, which stays untouched while the
-        // entry (and so this borrow) lives.
-        unsafe { std::slice::from_raw_parts(self.data, self.data_len) }
     }
 }
 
@@ -719,7 +731,7 @@ impl Drop for Entry<'_> {
 
 impl std::fmt::Debug for Entry<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Entry").field("meta", &self.meta).field("data_len", &self.data_len).field("pos", &self.pos).finish()
+        f.debug_struct("Entry").field("meta", &self.meta).field("data_len", &self.data().len()).field("pos", &self.pos).finish()
     }
 }
 

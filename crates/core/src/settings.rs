@@ -196,7 +196,7 @@ pub static TABLE: &[Setting] = &[
     Setting { name: RMA_RENDEZVOUS_MIN, layer: Layer::Memory, kind: Kind::Size, default: "256K",
         description: "puts/gets to private memory of a rank on another host (mpi conduit, or smp emulating hosts) from this size on: the target registers the range with the conduit (MPI: attaches the exposure to the dynamic window) and the data moves one-sided; smaller ones travel in active messages through the target; 0 = never (not under bounce or part)" },
     Setting { name: PUT_STREAM_AFTER, layer: Layer::Memory, kind: Kind::Size, default: "32M",
-        description: "implicit puts (put_nbi) of 4 KiB and more into a segment mapped here use non-temporal stores while the window to that rank (its puts since its last flush) has passed this many bytes, or the previous window did: a window larger than the last-level cache then goes to memory without reading every destination line first; set it to the last-level cache size; 0 = never" },
+        description: "implicit puts (put_nbi) of 4 KiB and more into a segment mapped here use non-temporal stores while the window to that rank (those puts since its last flush) has passed this many bytes, or the previous window did: a window larger than the last-level cache then goes to memory without reading every destination line first; set it to the last-level cache size; 0 = never" },
     Setting { name: PIN_LIMIT, layer: Layer::Memory, kind: Kind::Size, default: "0",
         description: "bytes a rank may keep pinned by its registration strategy, checked before mlock; 0 = no budget of our own (the kernel's RLIMIT_MEMLOCK, `ulimit -l`, still applies; root ignores it)" },
     Setting { name: FIREHOSE_M, layer: Layer::Firehose, kind: Kind::Size, default: "64M",

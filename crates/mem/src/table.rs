@@ -159,11 +159,10 @@ pub struct Lookup<'a> {
     inflight: Option<&'a AtomicU32>,
 }
 
-/// What `OriginTable::heap_fast` found.
+/// What `OriginTable::heap_fast` found (None from it: take `check`).
 pub enum HeapFast<'a> {
     Plain,
     Active(Lookup<'a>),
-    Slow,
 }
 
 impl Drop for Lookup<'_> {
@@ -253,12 +252,12 @@ impl OriginTable {
     /// bytes at `heap_off`: `Plain` when every page is present, permits `kind` and has no
     /// Active Access bits; `Active` (with the lookup `check` would return) when every page is
     /// present and either plain or marked to log this kind of access (a put into WL/WLD
-    /// pages, a get from readable RL/RLD pages); `Slow` otherwise, and when a segment ending
+    /// pages, a get from readable RL/RLD pages); None otherwise, and when a segment ending
     /// inside the last page does not cover the access: `check` then decides (it may still
     /// allow the access, or names the error). The same entries, read the same way, so both
     /// paths agree on every access.
     #[inline(always)]
-    pub fn heap_fast(&self, heap_off: usize, len: usize, kind: AccessKind) -> HeapFast<'_> {
+    pub fn heap_fast(&self, heap_off: usize, len: usize, kind: AccessKind) -> Option<HeapFast<'_>> {
         let want = Entry::PRESENT as u64 | kind.needs();
         let logs_it = match kind {
             AccessKind::Put => (Entry::WL | Entry::WLD) as u64,
@@ -268,7 +267,7 @@ impl OriginTable {
         let shift = page_size().trailing_zeros();
         let (first, last) = (heap_off >> shift, (heap_off + len - 1) >> shift);
         if last >= self.raw.layout.heap_pages {
-            return HeapFast::Slow;
+            return None;
         }
         let (mut e, mut active) = (0, false);
         for p in first..=last {
@@ -280,19 +279,19 @@ impl OriginTable {
             // writable: W=0 with logging is an active put that does not touch memory).
             let readable = kind != AccessKind::Get || e & want == want;
             if e & logs_it == 0 || e & Entry::PRESENT as u64 == 0 || !readable {
-                return HeapFast::Slow;
+                return None;
             }
             active = true;
         }
         let limit = Entry::limit(e);
         if limit != 0 && heap_off + len - (last << shift) > limit {
-            return HeapFast::Slow;
+            return None;
         }
         if !active {
-            return HeapFast::Plain;
+            return Some(HeapFast::Plain);
         }
         let page_base = self.raw.region(0).base.load(Ordering::Relaxed) as usize;
-        HeapFast::Active(Lookup { private: false, active: true, page_base, first_entry: 0, inflight: None })
+        Some(HeapFast::Active(Lookup { private: false, active: true, page_base, first_entry: 0, inflight: None }))
     }
 
     /// Checks an access of `len` bytes at the target's address `addr`. Zero-length accesses

@@ -54,7 +54,7 @@ pub use select::{Choice, Protocol};
 use activerma_am::Am;
 use activerma_core::counters::{bump, Counters};
 use activerma_core::{settings, Error, Rank, Result};
-use activerma_mem::{AccessKind, Iotlb, IotlbConfig, OriginTable, RegistrationStats, Strategy, TargetTable};
+use activerma_mem::{AccessKind, HeapFast, Iotlb, IotlbConfig, OriginTable, RegistrationStats, Strategy, TargetTable};
 use activerma_transport::netmodel::NetModel;
 use activerma_transport::{Conduit, Window};
 use std::sync::atomic::{fence, AtomicU64, Ordering};
@@ -69,8 +69,9 @@ pub struct Proto {
     counters: Arc<Counters>,
     /// Per rank: its table, if this process can read it (same host).
     tables: Vec<Option<OriginTable>>,
-    /// Per rank: the segment fast path's view of its heap (select.rs), if it may be taken.
-    segment_views: Vec<Option<select::SegmentView>>,
+    /// Per rank: its heap, where the segment fast path may be taken (select.rs): mapped here,
+    /// described by its table exactly, and nothing watching accesses (see `new`).
+    segment_views: Vec<Option<Window>>,
     heaps: Vec<Option<Window>>,
     /// Bytes in every rank's symmetric heap.
     heap_len: usize,
@@ -223,8 +224,8 @@ impl Proto {
         let verbose = settings::get_bool(settings::VERBOSE)?;
         // Every access must pass the modelled IOTLB, and the verbose log names each first use
         // of a protocol: then there is no shortcut.
-        let segment_views =
-            (0..n).map(|r| if iotlb.enabled() || verbose { None } else { select::SegmentView::of(tables[r].as_ref(), heaps[r]) }).collect();
+        let described = |r: usize, h: &Window| tables[r].as_ref().is_some_and(|t| t.heap_range() == (h.remote_base, h.len));
+        let segment_views = (0..n).map(|r| heaps[r].filter(|h| !(iotlb.enabled() || verbose) && described(r, h))).collect();
         Ok(Proto {
             seq: (0..n).map(|_| AtomicU64::new(0)).collect(),
             touched: (0..n).map(|_| AtomicU64::new(0)).collect(),
@@ -302,8 +303,8 @@ impl Proto {
     }
 
     /// Whether an implicit put of `src` to `local` in `rank`'s segment should stream: it is 4 KiB
-    /// or more, does not overlap its source, and the window of implicit puts to `rank` (since
-    /// its last flush, this one included) has passed ACTIVERMA_PUT_STREAM_AFTER, or the previous
+    /// or more, does not overlap its source, and the window of such puts to `rank` (since its
+    /// last flush, this one included) has passed ACTIVERMA_PUT_STREAM_AFTER, or the previous
     /// window did — then the lines it writes would be evicted before anyone reads them, and a
     /// program that sends such windows keeps sending them. The count is a plain load and
     /// store: threads racing on it only move the moment streaming starts.
@@ -374,7 +375,7 @@ impl Proto {
     #[inline]
     pub fn atomic(&self, rank: Rank, addr: usize, op: AtomicOp) -> Result<u64> {
         if self.cpu_atomics_coherent && addr.is_multiple_of(8) {
-            if let select::SegmentAccess::Plain(local) = self.segment_fast(rank, addr, 8, atomic_am::kind(op)) {
+            if let Some((local, HeapFast::Plain)) = self.segment_fast(rank, addr, 8, atomic_am::kind(op)) {
                 let old = atomic_direct::run(self, local, op);
                 completion::spin_until(self.net.completion_time(8));
                 return Ok(old);
@@ -406,12 +407,10 @@ impl Proto {
     #[inline(always)]
     fn put_start(&self, rank: Rank, addr: usize, src: &[u8], complete: bool) -> Result<u64> {
         match self.segment_fast(rank, addr, src.len(), AccessKind::Put) {
-            select::SegmentAccess::Plain(local) if !complete && self.streams(rank, local, src) => {
-                put_direct::run_streaming(self, local, src)
-            }
-            select::SegmentAccess::Plain(local) => put_direct::run(self, local, src),
-            select::SegmentAccess::Active(local, lookup) => put_active::run(self, rank, addr, src, &lookup, local)?,
-            select::SegmentAccess::Slow => return self.put_chosen(rank, addr, src, complete),
+            Some((local, HeapFast::Plain)) if !complete && self.streams(rank, local, src) => put_direct::run_streaming(self, local, src),
+            Some((local, HeapFast::Plain)) => put_direct::run(self, local, src),
+            Some((local, HeapFast::Active(lookup))) => put_active::run(self, rank, addr, src, &lookup, local)?,
+            None => return self.put_chosen(rank, addr, src, complete),
         }
         Ok(self.net.completion_time(src.len()))
     }
@@ -462,9 +461,9 @@ impl Proto {
     #[inline(always)]
     fn get_start(&self, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<u64> {
         match self.segment_fast(rank, addr, dst.len(), AccessKind::Get) {
-            select::SegmentAccess::Plain(local) => get_direct::run(self, local, dst),
-            select::SegmentAccess::Active(local, lookup) => get_active::run(self, rank, addr, dst, &lookup, local)?,
-            select::SegmentAccess::Slow => return self.get_chosen(rank, addr, dst),
+            Some((local, HeapFast::Plain)) => get_direct::run(self, local, dst),
+            Some((local, HeapFast::Active(lookup))) => get_active::run(self, rank, addr, dst, &lookup, local)?,
+            None => return self.get_chosen(rank, addr, dst),
         }
         Ok(self.net.completion_time(dst.len()))
     }

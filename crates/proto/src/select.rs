@@ -13,7 +13,7 @@
 
 use crate::Proto;
 use activerma_core::{Error, Rank, Result};
-use activerma_mem::{AccessKind, Lookup};
+use activerma_mem::{AccessKind, HeapFast, Lookup};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Protocol {
@@ -139,62 +139,21 @@ impl<'a> Choice<'a> {
     }
 }
 
-/// The segment fast path's view of one target whose heap and table this process maps: a put,
-/// get or atomic that lies in its heap, on plain permitted pages, is a copy or a CPU atomic
-/// at `local + (addr - remote_base)` with nothing else to decide. Built only when nothing else
-/// watches accesses (no modelled IOTLB, no verbose protocol log).
-#[derive(Clone, Copy)]
-pub(crate) struct SegmentView {
-    local: *mut u8,
-    remote_base: usize,
-    len: usize,
-}
-
-// SAFETY: a description of shared memory, as `Window`.
-unsafe impl Send for SegmentView {}
-unsafe impl Sync for SegmentView {}
-
-/// What the segment fast path found (`Proto::segment_fast`).
-pub(crate) enum SegmentAccess<'a> {
-    /// A plain access: copy (or run the atomic) at this local address.
-    Plain(*mut u8),
-    /// Pages marked for Active Access: put_active / get_active with this lookup.
-    Active(*mut u8, Lookup<'a>),
-    Slow,
-}
-
-impl SegmentView {
-    /// The view of `rank`'s heap, when the table and the mapping describe the same bytes.
-    pub(crate) fn of(table: Option<&activerma_mem::OriginTable>, heap: Option<activerma_transport::Window>) -> Option<SegmentView> {
-        let (table, heap) = (table?, heap?);
-        (table.heap_range() == (heap.remote_base, heap.len)).then_some(SegmentView {
-            local: heap.local,
-            remote_base: heap.remote_base,
-            len: heap.len,
-        })
-    }
-}
-
 impl Proto {
     /// The segment fast path: where the access goes in this process's mapping of `rank`'s
-    /// segment, when it is a plain access to it or an access to pages marked to log it (see
-    /// `SegmentView`); `Slow` sends the caller to `choose`, which decides every other case and
-    /// names every error.
+    /// segment, with what `heap_fast` found, when it is a plain access or an access to pages
+    /// marked to log it; None sends the caller to `choose`, which decides every other case and
+    /// names every error. Taken only where `segment_views` holds the heap (see `Proto::new`).
     #[inline(always)]
-    pub(crate) fn segment_fast(&self, rank: Rank, addr: usize, len: usize, kind: AccessKind) -> SegmentAccess<'_> {
-        let Some(Some(v)) = self.segment_views.get(rank) else { return SegmentAccess::Slow };
-        let off = addr.wrapping_sub(v.remote_base);
-        if len == 0 || off >= v.len || len > v.len - off {
-            return SegmentAccess::Slow;
+    pub(crate) fn segment_fast(&self, rank: Rank, addr: usize, len: usize, kind: AccessKind) -> Option<(*mut u8, HeapFast<'_>)> {
+        let heap = (*self.segment_views.get(rank)?)?;
+        let off = addr.wrapping_sub(heap.remote_base);
+        if len == 0 || off >= heap.len || len > heap.len - off {
+            return None;
         }
-        let Some(table) = self.tables[rank].as_ref() else { return SegmentAccess::Slow };
-        // SAFETY: off + len <= v.len: inside the mapping.
-        let local = unsafe { v.local.add(off) };
-        match table.heap_fast(off, len, kind) {
-            activerma_mem::HeapFast::Plain => SegmentAccess::Plain(local),
-            activerma_mem::HeapFast::Active(lookup) => SegmentAccess::Active(local, lookup),
-            activerma_mem::HeapFast::Slow => SegmentAccess::Slow,
-        }
+        let found = self.tables[rank].as_ref()?.heap_fast(off, len, kind)?;
+        // SAFETY: off + len <= heap.len: inside the mapping.
+        Some((unsafe { heap.local.add(off) }, found))
     }
 
     #[inline]

@@ -2,6 +2,9 @@
 //! machines must never be compared, and a reader can only tell them apart if each run names
 //! its CPU and how fast that CPU copies memory right now.
 
+use super::timing::{measure_limit, Plan};
+use std::convert::Infallible;
+use std::hint::black_box;
 use std::sync::OnceLock;
 
 /// The CPU model as /proc/cpuinfo names it ("unknown CPU" where it does not).
@@ -15,23 +18,22 @@ pub fn cpu_model() -> String {
 }
 
 /// memcpy bandwidth of 1 MiB copies between two pre-touched buffers in this process, in GB/s
-/// (10^9 B/s): the best of 9 batches of ~2 ms, measured once per process (about 20 ms).
+/// (10^9 B/s): measured as a limit (best of 9 batches of ~2 ms), once per process (~20 ms).
 pub fn memcpy_gbs() -> f64 {
     static GBS: OnceLock<f64> = OnceLock::new();
     *GBS.get_or_init(|| {
         const SIZE: usize = 1 << 20;
-        let src = vec![1u8; SIZE];
-        let mut dst = vec![0u8; SIZE];
-        let mut best = f64::MAX;
-        for _ in 0..9 {
-            let t = std::time::Instant::now();
-            for _ in 0..32 {
+        let (src, mut dst) = (vec![1u8; SIZE], vec![0u8; SIZE]);
+        let plan = Plan { reps: 3, batch_ns: 2e6, min_iters: 1, max_iters: 1 << 12 };
+        let st = measure_limit::<Infallible>(&plan, |n| {
+            for _ in 0..n {
                 // SAFETY: two distinct buffers of SIZE bytes.
-                unsafe { std::ptr::copy_nonoverlapping(std::hint::black_box(src.as_ptr()), std::hint::black_box(dst.as_mut_ptr()), SIZE) };
+                unsafe { std::ptr::copy_nonoverlapping(black_box(src.as_ptr()), black_box(dst.as_mut_ptr()), SIZE) };
             }
-            best = best.min(t.elapsed().as_nanos() as f64 / 32.0);
-        }
-        SIZE as f64 / best
+            Ok(())
+        })
+        .unwrap_or_else(|e| match e {});
+        SIZE as f64 / st.median_ns
     })
 }
 
@@ -40,7 +42,7 @@ pub fn header_line() -> String {
     // SAFETY: sysconf has no preconditions.
     let ncpu = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
     format!(
-        "# machine: {}, {ncpu} CPUs online; memcpy 1 MiB: {:.1} GB/s (best of 9 batches, measured in this run); compare ratios, not absolute numbers, across machines",
+        "# machine: {}, {ncpu} CPUs online; memcpy 1 MiB: {:.1} GB/s (best batch, measured in this run); compare ratios, not absolute numbers, across machines",
         cpu_model(),
         memcpy_gbs()
     )
