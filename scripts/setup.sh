@@ -3,14 +3,33 @@
 # a C toolchain and pkg-config (C API tests), and a Rust toolchain (Debian's cargo-web /
 # rustc-web when no cargo is on the PATH). With --mpi, also what the mpi conduit needs: Open
 # MPI and MPICH (libraries, headers, launchers) and libclang (the MPI bindings are generated
-# at build time). Safe to run again.
+# at build time). With --browser, also what checking the report page needs: Debian's headless
+# Chromium, its chromedriver, Selenium for Debian's /usr/bin/python3, and a font for the
+# screenshot. The flags combine. Safe to run again.
 set -euo pipefail
 
+mpi=0 browser=0
+for arg in "$@"; do
+    case "$arg" in
+        --mpi) mpi=1 ;;
+        --browser) browser=1 ;;
+        *) echo "setup: unknown option $arg (known: --mpi, --browser)" >&2; exit 2 ;;
+    esac
+done
+
 need=()
-if [ "${1:-}" = "--mpi" ]; then
+if [ $mpi = 1 ]; then
     command -v mpicc.openmpi >/dev/null 2>&1 || need+=(openmpi-bin libopenmpi-dev)
     command -v mpicc.mpich >/dev/null 2>&1 || need+=(mpich libmpich-dev)
     ls /usr/lib/llvm-*/lib/libclang.so* >/dev/null 2>&1 || need+=(libclang-dev)
+fi
+if [ $browser = 1 ]; then
+    [ -x /usr/bin/chromium ] || need+=(chromium)
+    [ -x /usr/bin/chromedriver ] || need+=(chromium-driver)
+    # Debian's interpreter, not whichever python3 is first on the PATH (it may not see
+    # Debian's python3-* packages).
+    { [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import selenium' >/dev/null 2>&1; } || need+=(python3 python3-selenium)
+    fc-list 2>/dev/null | grep -q . || need+=(fonts-liberation)
 fi
 command -v cc >/dev/null 2>&1 || need+=(build-essential)
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
