@@ -2,6 +2,7 @@
 """Ratio table: activerma vs MPI one-sided (Open MPI osc/sm, MPICH), from JSON lines of one run.
 
 usage: compare_mpi.py ACTIVERMA.jsonl MPI_PEERS.jsonl [--load-start TEXT] [--load-end TEXT]
+                      [--rows-out FILE]
 
 ACTIVERMA.jsonl comes from `activerma bench --json`, MPI_PEERS.jsonl from
 bench/mpi_peers/run_mpi_peers.sh. Latencies are compared as medians (ours: median of the
@@ -9,6 +10,9 @@ per-repetition averages; the peers' `median_us`), bandwidths as medians too (`me
 Ratios are ours / theirs: for latency lower is better, for bandwidth higher is better.
 Exit status: 0 when the table was printed (MISS included: benchmarks report, they don't gate;
 missing MPI rows show as n/a), 2 when the activerma file cannot be read or holds no rows.
+--rows-out writes every compared ratio as a row of activerma's report schema (benchmark
+"mpi-check", case the metric, params impl / target / what; machine and commit from our rows),
+which `activerma report` draws.
 """
 
 import argparse
@@ -17,7 +21,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_rows import fmt, read_jsonl  # noqa: E402
+from bench_rows import activerma_rows, fmt, read_jsonl  # noqa: E402
 
 MIB = 1 << 20
 
@@ -47,7 +51,10 @@ def main():
     ap.add_argument("peers")
     ap.add_argument("--load-start", default="")
     ap.add_argument("--load-end", default="")
+    ap.add_argument("--rows-out", default=None)
     a = ap.parse_args()
+    first = next((r for r in (read_jsonl(a.ours) or []) if "benchmark" in r), {})
+    report_rows = []
 
     ours_rows, peer_rows = read_jsonl(a.ours), read_jsonl(a.peers)
     if not ours_rows:
@@ -55,21 +62,20 @@ def main():
         return 2
     if peer_rows is None:
         peer_rows = []  # the peer kit failed before writing; say so in the table
+    ours_rows, meta = activerma_rows(ours_rows)
     ours = {(r.get("bench"), r.get("target"), r.get("size")): r for r in ours_rows}
     peers = {(r.get("impl"), r.get("bench"), r.get("size")): r for r in peer_rows}
     impls = []
     for r in peer_rows:
         if r.get("impl") not in impls:
             impls.append(r.get("impl"))
-    meta = next((r for r in ours_rows if r.get("bench") == "meta"), {})
-    meta_end = next((r for r in ours_rows if r.get("bench") == "meta_end"), {})
 
     print()
     print("# activerma vs MPI one-sided, 2 ranks on this host, measured in the same run")
     print(f"# machine: {meta.get('cpu_model', '?')}; memcpy 1 MiB: {meta.get('memcpy_gbs', '?')} GB/s "
           "(measured in this run); compare ratios, not absolute numbers, across machines")
     print(f"# load average: start {a.load_start or '?'}, end {a.load_end or '?'}"
-          f"  (activerma bench saw {meta.get('loadavg', '?')} -> {meta_end.get('loadavg', '?')})")
+          f"  (activerma commit {meta.get('commit', '?')})")
     print(f"# activerma: conduit {meta.get('conduit', '?')}, progress {meta.get('progress', '?')}, "
           f"modelled network {meta.get('net_model', '?')}; MPI: see the peer kit's tables above")
     print("# ratio = ours / theirs (latency: lower is better; bandwidth: higher is better); medians on both sides")
@@ -99,11 +105,26 @@ def main():
                 status = "PASS" if ratio <= tgt else "MISS"
                 tgt_text = f"<= {tgt:.2f}" if tgt >= 0.1 else f"<= 1/{round(1 / tgt)}"
             counts[status] += 1
+            if ratio is not None:
+                what = f"{label.split(' (')[0]} vs {IMPL_NAMES.get(impl, impl)}"
+                params = {"impl": impl, "what": what, "ours": mine, "theirs": theirs}
+                if tgt is not None:
+                    params["target"] = tgt_text
+                report_rows.append({
+                    "benchmark": "mpi-check", "case": label.split(" (")[0], "params": params,
+                    "value": ratio, "unit": "x", "reps": 1, "min": ratio, "median": ratio, "max": ratio,
+                    "machine": first.get("machine"), "commit": first.get("commit", "unknown"),
+                    "settings": first.get("settings", {}),
+                })
             ratio_text = "n/a" if ratio is None else (f"{ratio:.3f}" if ratio < 0.1 else f"{ratio:.2f}")
             name = IMPL_NAMES.get(impl, impl)
             print(f"{label:<30}{name:<18}{fmt(mine, kind):>12}{fmt(theirs, kind):>12}{ratio_text:>9}{tgt_text:>10}{status:>8}")
     print("-" * len(hdr))
     print(f"# {counts['PASS']} PASS, {counts['MISS']} MISS, {counts['info']} info, {counts['n/a']} n/a")
+    if a.rows_out and first.get("machine"):
+        with open(a.rows_out, "a", encoding="utf-8") as f:
+            for r in report_rows:
+                f.write(json.dumps(r) + "\n")
     return 0
 
 

@@ -28,7 +28,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_rows import fmt, read_jsonl  # noqa: E402
+from bench_rows import activerma_rows, fmt, read_jsonl  # noqa: E402
 
 KIB, MIB = 1 << 10, 1 << 20
 
@@ -89,8 +89,7 @@ def main():
     if not ours_rows:
         print(f"compare_mpi_conduit.py: no activerma rows in {a.ours}", file=sys.stderr)
         return 2
-    meta = next((r for r in ours_rows if r.get("bench") == "meta"), {})
-    meta_end = next((r for r in reversed(ours_rows) if r.get("bench") == "meta_end"), {})
+    ours_rows, meta = activerma_rows(ours_rows)
     if meta.get("conduit") != "mpi":
         print(f"compare_mpi_conduit.py: {a.ours} was measured on conduit {meta.get('conduit')!r}, not 'mpi' "
               "(was activerma built with the mpi feature and started by the MPI launcher?)", file=sys.stderr)
@@ -117,7 +116,7 @@ def main():
     print(f"# machine: {meta.get('cpu_model', '?')}; memcpy 1 MiB: {meta.get('memcpy_gbs', '?')} GB/s "
           "(measured in this run); compare ratios, not absolute numbers, across machines")
     print(f"# load average: start {a.load_start or '?'}, end {a.load_end or '?'}"
-          f"  (activerma bench saw {meta.get('loadavg', '?')} -> {meta_end.get('loadavg', '?')})")
+          f"  (activerma commit {meta.get('commit', '?')})")
     print(f"# activerma: conduit {meta.get('conduit')}, progress {meta.get('progress', '?')}, binding "
           f"{meta.get('bind', '?')}, quick {meta.get('quick', '?')}; protocols put_rma / get_rma / atomic_rma "
           "(MPI_Put / MPI_Get + MPI_Win_flush on the heap's MPI_Win_allocate window, a shared lock per target; MPI_Fetch_and_op on it (MPICH) or on the dynamic window (Open MPI))")

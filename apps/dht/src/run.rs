@@ -13,8 +13,13 @@ use std::time::{Duration, Instant};
 pub struct Outcome {
     pub variant: Variant,
     pub ranks: usize,
-    /// Inserts per second over the job (all ranks' inserts / rank 0's wall time).
+    /// Inserts per second over the job (all ranks' inserts / rank 0's wall time); with several
+    /// rounds, the rounds' median.
     pub inserts_per_s: f64,
+    /// The slowest and the fastest round's inserts per second (equal to `inserts_per_s` for one
+    /// round): the spread a report shows.
+    pub inserts_per_s_min: f64,
+    pub inserts_per_s_max: f64,
     pub deletes_per_s: f64,
     /// Share of the insert phase spent in the computation between inserts (rank 0).
     pub comp_ratio: f64,
@@ -115,6 +120,8 @@ pub fn run_variant(dht: &mut Dht, v: Variant, w: &Workload, comp_ns: u64) -> Res
         variant: v,
         ranks: p,
         inserts_per_s: total_inserts as f64 / insert_s,
+        inserts_per_s_min: total_inserts as f64 / insert_s,
+        inserts_per_s_max: total_inserts as f64 / insert_s,
         deletes_per_s: total_deletes as f64 / delete_s,
         comp_ratio: comp.as_secs_f64() / insert_s,
         contents: all.iter().map(|r| Contents { keys: word(r, 0), tombstones: word(r, 1), digest: word(r, 2) }).collect(),
@@ -155,6 +162,8 @@ fn median(mut runs: Vec<Outcome>) -> Outcome {
     let mid = runs.len() / 2;
     runs.sort_by(|a, b| a.inserts_per_s.total_cmp(&b.inserts_per_s));
     let mut m = runs[mid].clone();
+    m.inserts_per_s_min = runs[0].inserts_per_s;
+    m.inserts_per_s_max = runs[runs.len() - 1].inserts_per_s;
     runs.sort_by(|a, b| a.deletes_per_s.total_cmp(&b.deletes_per_s));
     m.deletes_per_s = runs[mid].deletes_per_s;
     m

@@ -351,6 +351,10 @@ pub fn main() -> i32 {
         t.check(format!("{name} [{:.1} s]", took.as_secs_f64()), out.status.success(), || show(&out));
     }
 
+    // `report` as the filter runs `activerma report`'s checks alone.
+    if filter.as_deref().is_none_or(|f| f == "report") {
+        crate::report::checks(&mut t);
+    }
     // `launcher` as the filter runs the launcher's own checks alone.
     if filter.as_deref().is_none_or(|f| f == "launcher") {
         launcher_checks(&mut t);

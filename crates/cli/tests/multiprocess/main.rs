@@ -7,6 +7,7 @@ mod cases;
 mod command_line;
 mod driver;
 mod forwarding;
+mod report;
 
 fn main() {
     if std::env::var("ACTIVERMA_RANK").is_ok() || std::env::args().nth(1).as_deref() == Some("--rank") {

@@ -23,9 +23,11 @@
 
 use super::part::pct;
 use super::part_pair::{self, Pair};
+use super::rows::{self, Measured};
 use super::{BResult, BenchArgs};
 use activerma::RemotePtr;
 use activerma::{PageIn, PartStats};
+use serde_json::json;
 use std::time::Instant;
 
 const SWEEP_ENV: &str = "ACTIVERMA_BENCH_PART_SWEEP";
@@ -90,12 +92,14 @@ fn sweeps_of(bench: &str) -> &'static [Sweep] {
     }
 }
 
-/// Rows of one sweep's jobs: (case, size, prob %, median µs, faults/put, evicted pages/put).
+/// Rows of one sweep's jobs: (case, size, prob %, median µs and the spread of the puts,
+/// faults/put, evicted pages/put).
 struct Row {
     case: String,
     size: usize,
     prob: u32,
     med: f64,
+    time: Measured,
     faults: f64,
     evicted: f64,
 }
@@ -124,6 +128,14 @@ impl Link {
                 Link::PAPER_MBS,
                 Link::PAPER_LATENCY_NS
             ),
+        }
+    }
+
+    /// The report rows' name of the link.
+    fn tag(self) -> &'static str {
+        match self {
+            Link::MemorySpeed => "memory",
+            Link::PaperLink => "paper",
         }
     }
 
@@ -167,17 +179,44 @@ fn run_sweeps(bench: &str, args: &BenchArgs, link: Link) -> BResult<Vec<Row>> {
     let mut rows = Vec::new();
     for line in text.lines() {
         let f: Vec<&str> = line.split('\t').collect();
-        let [case, size, prob, med, faults, evicted] = f[..] else { continue };
+        let [case, size, prob, med, min, max, puts, faults, evicted] = f[..] else {
+            return Err(format!("malformed {bench} row {line:?}").into());
+        };
+        let med: f64 = med.parse()?;
         rows.push(Row {
             case: case.to_string(),
             size: size.parse()?,
             prob: prob.parse()?,
-            med: med.parse()?,
+            med,
+            time: Measured { value: med, min: min.parse()?, median: med, max: max.parse()?, reps: puts.parse()? },
             faults: faults.parse()?,
             evicted: evicted.parse()?,
         });
     }
+    emit_rows(bench, &rows, link, &env);
     Ok(rows)
+}
+
+/// Every row as a report row of `bench` (µs), and as a ratio to the no-fault puts measured
+/// beside it (benchmark `<bench>/no-fault`, ×), as the paper's figures compare them.
+fn emit_rows(bench: &str, rows: &[Row], link: Link, env: &[(String, String)]) {
+    for r in rows {
+        let params = rows::params([("size", json!(r.size)), ("faults", json!(r.prob)), ("link", json!(link.tag()))]);
+        rows::emit(bench, &r.case, params.clone(), "us", r.time, env);
+        // all-faults' reference is the size's 0 % row; fault-freq's is the point's.
+        let reference = rows.iter().find(|b| b.case == "no fault" && b.size == r.size && (b.prob == 0 || b.prob == r.prob));
+        if let Some(b) = reference.filter(|b| b.med > 0.0) {
+            let t = &b.time;
+            let ratio = Measured {
+                value: r.med / b.med,
+                min: (r.time.min / t.max).min(r.med / b.med),
+                median: r.med / b.med,
+                max: (r.time.max / t.min).max(r.med / b.med),
+                reps: r.time.reps.min(t.reps),
+            };
+            rows::emit(&format!("{bench}/no-fault"), &r.case, params, "x", ratio, env);
+        }
+    }
 }
 
 fn find(rows: &[Row], case: &str, size: usize, prob: u32) -> f64 {
@@ -194,7 +233,8 @@ fn verdict(ok: bool) -> &'static str {
 
 /// Runs `bench`'s job on each link, printing its table (`table` returns PIA's and PIA early's
 /// ratio at the target's point), then the target's verdict per link.
-fn both_links(bench: &str, args: &BenchArgs, table: fn(&[Row]) -> (f64, f64), target: &str, limit: f64) -> BResult<()> {
+/// Each verdict is also a `<bench>-check` report row with the paper's ratio.
+fn both_links(bench: &str, args: &BenchArgs, table: fn(&[Row]) -> (f64, f64), target: &str, limit: f64, paper: f64) -> BResult<()> {
     let mut verdicts = Vec::new();
     for link in Link::BOTH {
         println!("## {}", link.title());
@@ -208,6 +248,15 @@ fn both_links(bench: &str, args: &BenchArgs, table: fn(&[Row]) -> (f64, f64), ta
             verdict(pia <= limit),
             verdict(early <= limit)
         );
+        for (case, ratio) in [("PIA/no-fault", pia), ("PIA early ERR/no-fault", early)] {
+            let params = rows::params([
+                ("link", json!(link.tag())),
+                ("target", json!(format!("<= {limit}"))),
+                ("paper", if case == "PIA/no-fault" { json!(paper) } else { json!("- (ours)") }),
+                ("what", json!(format!("{target}; {}", link.short()))),
+            ]);
+            rows::emit(&format!("{bench}-check"), case, params, "x", Measured::single(ratio), &[]);
+        }
     }
     Ok(())
 }
@@ -221,7 +270,7 @@ pub fn all_faults(args: &BenchArgs) -> BResult<()> {
     );
     println!("{}", super::machine::header_line());
     let target = "PIA at 100 % faults <= 2x no fault for 1 MiB (paper 2.6x)";
-    both_links("part-all-faults", args, all_faults_table, target, 2.0)?;
+    both_links("part-all-faults", args, all_faults_table, target, 2.0, 2.6)?;
     println!("# load at the end: {}", super::load_avg());
     Ok(())
 }
@@ -270,7 +319,7 @@ pub fn fault_freq(args: &BenchArgs) -> BResult<()> {
         super::load_avg()
     );
     println!("{}", super::machine::header_line());
-    both_links("part-fault-freq", args, fault_freq_table, "PIA at 5 % faults <= 1.1x no fault (paper 1.15x)", 1.1)?;
+    both_links("part-fault-freq", args, fault_freq_table, "PIA at 5 % faults <= 1.1x no fault (paper 1.15x)", 1.1, 1.15)?;
     println!(
         "# at memory speed a fault's fixed cost (NACK, ~13 scattered page-ins, ERR, resend) weighs against a ~60 us \
          CPU copy; over the paper's link the same cost weighs against the wire time of 1 MiB (docs/design/part.md)"
@@ -514,7 +563,17 @@ pub fn sweep_worker() -> BResult<()> {
                 // Fault-frequency rows are keyed by the point (the no-fault reference too).
                 let prob = if freq { point_prob } else { s.prob.unwrap_or(point_prob) };
                 let faults = t.faults as f64 / n;
-                rows += &format!("{}\t{}\t{}\t{:.2}\t{:.2}\t{:.2}\n", s.name, size, prob, pct(&t.times, 0.5) + tm, faults, ev);
+                let (min, max) = (t.times.first().map_or(0.0, |v| v + tm), t.times.last().map_or(0.0, |v| v + tm));
+                rows += &format!(
+                    "{}\t{}\t{}\t{:.2}\t{min:.2}\t{max:.2}\t{}\t{:.2}\t{:.2}\n",
+                    s.name,
+                    size,
+                    prob,
+                    pct(&t.times, 0.5) + tm,
+                    t.times.len(),
+                    faults,
+                    ev
+                );
             }
             pair.append_rows(SWEEP_OUT_ENV, &rows)?;
         }

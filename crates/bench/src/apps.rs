@@ -7,8 +7,10 @@
 //! job runs all variants on the same workload, rank 0 appends its rows to a file, and this
 //! process prints the tables and checks the targets from them.
 
+use super::rows::{self, Measured};
 use super::{BResult, BenchArgs};
 use activerma_dht::{Dht, Layout, Mix, Variant};
+use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -51,12 +53,21 @@ const IOTLB_SHAPES: [(&str, &str); 8] = [
 /// Receive overheads of the sweep that shows what the AA-vs-AM ratio depends on.
 const RECV_SWEEP: [u64; 4] = [0, 250, 1000, 2000];
 
-/// One measured row, as a worker writes it.
+/// One measured row, as a worker writes it: the rounds' median rate and their extremes.
 #[derive(Clone, Debug)]
 struct Row {
     variant: String,
     rate: f64,
+    min: f64,
+    max: f64,
+    rounds: usize,
     misses: u64,
+}
+
+impl Row {
+    fn measured(&self) -> Measured {
+        Measured { value: self.rate, min: self.min, median: self.rate, max: self.max, reps: self.rounds as u32 }
+    }
 }
 
 /// One job's configuration (what the parent passes to the worker in `--job`).
@@ -136,7 +147,14 @@ pub fn worker(spec: &str) -> BResult<()> {
                 job.variants.iter().map(|n| Variant::from_name(n).ok_or(format!("unknown DHT variant {n}"))).collect::<Result<_, _>>()?;
             activerma_dht::run_all(&mut dht, &variants, &w, job.comp_ns, job.reps)?
                 .into_iter()
-                .map(|o| Row { variant: o.variant.name().into(), rate: o.inserts_per_s, misses: o.iotlb_misses })
+                .map(|o| Row {
+                    variant: o.variant.name().into(),
+                    rate: o.inserts_per_s,
+                    min: o.inserts_per_s_min,
+                    max: o.inserts_per_s_max,
+                    rounds: job.reps.max(1),
+                    misses: o.iotlb_misses,
+                })
                 .collect()
         }
         "counter" => {
@@ -161,9 +179,9 @@ pub fn worker(spec: &str) -> BResult<()> {
                 .iter()
                 .zip(rates)
                 .zip(misses)
-                .map(|((v, mut r), m)| {
-                    r.sort_by(f64::total_cmp);
-                    Row { variant: v.name().into(), rate: r[r.len() / 2], misses: m }
+                .map(|((v, r), m)| {
+                    let s = Measured::of_samples(&r);
+                    Row { variant: v.name().into(), rate: s.median, min: s.min, max: s.max, rounds: r.len(), misses: m }
                 })
                 .collect()
         }
@@ -179,16 +197,17 @@ pub fn worker(spec: &str) -> BResult<()> {
                 times.push(o.seconds);
                 checksum = o.checksum;
             }
-            times.sort_by(f64::total_cmp);
+            let rates: Vec<f64> = times.iter().map(|t| job.ops as f64 / t).collect();
+            let s = Measured::of_samples(&rates);
             // The checksum travels in the misses column (its bits): both runs must agree.
-            vec![Row { variant: job.variants.join("/"), rate: job.ops as f64 / times[times.len() / 2], misses: checksum.to_bits() }]
+            vec![Row { variant: job.variants.join("/"), rate: s.median, min: s.min, max: s.max, rounds: rates.len(), misses: checksum.to_bits() }]
         }
         other => return Err(format!("unknown application {other}").into()),
     };
     if world.rank() == 0 {
         let mut s = String::new();
         for r in &rows {
-            let _ = writeln!(s, "{}\t{}\t{}", r.variant, r.rate, r.misses);
+            let _ = writeln!(s, "{}\t{}\t{}\t{}\t{}\t{}", r.variant, r.rate, r.min, r.max, r.rounds, r.misses);
         }
         std::fs::write(&job.out, s)?;
     }
@@ -212,13 +231,25 @@ fn read_rows(p: &Path) -> BResult<Vec<Row>> {
     s.lines()
         .map(|l| {
             let f: Vec<&str> = l.split('\t').collect();
-            Ok(Row { variant: f[0].into(), rate: f[1].parse()?, misses: f[2].parse()? })
+            if f.len() != 6 {
+                return Err(format!("{}: malformed row {l:?}", p.display()).into());
+            }
+            Ok(Row { variant: f[0].into(), rate: f[1].parse()?, min: f[2].parse()?, max: f[3].parse()?, rounds: f[4].parse()?, misses: f[5].parse()? })
         })
         .collect()
 }
 
 fn rate(rows: &[Row], v: &str) -> f64 {
     rows.iter().find(|r| r.variant == v).map_or(f64::NAN, |r| r.rate)
+}
+
+/// Writes a job's rows as report rows of `benchmark` (one per variant), with the job's
+/// coordinates as params and its settings.
+fn emit_rows(benchmark: &str, rows: &[Row], unit: &str, params: &Map<String, Value>, env: &[(&str, &str)]) {
+    let env: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    for r in rows {
+        rows::emit(benchmark, &r.variant, params.clone(), unit, r.measured(), &env);
+    }
 }
 
 fn print_rows(title: &str, rows: &[Row], paper: &BTreeMap<&str, &str>) {
@@ -237,6 +268,10 @@ struct Check {
     /// The target (ours >= want); NaN: reported, not judged.
     want: f64,
     paper: &'static str,
+    /// The ratio's short name and its coordinates, for the report row ("AA-Poll/RMA",
+    /// {model, ranks, collisions, ...}).
+    case: String,
+    params: Map<String, Value>,
 }
 
 pub fn dht(args: &BenchArgs) -> BResult<()> {
@@ -266,21 +301,46 @@ pub fn dht(args: &BenchArgs) -> BResult<()> {
     println!("{}", super::machine::header_line());
     println!("model \"paper\": {}", PAPER_MODEL.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" "));
     let mut checks = Vec::new();
-    for (model, env) in [("raw shared memory", &[][..]), ("modelled network (paper)", &PAPER_MODEL[..])] {
+    for (model, tag, env) in [("raw shared memory", "raw", &[][..]), ("modelled network (paper)", "paper", &PAPER_MODEL[..])] {
         for &p in &ranks {
             for &c in &collisions {
                 for &comp in &comps {
                     let job = Job { collisions: c, comp_ns: comp, ..Job::new("dht", p, ops, reps, all.clone(), &out) };
                     let rows = run_job(&job, env)?;
                     print_rows(&format!("DHT, {model}: {p} ranks, {c}% collisions, {comp} ns computation per insert"), &rows, &paper);
+                    let params = rows::params([("model", json!(tag)), ("ranks", json!(p)), ("collisions", json!(c)), ("comp_ns", json!(comp))]);
+                    emit_rows("dht", &rows, "inserts/s", &params, env);
+                    let aa = rate(&rows, "AA-Poll");
                     if env.is_empty() {
+                        // Issue 14's target on the raw conduit: reported, judged in the report.
+                        checks.push(Check {
+                            what: format!("AA-Poll / AM ({p} ranks, {c}% coll., raw shared memory)"),
+                            ours: aa / rate(&rows, "AM"),
+                            want: 1.0,
+                            paper: "-",
+                            case: "AA-Poll/AM".into(),
+                            params: params.clone(),
+                        });
                         continue;
                     }
-                    let aa = rate(&rows, "AA-Poll");
                     let best_am = ["AM", "AM-Exp", "AM-Onload", "AM-Ints"].iter().map(|v| rate(&rows, v)).fold(0.0, f64::max);
                     let tag = format!("{p} ranks, {c}% coll., {comp} ns comp.");
-                    checks.push(Check { what: format!("AA-Poll / best AM ({tag})"), ours: aa / best_am, want: 2.0, paper: "~2" });
-                    checks.push(Check { what: format!("AA-Poll / RMA ({tag})"), ours: aa / rate(&rows, "RMA"), want: 3.0, paper: "~3" });
+                    checks.push(Check {
+                        what: format!("AA-Poll / best AM ({tag})"),
+                        ours: aa / best_am,
+                        want: 2.0,
+                        paper: "~2",
+                        case: "AA-Poll/best-AM".into(),
+                        params: params.clone(),
+                    });
+                    checks.push(Check {
+                        what: format!("AA-Poll / RMA ({tag})"),
+                        ours: aa / rate(&rows, "RMA"),
+                        want: 3.0,
+                        paper: "~3",
+                        case: "AA-Poll/RMA".into(),
+                        params: params.clone(),
+                    });
                     // With as many ranks as CPUs the spinning handler threads share the CPUs
                     // with the ranks (also judged below with a CPU of its own).
                     checks.push(Check {
@@ -288,6 +348,8 @@ pub fn dht(args: &BenchArgs) -> BResult<()> {
                         ours: rate(&rows, "AA-SP") / aa,
                         want: 1.0,
                         paper: "1.01",
+                        case: "AA-SP/AA-Poll".into(),
+                        params,
                     });
                 }
             }
@@ -304,11 +366,15 @@ pub fn dht(args: &BenchArgs) -> BResult<()> {
             &rows,
             &paper,
         );
+        let params = rows::params([("model", json!("paper")), ("ranks", json!(1)), ("collisions", json!(collisions[0])), ("comp_ns", json!(0))]);
+        emit_rows("dht", &rows, "inserts/s", &params, &PAPER_MODEL);
         checks.push(Check {
             what: "AA-SP / AA-Poll (1 rank: handler thread on its own CPU)".into(),
             ours: rate(&rows, "AA-SP") / rate(&rows, "AA-Poll"),
             want: 1.0,
             paper: "1.01",
+            case: "AA-SP/AA-Poll".into(),
+            params,
         });
     }
 
@@ -321,6 +387,9 @@ pub fn dht(args: &BenchArgs) -> BResult<()> {
         let variants = vec!["AA-Poll".into(), "AM".into(), "AM-Exp".into()];
         let job = Job { collisions: collisions[0], ..Job::new("dht", ranks[0], ops, reps, variants, &out) };
         let rows = run_job(&job, &env)?;
+        let params =
+            rows::params([("model", json!("paper-recv")), ("recv_ns", json!(o)), ("ranks", json!(ranks[0])), ("collisions", json!(collisions[0]))]);
+        emit_rows("dht", &rows, "inserts/s", &params, &env);
         let (aa, am, exp) = (rate(&rows, "AA-Poll"), rate(&rows, "AM"), rate(&rows, "AM-Exp"));
         println!("{o:>12} {aa:>14.0} {am:>14.0} {exp:>14.0} {:>16.2}", aa / am.max(exp));
     }
@@ -358,6 +427,17 @@ pub fn dht(args: &BenchArgs) -> BResult<()> {
         let m = &r[r.len() / 2];
         println!("{ways:<8} {ev:<8} {:>14.0} {:>14}", m.rate, m.misses);
         study.insert((ways.to_string(), ev.to_string()), (m.rate, m.misses));
+        // The paper's names: lru / rnd, a1 (direct-mapped), a2, a4, af (fully associative).
+        let shape = format!("{}-a{}", if *ev == "lru" { "lru" } else { "rnd" }, match *ways { "full" => "f", "direct" => "1", w => w });
+        let params = rows::params([("model", json!("paper-iotlb")), ("iotlb", json!(shape)), ("ranks", json!(ranks[0]))]);
+        let rates = Measured::of_samples(&r.iter().map(|x| x.rate).collect::<Vec<_>>());
+        let env: Vec<(String, String)> = PAPER_MODEL
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .chain([("ACTIVERMA_IOTLB_WAYS".to_string(), ways.to_string()), ("ACTIVERMA_IOTLB_EVICTION".to_string(), ev.to_string())])
+            .collect();
+        rows::emit("dht", "AA-Poll", params.clone(), "inserts/s", Measured { value: m.rate, ..rates }, &env);
+        rows::emit("dht", "IOTLB misses", params, "count", Measured::single(m.misses as f64), &env);
     }
     // Judged by the modelled translation time (misses x miss cost): with uniformly random keys
     // the shapes differ by a few percent of misses, which the insert rates above cannot
@@ -371,6 +451,8 @@ pub fn dht(args: &BenchArgs) -> BResult<()> {
             ours: rnd.1 as f64 / lru.1 as f64,
             want: 1.0,
             paper: "LRU always better",
+            case: format!("rnd/lru misses, {ways}"),
+            params: rows::params([("model", json!("paper-iotlb"))]),
         });
     }
     let (full, four) = (study[&("full".into(), "lru".into())], study[&("4".into(), "lru".into())]);
@@ -379,8 +461,10 @@ pub fn dht(args: &BenchArgs) -> BResult<()> {
         ours: four.1 as f64 / full.1 as f64,
         want: 1.0,
         paper: "up to 1.16 (rate)",
+        case: "lru misses, a4/af".into(),
+        params: rows::params([("model", json!("paper-iotlb"))]),
     });
-    print_checks("targets of issue 4, modelled network", &checks, args.quick);
+    print_checks("dht", "targets of issue 4, modelled network", &checks, args.quick);
     let _ = std::fs::remove_file(&out);
     Ok(())
 }
@@ -407,10 +491,12 @@ pub fn counter(args: &BenchArgs) -> BResult<()> {
     );
     println!("{}", super::machine::header_line());
     let mut checks = Vec::new();
-    for (model, env) in [("raw shared memory", &[][..]), ("modelled network (paper)", &PAPER_MODEL[..])] {
+    for (model, tag, env) in [("raw shared memory", "raw", &[][..]), ("modelled network (paper)", "paper", &PAPER_MODEL[..])] {
         for &p in &ranks {
             let job = Job::new("counter", p, ops, reps, all.clone(), &out);
             let rows = run_job(&job, env)?;
+            let params = rows::params([("model", json!(tag)), ("ranks", json!(p))]);
+            emit_rows("counter", &rows, "accesses/s", &params, env);
             println!("\n# Access counter, {model}: {p} ranks");
             let base = rate(&rows, "AA-Poll");
             println!("{:<10} {:>14} {:>13} {:>18}", "variant", "accesses/s", "AA-Poll/this", "paper");
@@ -424,12 +510,14 @@ pub fn counter(args: &BenchArgs) -> BResult<()> {
                         ours: base / rate(&rows, v),
                         want: 1.0,
                         paper: "AA-Poll faster",
+                        case: format!("AA-Poll/{v}"),
+                        params: params.clone(),
                     });
                 }
             }
         }
     }
-    print_checks("paper's ordering, modelled network", &checks, args.quick);
+    print_checks("counter", "paper's ordering, modelled network", &checks, args.quick);
     let _ = std::fs::remove_file(&out);
     Ok(())
 }
@@ -455,7 +543,11 @@ pub fn stencil(args: &BenchArgs) -> BResult<()> {
         for buffers in ["pretouched", "untouched"] {
             let variants = std::iter::once(buffers.to_string()).chain(pages.map(String::from)).collect();
             let job = Job { table_log2: n_log2, ..Job::new("stencil", ranks, iters, reps, variants, &out) };
-            rows.push(run_job(&job, &[("ACTIVERMA_REGISTRATION", "part")])?.remove(0));
+            let env = [("ACTIVERMA_REGISTRATION", "part")];
+            let row = run_job(&job, &env)?.remove(0);
+            let params = rows::params([("ranks", json!(ranks)), ("n", json!(1usize << n_log2)), ("iterations", json!(iters))]);
+            emit_rows("stencil", std::slice::from_ref(&row), "iterations/s", &params, &env);
+            rows.push(row);
         }
     }
     let _ = std::fs::remove_file(&out);
@@ -472,19 +564,25 @@ pub fn stencil(args: &BenchArgs) -> BResult<()> {
             ours: rows[1].rate / rows[0].rate,
             want: 0.98,
             paper: "~1 (LAMMPS)",
+            case: "untouched/pretouched".into(),
+            params: rows::params([("pages", json!("default"))]),
         },
         Check {
             what: "same, both on 4 KiB pages (faults alone)".into(),
             ours: rows[3].rate / rows[2].rate,
             want: f64::NAN,
             paper: "~1 (LAMMPS)",
+            case: "untouched/pretouched".into(),
+            params: rows::params([("pages", json!("4k"))]),
         },
     ];
-    print_checks("the PART paper's application run", &checks, args.quick);
+    print_checks("stencil", "the PART paper's application run", &checks, args.quick);
     Ok(())
 }
 
-fn print_checks(title: &str, checks: &[Check], quick: bool) {
+/// Prints the summary table and writes each check as a `<benchmark>-check` report row with its
+/// target and the paper's value in its params.
+fn print_checks(benchmark: &str, title: &str, checks: &[Check], quick: bool) {
     println!("\n# Summary ({title})");
     if quick {
         // CI's smoke run: a few ms per variant on a shared machine moves the close ratios
@@ -499,5 +597,12 @@ fn print_checks(title: &str, checks: &[Check], quick: bool) {
             (format!(">={}", c.want), if c.ours >= c.want { "PASS" } else { "FAIL" })
         };
         println!("{:<58} {:>8.2} {:>8} {:>18} {:>6}", c.what, c.ours, target, c.paper, verdict);
+        let mut params = c.params.clone();
+        params.insert("what".into(), json!(c.what));
+        params.insert("paper".into(), json!(c.paper));
+        if !c.want.is_nan() {
+            params.insert("target".into(), json!(format!(">= {}", c.want)));
+        }
+        rows::emit(&format!("{benchmark}-check"), &c.case, params, "x", Measured::single(c.ours), &[]);
     }
 }

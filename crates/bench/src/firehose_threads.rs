@@ -15,8 +15,10 @@
 //! Checked and printed: every thread completed its operations, and the target never had more
 //! than M + MAXVICTIM pinned (RegistrationStats::pinned_peak).
 
+use super::rows::{self, Measured};
 use super::{BResult, BenchArgs};
 use activerma::{Prot, RemotePtr, World};
+use serde_json::json;
 use std::time::Instant;
 
 const MODE_ENV: &str = "ACTIVERMA_BENCH_FHT_MODE";
@@ -92,7 +94,13 @@ pub fn threads(args: &BenchArgs) -> BResult<()> {
     );
     let mut env = base("rate");
     env.extend(fh_env(RATE_M, RATE_V));
-    let code = super::jobs::run_with_env(2, &argv, &env, 600.0)?;
+    // The rate job's rank 0 measures, so it writes the report rows itself.
+    let json = args.json.as_ref().map(|p| p.to_string_lossy().into_owned());
+    let mut rate_argv = argv.to_vec();
+    if let Some(j) = &json {
+        rate_argv.extend(["--json", j.as_str()]);
+    }
+    let code = super::jobs::run_with_env(2, &rate_argv, &env, 600.0)?;
     if code != 0 {
         return Err(format!("the rate job failed (exit code {code})").into());
     }
@@ -147,6 +155,10 @@ pub fn threads(args: &BenchArgs) -> BResult<()> {
             num(r, 11) / (1 << 20) as f64
         );
     }
+    for r in &rows {
+        let params = rows::params([("table_mib", json!(num(r, 13) / (1 << 20) as f64)), ("threads", json!(r[1].parse::<u64>().unwrap_or(0)))]);
+        rows::emit("firehose-gups", &r[0], params, "misses", Measured::single(num(r, 6)), &fh_env(GUPS_M, GUPS_V));
+    }
     let mut fewer = true;
     for &ws in &GUPS_WS {
         for &t in &GUPS_T {
@@ -154,6 +166,14 @@ pub fn threads(args: &BenchArgs) -> BResult<()> {
             if let (Some(s), Some(p)) = (find("shared"), find("separate")) {
                 let ratio = num(s, 6) / num(p, 6).max(1.0);
                 fewer &= ratio < 1.0;
+                let params = rows::params([
+                    ("table_mib", json!(ws as f64 / (1 << 20) as f64)),
+                    ("threads", json!(t)),
+                    ("target", json!("<= 1")),
+                    ("paper", json!(0.65)),
+                    ("what", json!(format!("table misses, shared / separate, table {}, T = {t} (paper: 256 MB table)", mib(ws)))),
+                ]);
+                rows::emit("firehose-gups-check", "misses shared/separate", params, "x", Measured::single(ratio), &[]);
                 println!(
                     "# table {:>6}, T = {t}: misses shared / separate {ratio:.3}, moves {:.3}, firehoses moved {:.3}",
                     mib(ws),
@@ -320,6 +340,10 @@ fn rate(w: &World, quick: bool) -> BResult<()> {
             let easy = delta(&before, &after, "easy_path") + delta(&before, &after, "remote_hits");
             let da_share = 100.0 * reqs.saturating_sub(easy) as f64 / reqs.max(1) as f64;
             let per_miss = |k: &str| delta(&before, &after, k) as f64 / moves.max(1) as f64;
+            let params = rows::params([("threads", json!(t)), ("put_kib", json!(RATE_PUT >> 10))]);
+            let env = fh_env(RATE_M, RATE_V);
+            rows::emit("firehose-rate", "per thread", params.clone(), "puts/s", Measured::of_samples(&rates), &env);
+            rows::emit("firehose-rate", "aggregate", params, "puts/s", Measured::single(aggr), &env);
             println!(
                 "{:>4} {:>8} {:>32} {:>10.0} {:>7.0} {:>6.1} {:>8} {:>9.1} {:>9.2} {:>9.3} {:>9.3} {:>8.3} {:>6}",
                 t,

@@ -26,6 +26,8 @@ pub struct Plan {
 pub struct Stats {
     pub median_ns: f64,
     pub min_ns: f64,
+    /// The slowest repetition (the spread the report draws).
+    pub max_ns: f64,
     pub iters: u64,
     pub reps: usize,
 }
@@ -83,7 +85,7 @@ pub fn measure<E>(plan: &Plan, mut batch: impl FnMut(u64) -> Result<(), E>) -> R
     let per = &mut per[..reps];
     per.sort_by(|a, b| a.total_cmp(b));
     let median = if reps % 2 == 1 { per[reps / 2] } else { 0.5 * (per[reps / 2 - 1] + per[reps / 2]) };
-    Ok(Stats { median_ns: median, min_ns: per[0], iters, reps })
+    Ok(Stats { median_ns: median, min_ns: per[0], max_ns: per[reps - 1], iters, reps })
 }
 
 #[cfg(test)]
@@ -103,7 +105,7 @@ mod tests {
         })
         .unwrap();
         assert!(s.iters >= 3 && s.iters <= 1000);
-        assert!(s.min_ns <= s.median_ns);
+        assert!(s.min_ns <= s.median_ns && s.median_ns <= s.max_ns);
         assert!(ops >= s.iters * 5);
     }
 }

@@ -20,7 +20,7 @@
 //! not measured: they need both ranks on one host, and there the limit is what the MPI library
 //! itself does with the same operation (`bench/compare_mpi_conduit.sh` runs the MPI peers).
 
-use super::report::{Row, Style};
+use super::osu_tables::{Row, Style};
 use super::timing::{measure, measure_limit};
 use super::{BResult, Origin, Which, CMD_ECHO, CMD_PONG, CMD_SERVE};
 use std::convert::Infallible;

@@ -1,21 +1,13 @@
-//! Output: OSU-style tables on stdout as rows are measured, JSON lines for `--json`, and the
-//! ratio summary that checks the targets.
+//! Output of the OSU-style set: tables on stdout as rows are measured, every row also as a
+//! report row (`rows::emit`, for `--json`), and the ratio summary that checks the targets.
 
+use super::rows::{self, Measured};
 use super::timing::Stats;
 use super::Config;
 use activerma::World;
-use serde_json::{json, Value};
-
-/// One JSON line, keys in the order given ("bench" first, like the MPI peer kit's lines).
-type Line = Vec<(&'static str, Value)>;
-
-fn line_text(l: &Line) -> String {
-    let fields: Vec<String> = l.iter().map(|(k, v)| format!("{}: {v}", json!(k))).collect();
-    format!("{{{}}}", fields.join(", "))
-}
+use serde_json::json;
 use std::collections::HashMap;
 use std::io::Write;
-use std::path::PathBuf;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Style {
@@ -40,8 +32,6 @@ pub struct Row<'a> {
 }
 
 pub struct Report {
-    json_path: Option<PathBuf>,
-    rows: Vec<Line>,
     results: HashMap<(String, String, usize), Stats>,
     style: Style,
     /// Rows of the current table are recorded but not printed.
@@ -49,6 +39,9 @@ pub struct Report {
     load_start: String,
     /// The conduit measured (from `meta`): the summary's targets differ between smp and mpi.
     conduit: String,
+    /// What every row of this run shares (conduit, progress mode, network model, binding,
+    /// --quick): part of each row's params, so rows of different runs stay apart.
+    run_params: serde_json::Map<String, serde_json::Value>,
 }
 
 fn fmt_size(s: usize) -> String {
@@ -70,15 +63,14 @@ fn fmt_us(us: f64) -> String {
 }
 
 impl Report {
-    pub fn new(json_path: Option<PathBuf>) -> Report {
+    pub fn new() -> Report {
         Report {
-            json_path,
-            rows: Vec::new(),
             results: HashMap::new(),
             style: Style::Latency,
             quiet: false,
             load_start: String::new(),
             conduit: String::new(),
+            run_params: serde_json::Map::new(),
         }
     }
 
@@ -128,22 +120,12 @@ impl Report {
         ));
         self.load_start = load.clone();
         self.conduit = world.conduit_name().to_string();
-        self.rows.push(vec![
-            ("bench", json!("meta")),
-            ("cpu_model", json!(super::machine::cpu_model())),
-            ("memcpy_gbs", json!((super::machine::memcpy_gbs() * 100.0).round() / 100.0)),
-            ("loadavg", json!(load)),
-            ("cpus_online", json!(ncpu)),
+        self.run_params = rows::params([
             ("conduit", json!(world.conduit_name())),
             ("progress", json!(world.progress_mode().name())),
             ("net_model", json!(net)),
-            ("bind", json!(cpus)),
-            ("settings", json!(set.into_iter().collect::<std::collections::BTreeMap<_, _>>())),
+            ("bind", json!(bind)),
             ("quick", json!(cfg.quick)),
-            ("reps", json!(cfg.lat.reps)),
-            ("bw_reps", json!(cfg.bw.reps)),
-            ("max_size", json!(cfg.max_size)),
-            ("version", json!(env!("CARGO_PKG_VERSION"))),
         ]);
     }
 
@@ -210,30 +192,22 @@ impl Report {
     /// Records a row for the summary and the JSON file without printing it. Rows that move
     /// `bytes` per operation carry a bandwidth; single operations carry a latency.
     pub fn record(&mut self, r: Row) {
-        let ratio = self.ratio(&r);
-        let mut m: Line = vec![("bench", json!(r.bench))];
-        if let Some(t) = r.target {
-            m.push(("target", json!(t)));
-        }
+        // Report names: "put_latency" -> benchmark "put-latency"; "limit_memcpy_window" ->
+        // benchmark "limits", case "memcpy-window".
+        let dashed = |t: &str| t.replace('_', "-");
+        let (benchmark, case) = match r.bench.strip_prefix("limit_") {
+            Some(limit) => ("limits".to_string(), dashed(limit)),
+            None => (dashed(r.bench), dashed(r.target.unwrap_or("all"))),
+        };
+        let mut params = self.run_params.clone();
         if let Some(s) = r.size {
-            m.push(("size", json!(s)));
+            params.insert("size".into(), json!(s));
         }
-        let round = |x: f64| (x * 1e4).round() / 1e4;
         if r.bytes == 0 || r.size == Some(r.bytes) {
-            m.push(("latency_us", json!(round(r.stats.median_us()))));
-            m.push(("min_us", json!(round(r.stats.min_us()))));
+            rows::emit(&benchmark, &case, params, "us", Measured::latency_us(&r.stats), &[]);
+        } else {
+            rows::emit(&benchmark, &case, params, "MB/s", Measured::bandwidth_mbs(&r.stats, r.bytes), &[]);
         }
-        if r.bytes > 0 {
-            m.push(("bandwidth_mbs", json!((r.stats.mbs(r.bytes) * 100.0).round() / 100.0)));
-            m.push(("max_mbs", json!((r.stats.max_mbs(r.bytes) * 100.0).round() / 100.0)));
-        }
-        if let (Some(l), Some(x)) = (r.limit_ns, ratio) {
-            m.push(("limit_us", json!(round(l / 1e3))));
-            m.push(("ratio_to_limit", json!(round(x))));
-        }
-        m.push(("iters", json!(r.stats.iters)));
-        m.push(("reps", json!(r.stats.reps)));
-        self.rows.push(m);
         self.results.insert((r.bench.to_string(), r.target.unwrap_or("").to_string(), r.size.unwrap_or(0)), r.stats);
     }
 
@@ -391,16 +365,12 @@ impl Report {
         self.out(&format!("{:<58}{:>14}{:>14}{:>9}{:>10}{:>8}", "# check", "ours", "limit", "ratio", "target", "status"));
         for c in &checks {
             self.out(&format!("{:<58}{:>14}{:>14}{:>9.2}{:>10}{:>8}", c.what, c.ours, c.limit, c.ratio, c.target, c.status));
-            self.rows.push(vec![
-                ("bench", json!("summary")),
-                ("check", json!(c.id)),
-                ("what", json!(c.what)),
-                ("ours", json!(c.ours)),
-                ("limit", json!(c.limit)),
-                ("ratio", json!((c.ratio * 1e4).round() / 1e4)),
-                ("target", json!(c.target)),
-                ("status", json!(c.status)),
-            ]);
+            let mut params = self.run_params.clone();
+            params.extend(rows::params([("what", json!(c.what)), ("status", json!(c.status))]));
+            if c.target != "info" {
+                params.insert("target".into(), json!(c.target));
+            }
+            rows::emit("core-check", &c.id, params, "x", Measured::single(c.ratio), &[]);
         }
         if !missing.is_empty() {
             self.out(&format!("# not measured in this run (select the benchmark): {}", missing.join("; ")));
@@ -429,29 +399,10 @@ impl Report {
             let words: Vec<String> = counters.iter().filter(|&&(_, v)| v != 0).map(|(k, v)| format!("{k}={v}")).collect();
             let text = if words.is_empty() { "all zero".to_string() } else { words.join(" ") };
             self.out(&format!("# registration (ACTIVERMA_REGISTRATION={strategy}), rank {rank}: {text}"));
-            self.rows.push(vec![
-                ("bench", json!("registration")),
-                ("strategy", json!(strategy)),
-                ("rank", json!(rank)),
-                ("counters", json!(counters.iter().map(|&(k, v)| (k, v)).collect::<std::collections::BTreeMap<_, _>>())),
-            ]);
         }
     }
 
     pub fn finish(&mut self, load_end: String) {
         self.out(&format!("# machine load at the end: {load_end}"));
-        self.rows.push(vec![("bench", json!("meta_end")), ("loadavg", json!(load_end))]);
-    }
-
-    pub fn write_json(&self) -> Result<(), String> {
-        let Some(p) = &self.json_path else {
-            return Ok(());
-        };
-        let mut text = String::new();
-        for r in &self.rows {
-            text.push_str(&line_text(r));
-            text.push('\n');
-        }
-        std::fs::write(p, text).map_err(|e| format!("cannot write {}: {e}", p.display()))
     }
 }

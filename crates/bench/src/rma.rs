@@ -3,7 +3,7 @@
 //! pointers and slices are prepared outside them, nothing is allocated per operation.
 
 use super::limits::raw_cma;
-use super::report::{Row, Style};
+use super::osu_tables::{Row, Style};
 use super::timing::{measure, measure_limit};
 use super::{BResult, Origin, ACK_OFF, ATOMIC_OFF, PING, WINDOW};
 use activerma::RemotePtr;

@@ -2,7 +2,7 @@
 //! strategy, the modelled network, the IOTLB) run one job of this binary per configuration.
 
 use super::BResult;
-use crate::launcher::{self, RunArgs};
+use activerma_launcher::{self as launcher, RunArgs};
 
 /// Runs this binary with `args` as an `n`-rank job through the launcher, with `env` set for
 /// the job (the ranks inherit it) and restored afterwards; returns the job's exit code.

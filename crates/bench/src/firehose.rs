@@ -12,8 +12,10 @@
 //! bandwidth, the registration hit rate of the timed puts (all pages REGISTERED at lookup:
 //! one-sided, no message), firehose moves per put, and the most memory rank 1 had pinned.
 
+use super::rows::{self, Measured};
 use super::{BResult, BenchArgs};
 use activerma::{Prot, RemotePtr, World};
+use serde_json::json;
 use std::time::Instant;
 
 const CASE_ENV: &str = "ACTIVERMA_BENCH_FH_CASE";
@@ -114,6 +116,7 @@ pub fn working_set(args: &BenchArgs) -> BResult<()> {
             })
         })
         .collect();
+    emit_rows(&rounds_rows);
     let rows = median_over_rounds(rounds_rows);
     let get = |s: &str, w: usize| rows.iter().find(|r| r.strategy == s && r.ws_mib == w);
     let mut sets: Vec<usize> = rows.iter().map(|r| r.ws_mib).collect();
@@ -172,6 +175,7 @@ pub fn working_set(args: &BenchArgs) -> BResult<()> {
             f / p,
             verdict(f / p <= 1.05)
         );
+        check("firehose/pin-all, W <= M", f / p, "<= 1.05", json!("~1"), "time per put, mean over W <= M");
     }
     for fh in ["firehose", "firehose-64K"] {
         if let (Some(f), Some(u)) = (mean(fh, &beyond), mean("rendezvous-unpin", &beyond)) {
@@ -180,6 +184,7 @@ pub fn working_set(args: &BenchArgs) -> BResult<()> {
                 f / u,
                 verdict(f / u <= 1.0)
             );
+            check(&format!("{fh}/rendezvous-unpin, W > M + MAXVICTIM"), f / u, "<= 1", json!("< 1"), "time per put, mean over W > M + MAXVICTIM");
         }
     }
     if let Some(max) = rows.iter().filter(|r| r.strategy.starts_with("firehose")).map(|r| r.peak_mib).reduce(f64::max) {
@@ -188,9 +193,33 @@ pub fn working_set(args: &BenchArgs) -> BResult<()> {
             M_MIB + V_MIB,
             if max <= (M_MIB + V_MIB) as f64 { "PASS" } else { "MISS" }
         );
+        let bound = (M_MIB + V_MIB) as f64;
+        check("firehose pinned peak / (M + MAXVICTIM)", max / bound, "<= 1", json!("<= 1 (by design)"), "rank 1's most pinned memory over the bound");
     }
     println!("# load at the end: {}", super::load_avg());
     Ok(())
+}
+
+/// Report rows: each (strategy, W)'s put bandwidth (MB/s, median over the rounds with their
+/// spread, as the paper's figure 3 plots bandwidth) and registration hit rate.
+fn emit_rows(rounds: &[Row]) {
+    let mut keys: Vec<(&str, usize)> = rounds.iter().map(|r| (r.strategy.as_str(), r.ws_mib)).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    for (strategy, w) in keys {
+        let of = |f: &dyn Fn(&Row) -> f64| -> Vec<f64> { rounds.iter().filter(|r| r.strategy == strategy && r.ws_mib == w).map(f).collect() };
+        let env: Vec<(String, String)> =
+            CASES.iter().find(|c| c.name == strategy).map_or(Vec::new(), |c| c.env.iter().map(|&(k, v)| (k.to_string(), v.to_string())).collect());
+        let params = rows::params([("ws_mib", json!(w)), ("put_kib", json!(PUT >> 10))]);
+        rows::emit("firehose-ws", strategy, params.clone(), "MB/s", Measured::of_samples(&of(&|r| PUT as f64 / r.us_per_put)), &env);
+        rows::emit("firehose-ws-hits", strategy, params, "%", Measured::of_samples(&of(&|r| 100.0 * r.hit_rate)), &env);
+    }
+}
+
+/// A claim of the paper checked in this run, as a `firehose-ws-check` report row.
+fn check(case: &str, ours: f64, target: &str, paper: serde_json::Value, what: &str) {
+    let params = rows::params([("target", json!(target)), ("paper", paper), ("what", json!(what))]);
+    rows::emit("firehose-ws-check", case, params, "x", Measured::single(ours), &[]);
 }
 
 /// One row per (strategy, W): the round with the median time per put (its hit rate, moves and

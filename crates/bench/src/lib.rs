@@ -18,19 +18,23 @@ mod firehose_threads;
 mod jobs;
 mod limits;
 mod machine;
+mod osu_tables;
 mod page_buf;
 mod part;
 mod part_pair;
 mod part_sweeps;
-mod report;
+mod quiet;
+mod report_runner;
 mod rma;
+mod rows;
 mod shm;
 mod timing;
 
-use crate::launcher::RunArgs;
+use activerma_launcher::RunArgs;
 use activerma::{Actions, AmCtx, HandlerId, LogEntry, Notify, Prot, RemotePtr, Segment, World, FIRST_USER_HANDLER};
 use activerma_core::settings;
-use report::Report;
+use osu_tables::Report;
+pub use report_runner::{main as report_main, ReportArgs};
 use shm::SharedPage;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -132,7 +136,8 @@ pub struct BenchArgs {
     /// Benchmarks to run (default: all).
     #[arg(value_enum, value_name = "WHICH")]
     pub which: Vec<Which>,
-    /// Also write every measured row as a JSON line to FILE.
+    /// Also write every measured row as a JSON line to FILE (the report's row schema:
+    /// benchmark, case, params, value, unit, reps, min/median/max, machine, commit, settings).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Fewer sizes (8 B, 64 B, 512 B, 4K, 64K, 1M), repetitions and iterations: a few seconds.
@@ -238,6 +243,14 @@ fn started_as_mpi_rank() -> bool {
 
 /// Entry point of `activerma bench`.
 pub fn main(mut args: BenchArgs) -> i32 {
+    if let Some(path) = &args.json {
+        // The process the user started empties the file; its ranks and jobs append.
+        let started_by_us = args.rank_worker || args.job.is_some() || std::env::var_os(activerma_transport::smp::ENV_RANK).is_some();
+        if let Err(e) = rows::open(path, !started_by_us && !started_as_mpi_rank()) {
+            eprintln!("activerma bench: {e}");
+            return 2;
+        }
+    }
     if let Some(job) = &args.job {
         return report_exit(apps::worker(job));
     }
@@ -327,7 +340,7 @@ fn launch(args: &BenchArgs) -> i32 {
     };
     let mut program = vec![exe.to_string_lossy().into_owned(), "bench".to_string(), "--rank-worker".to_string()];
     program.extend(std::env::args_os().skip(2).map(|a| a.to_string_lossy().into_owned()));
-    crate::launcher::run(RunArgs { n: 2, label: false, timeout: None, segment_size, progress: None, program })
+    activerma_launcher::run(RunArgs { n: 2, label: false, timeout: None, segment_size, progress: None, program })
 }
 
 /// Pins the calling thread to the `rank`-th CPU it may run on (if there are two or more),
@@ -523,7 +536,7 @@ fn rank_main(args: &BenchArgs) -> BResult<()> {
     }
 
     let local_len = cfg.window_bytes();
-    let mut report = Report::new(args.json.clone());
+    let mut report = Report::new();
     report.meta(&world, &cfg, [hello.cpu, peer.cpu], load_avg());
     let mut o = Origin {
         world: &world,
@@ -548,13 +561,11 @@ fn rank_main(args: &BenchArgs) -> BResult<()> {
         o.report.registration(world.registration_strategy().name(), &both);
     }
     o.report.finish(load_avg());
-    let written = o.report.write_json();
     drop(o);
     world.barrier()?;
     world.finalize()?;
     result?;
     stop?;
-    written?;
     Ok(())
 }
 
@@ -637,6 +648,34 @@ fn serve(world: &World, ctrl: &Segment, shm: Option<&SharedPage>) {
             CMD_PONG if shm.is_some() => shm.unwrap().pong(|| cmd.load(Ordering::Relaxed) == CMD_PONG),
             _ => {
                 world.progress();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::BenchArgs;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Bench {
+        #[command(flatten)]
+        args: BenchArgs,
+    }
+
+    /// The figure registry names `activerma bench` invocations: each must be one this binary
+    /// accepts, full and --quick, so `activerma report` never starts a benchmark that refuses
+    /// its arguments.
+    #[test]
+    fn every_registered_benchmark_parses() {
+        let reg = activerma_report::Registry::builtin();
+        for b in &reg.benchmark {
+            for args in [&b.args, &b.quick_args] {
+                let argv = std::iter::once("bench".to_string()).chain(args.iter().cloned());
+                if let Err(e) = Bench::try_parse_from(argv) {
+                    panic!("benchmark {} of figures.toml: `activerma bench {}` is refused: {e}", b.name, args.join(" "));
+                }
             }
         }
     }
