@@ -328,6 +328,8 @@ mod tests {
         assert!(Registry::parse(&fig("[[figure.paper_series]]\nlabel = \"p\"\nsource = \"s\"\npoints = [[\"AA\", 1.0]]\n"))
             .unwrap_err()
             .contains("numeric x"));
-        assert!(Registry::parse(&fig("").replace("benchmark = \"dht\"\nkind", "benchmark = \"nope\"\nkind")).unwrap_err().contains("unknown benchmark"));
+        assert!(Registry::parse(&fig("").replace("benchmark = \"dht\"\nkind", "benchmark = \"nope\"\nkind"))
+            .unwrap_err()
+            .contains("unknown benchmark"));
     }
 }
