@@ -109,7 +109,7 @@ def main():
                 what = f"{label.split(' (')[0]} vs {IMPL_NAMES.get(impl, impl)}"
                 params = {"impl": impl, "what": what, "ours": mine, "theirs": theirs}
                 if tgt is not None:
-                    params["target"] = tgt_text
+                    params["target"] = f"{'>=' if kind == 'bw' else '<='} {tgt:g}"
                 report_rows.append({
                     "benchmark": "mpi-check", "case": label.split(" (")[0], "params": params,
                     "value": ratio, "unit": "x", "reps": 1, "min": ratio, "median": ratio, "max": ratio,

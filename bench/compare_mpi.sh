@@ -18,6 +18,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 quick=()
 out=""
 rows=""
+made_out=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick) quick=(--quick) ;;
@@ -43,6 +44,7 @@ if [ -n "$out" ]; then
     mkdir -p "$out" || exit 1
 else
     out="$(mktemp -d "${TMPDIR:-/tmp}/activerma-compare.XXXXXX")" || exit 1
+    made_out=1
 fi
 command -v python3 >/dev/null 2>&1 || { log "ERROR: python3 is needed for the ratio table"; exit 1; }
 
@@ -67,5 +69,9 @@ if ! python3 "$root/bench/compare_mpi.py" "$out/activerma.jsonl" "$out/mpi_peers
         --load-start "$load_start" --load-end "$load_end" "${rows_out[@]}"; then
     log "ERROR: the comparison failed"; fail=1
 fi
-log "JSON lines kept in $out"
+if [ -n "$rows" ] && [ "$made_out" = 1 ]; then
+    rm -rf "$out"   # the rows went to --json; a folder nobody asked for is not left behind
+else
+    log "JSON lines kept in $out"
+fi
 exit $fail

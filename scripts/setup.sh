@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
 # Installs what building and testing activerma needs on a Debian machine, only if missing:
-# a C toolchain and pkg-config (C API tests), and a Rust toolchain (Debian's cargo-web /
-# rustc-web when no cargo is on the PATH). With --mpi, also what the mpi conduit needs: Open
+# a C toolchain and pkg-config (C API tests), a Rust toolchain (Debian's cargo-web /
+# rustc-web when no cargo is on the PATH) and a font for the report's plots. With --mpi, also what the mpi conduit needs: Open
 # MPI and MPICH (libraries, headers, launchers) and libclang (the MPI bindings are generated
 # at build time). With --browser, also what checking the report page needs: Debian's headless
-# Chromium, its chromedriver, Selenium for Debian's /usr/bin/python3, and a font for the
-# screenshot. The flags combine. Safe to run again.
+# Chromium, its chromedriver and Selenium for Debian's /usr/bin/python3. The flags combine. Safe to run again.
 set -euo pipefail
 
 mpi=0 browser=0
@@ -29,8 +28,9 @@ if [ $browser = 1 ]; then
     # Debian's interpreter, not whichever python3 is first on the PATH (it may not see
     # Debian's python3-* packages).
     { [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import selenium' >/dev/null 2>&1; } || need+=(python3 python3-selenium)
-    fc-list 2>/dev/null | grep -q . || need+=(fonts-liberation)
 fi
+# The report's plots name their axes: resvg draws the PNGs with the system's fonts.
+ls /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf >/dev/null 2>&1 || need+=(fonts-dejavu-core)
 command -v cc >/dev/null 2>&1 || need+=(build-essential)
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 command -v cargo >/dev/null 2>&1 || [ -x "$HOME/.cargo/bin/cargo" ] || need+=(cargo-web rustc-web)

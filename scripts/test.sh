@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: unit tests of every layer, the multi-process tests through the
-# launcher (2, 3 and 4 ranks, every progress mode, faults, the randomized test), the same
-# suite on the mpi conduit under Open MPI and MPICH, and the C tests against an installed copy
-# of the C API.
+# launcher (2, 3 and 4 ranks, every progress mode, faults, the randomized test), the report
+# page in headless Chromium, the same suite on the mpi conduit under Open MPI and MPICH, and
+# the C tests against an installed copy of the C API.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -24,6 +24,14 @@ tail -n 3 "$tmp/bench-smoke.txt"
 # contents / counts) and fail otherwise.
 bench_into "$tmp/bench-apps.txt" target/release/activerma bench dht counter stencil --quick --ops 5000
 grep -A 20 "^# Summary" "$tmp/bench-apps.txt" | head -n 12
+
+echo "== the report: activerma report --quick on two benchmarks, opened in headless Chromium"
+# The page must load with no console error, every image drawn and every link alive; the
+# checker itself is tested on good and broken pages first.
+bash scripts/setup.sh --browser
+bash tests/report/page_check_test.sh
+bench_into "$tmp/report.txt" target/release/activerma report --quick --only core,counter --out "$tmp/report"
+/usr/bin/python3 scripts/check_report_page.py "$tmp/report" --screenshot "$tmp/report.png"
 
 echo "== the mpi conduit: the same multi-process suite under Open MPI and MPICH (shared memory, then TCP)"
 bash scripts/test-mpi.sh

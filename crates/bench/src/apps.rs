@@ -200,7 +200,14 @@ pub fn worker(spec: &str) -> BResult<()> {
             let rates: Vec<f64> = times.iter().map(|t| job.ops as f64 / t).collect();
             let s = Measured::of_samples(&rates);
             // The checksum travels in the misses column (its bits): both runs must agree.
-            vec![Row { variant: job.variants.join("/"), rate: s.median, min: s.min, max: s.max, rounds: rates.len(), misses: checksum.to_bits() }]
+            vec![Row {
+                variant: job.variants.join("/"),
+                rate: s.median,
+                min: s.min,
+                max: s.max,
+                rounds: rates.len(),
+                misses: checksum.to_bits(),
+            }]
         }
         other => return Err(format!("unknown application {other}").into()),
     };
@@ -234,7 +241,14 @@ fn read_rows(p: &Path) -> BResult<Vec<Row>> {
             if f.len() != 6 {
                 return Err(format!("{}: malformed row {l:?}", p.display()).into());
             }
-            Ok(Row { variant: f[0].into(), rate: f[1].parse()?, min: f[2].parse()?, max: f[3].parse()?, rounds: f[4].parse()?, misses: f[5].parse()? })
+            Ok(Row {
+                variant: f[0].into(),
+                rate: f[1].parse()?,
+                min: f[2].parse()?,
+                max: f[3].parse()?,
+                rounds: f[4].parse()?,
+                misses: f[5].parse()?,
+            })
         })
         .collect()
 }
@@ -308,7 +322,8 @@ pub fn dht(args: &BenchArgs) -> BResult<()> {
                     let job = Job { collisions: c, comp_ns: comp, ..Job::new("dht", p, ops, reps, all.clone(), &out) };
                     let rows = run_job(&job, env)?;
                     print_rows(&format!("DHT, {model}: {p} ranks, {c}% collisions, {comp} ns computation per insert"), &rows, &paper);
-                    let params = rows::params([("model", json!(tag)), ("ranks", json!(p)), ("collisions", json!(c)), ("comp_ns", json!(comp))]);
+                    let params =
+                        rows::params([("model", json!(tag)), ("ranks", json!(p)), ("collisions", json!(c)), ("comp_ns", json!(comp))]);
                     emit_rows("dht", &rows, "inserts/s", &params, env);
                     let aa = rate(&rows, "AA-Poll");
                     if env.is_empty() {
@@ -366,7 +381,8 @@ pub fn dht(args: &BenchArgs) -> BResult<()> {
             &rows,
             &paper,
         );
-        let params = rows::params([("model", json!("paper")), ("ranks", json!(1)), ("collisions", json!(collisions[0])), ("comp_ns", json!(0))]);
+        let params =
+            rows::params([("model", json!("paper")), ("ranks", json!(1)), ("collisions", json!(collisions[0])), ("comp_ns", json!(0))]);
         emit_rows("dht", &rows, "inserts/s", &params, &PAPER_MODEL);
         checks.push(Check {
             what: "AA-SP / AA-Poll (1 rank: handler thread on its own CPU)".into(),
@@ -387,8 +403,12 @@ pub fn dht(args: &BenchArgs) -> BResult<()> {
         let variants = vec!["AA-Poll".into(), "AM".into(), "AM-Exp".into()];
         let job = Job { collisions: collisions[0], ..Job::new("dht", ranks[0], ops, reps, variants, &out) };
         let rows = run_job(&job, &env)?;
-        let params =
-            rows::params([("model", json!("paper-recv")), ("recv_ns", json!(o)), ("ranks", json!(ranks[0])), ("collisions", json!(collisions[0]))]);
+        let params = rows::params([
+            ("model", json!("paper-recv")),
+            ("recv_ns", json!(o)),
+            ("ranks", json!(ranks[0])),
+            ("collisions", json!(collisions[0])),
+        ]);
         emit_rows("dht", &rows, "inserts/s", &params, &env);
         let (aa, am, exp) = (rate(&rows, "AA-Poll"), rate(&rows, "AM"), rate(&rows, "AM-Exp"));
         println!("{o:>12} {aa:>14.0} {am:>14.0} {exp:>14.0} {:>16.2}", aa / am.max(exp));
@@ -428,7 +448,15 @@ pub fn dht(args: &BenchArgs) -> BResult<()> {
         println!("{ways:<8} {ev:<8} {:>14.0} {:>14}", m.rate, m.misses);
         study.insert((ways.to_string(), ev.to_string()), (m.rate, m.misses));
         // The paper's names: lru / rnd, a1 (direct-mapped), a2, a4, af (fully associative).
-        let shape = format!("{}-a{}", if *ev == "lru" { "lru" } else { "rnd" }, match *ways { "full" => "f", "direct" => "1", w => w });
+        let shape = format!(
+            "{}-a{}",
+            if *ev == "lru" { "lru" } else { "rnd" },
+            match *ways {
+                "full" => "f",
+                "direct" => "1",
+                w => w,
+            }
+        );
         let params = rows::params([("model", json!("paper-iotlb")), ("iotlb", json!(shape)), ("ranks", json!(ranks[0]))]);
         let rates = Measured::of_samples(&r.iter().map(|x| x.rate).collect::<Vec<_>>());
         let env: Vec<(String, String)> = PAPER_MODEL

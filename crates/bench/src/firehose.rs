@@ -184,7 +184,13 @@ pub fn working_set(args: &BenchArgs) -> BResult<()> {
                 f / u,
                 verdict(f / u <= 1.0)
             );
-            check(&format!("{fh}/rendezvous-unpin, W > M + MAXVICTIM"), f / u, "<= 1", json!("< 1"), "time per put, mean over W > M + MAXVICTIM");
+            check(
+                &format!("{fh}/rendezvous-unpin, W > M + MAXVICTIM"),
+                f / u,
+                "<= 1",
+                json!("< 1"),
+                "time per put, mean over W > M + MAXVICTIM",
+            );
         }
     }
     if let Some(max) = rows.iter().filter(|r| r.strategy.starts_with("firehose")).map(|r| r.peak_mib).reduce(f64::max) {
@@ -194,7 +200,13 @@ pub fn working_set(args: &BenchArgs) -> BResult<()> {
             if max <= (M_MIB + V_MIB) as f64 { "PASS" } else { "MISS" }
         );
         let bound = (M_MIB + V_MIB) as f64;
-        check("firehose pinned peak / (M + MAXVICTIM)", max / bound, "<= 1", json!("<= 1 (by design)"), "rank 1's most pinned memory over the bound");
+        check(
+            "firehose pinned peak / (M + MAXVICTIM)",
+            max / bound,
+            "<= 1",
+            json!("<= 1 (by design)"),
+            "rank 1's most pinned memory over the bound",
+        );
     }
     println!("# load at the end: {}", super::load_avg());
     Ok(())
@@ -207,9 +219,12 @@ fn emit_rows(rounds: &[Row]) {
     keys.sort_unstable();
     keys.dedup();
     for (strategy, w) in keys {
-        let of = |f: &dyn Fn(&Row) -> f64| -> Vec<f64> { rounds.iter().filter(|r| r.strategy == strategy && r.ws_mib == w).map(f).collect() };
-        let env: Vec<(String, String)> =
-            CASES.iter().find(|c| c.name == strategy).map_or(Vec::new(), |c| c.env.iter().map(|&(k, v)| (k.to_string(), v.to_string())).collect());
+        let of =
+            |f: &dyn Fn(&Row) -> f64| -> Vec<f64> { rounds.iter().filter(|r| r.strategy == strategy && r.ws_mib == w).map(f).collect() };
+        let env: Vec<(String, String)> = CASES
+            .iter()
+            .find(|c| c.name == strategy)
+            .map_or(Vec::new(), |c| c.env.iter().map(|&(k, v)| (k.to_string(), v.to_string())).collect());
         let params = rows::params([("ws_mib", json!(w)), ("put_kib", json!(PUT >> 10))]);
         rows::emit("firehose-ws", strategy, params.clone(), "MB/s", Measured::of_samples(&of(&|r| PUT as f64 / r.us_per_put)), &env);
         rows::emit("firehose-ws-hits", strategy, params, "%", Measured::of_samples(&of(&|r| 100.0 * r.hit_rate)), &env);

@@ -156,7 +156,8 @@ pub fn threads(args: &BenchArgs) -> BResult<()> {
         );
     }
     for r in &rows {
-        let params = rows::params([("table_mib", json!(num(r, 13) / (1 << 20) as f64)), ("threads", json!(r[1].parse::<u64>().unwrap_or(0)))]);
+        let params =
+            rows::params([("table_mib", json!(num(r, 13) / (1 << 20) as f64)), ("threads", json!(r[1].parse::<u64>().unwrap_or(0)))]);
         rows::emit("firehose-gups", &r[0], params, "misses", Measured::single(num(r, 6)), &fh_env(GUPS_M, GUPS_V));
     }
     let mut fewer = true;

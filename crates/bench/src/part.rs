@@ -12,8 +12,8 @@
 //! mode) while it waits, so it serves the NACK at once, as a target's fault handler would.
 
 use super::page_buf::PageBuf;
-use super::rows::{self, Measured};
 use super::part_pair::{self, Pair};
+use super::rows::{self, Measured};
 use super::{BResult, BenchArgs};
 use activerma::RemotePtr;
 use serde_json::json;
@@ -142,7 +142,8 @@ pub fn latency(args: &BenchArgs) -> BResult<()> {
         println!("#   {:<34} {}   paper +{paper} (small)", case, d.join(" "));
         // The overheads are the operating system's (a pin, a minor fault), so microseconds are
         // comparable across machines here, unlike the transfers: reported beside the paper's.
-        let params = rows::params([("size", json!(8)), ("paper", json!(paper)), ("what", json!(format!("{case} minus transfer only, 8 B (us)")))]);
+        let params =
+            rows::params([("size", json!(8)), ("paper", json!(paper)), ("what", json!(format!("{case} minus transfer only, 8 B (us)")))]);
         rows::emit("part-latency-check", &format!("{case} - transfer"), params, "us", Measured::single(m(case, 8) - base(8)), &[]);
     }
     println!(

@@ -60,7 +60,8 @@ fn cpu_ticks() -> HashMap<u32, (String, u64)> {
         let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else { continue };
         let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
         // After the comm: state is field 3 of stat(5); utime and stime are fields 14 and 15.
-        let (Some(u), Some(s)) = (fields.get(11).and_then(|v| v.parse::<u64>().ok()), fields.get(12).and_then(|v| v.parse::<u64>().ok())) else {
+        let (Some(u), Some(s)) = (fields.get(11).and_then(|v| v.parse::<u64>().ok()), fields.get(12).and_then(|v| v.parse::<u64>().ok()))
+        else {
             continue;
         };
         out.insert(pid, (stat[open + 1..close].to_string(), u + s));

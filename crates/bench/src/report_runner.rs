@@ -74,7 +74,8 @@ fn list(reg: &Registry) {
         let figs: Vec<&str> = reg.figures_of(&b.name).map(|f| f.id.as_str()).collect();
         println!("{:<18} {:>6.1} m {:>6.1} m  {}", b.name, b.minutes, b.quick_minutes, figs.join(", "));
     }
-    let (full, quick): (f64, f64) = reg.benchmark.iter().map(|b| (b.minutes, b.quick_minutes)).fold((0.0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1));
+    let (full, quick): (f64, f64) =
+        reg.benchmark.iter().map(|b| (b.minutes, b.quick_minutes)).fold((0.0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1));
     println!("all: about {full:.0} minutes; --quick: about {quick:.1} minutes (expected on a 2-core machine)");
 }
 
@@ -90,7 +91,10 @@ fn plan<'r>(reg: &'r Registry, only: &[String]) -> Result<Vec<&'r activerma_repo
             (None, Some(f)) => f.benchmark.as_str(),
             (None, None) => {
                 let known: Vec<&str> = reg.benchmark.iter().map(|b| b.name.as_str()).collect();
-                return Err(format!("--only {want}: no such benchmark or figure (benchmarks: {}; figures: activerma report --list)", known.join(", ")));
+                return Err(format!(
+                    "--only {want}: no such benchmark or figure (benchmarks: {}; figures: activerma report --list)",
+                    known.join(", ")
+                ));
             }
         };
         if !names.contains(&name) {
@@ -133,7 +137,13 @@ fn run(args: &ReportArgs, reg: &Registry) -> Result<(), String> {
     let expected = |b: &activerma_report::Benchmark| if args.quick { b.quick_minutes } else { b.minutes } * 60.0;
     let total: f64 = benches.iter().map(|b| expected(b)).sum();
     let names: Vec<&str> = benches.iter().map(|b| b.name.as_str()).collect();
-    println!("activerma report{}: {} benchmarks ({}), about {} on a 2-core machine", if args.quick { " --quick" } else { "" }, benches.len(), names.join(", "), minutes(total));
+    println!(
+        "activerma report{}: {} benchmarks ({}), about {} on a 2-core machine",
+        if args.quick { " --quick" } else { "" },
+        benches.len(),
+        names.join(", "),
+        minutes(total)
+    );
     println!("{}", machine::header_line());
     println!("writing to {}", dir.display());
 
@@ -155,7 +165,8 @@ fn run(args: &ReportArgs, reg: &Registry) -> Result<(), String> {
 
     let bars = MultiProgress::with_draw_target(ProgressDrawTarget::stderr_with_hz(4));
     let overall = bars.add(ProgressBar::new(benches.len() as u64));
-    overall.set_style(ProgressStyle::with_template("{prefix:.bold} [{bar:30}] {pos}/{len} benchmarks, {msg}").unwrap().progress_chars("=> "));
+    overall
+        .set_style(ProgressStyle::with_template("{prefix:.bold} [{bar:30}] {pos}/{len} benchmarks, {msg}").unwrap().progress_chars("=> "));
     overall.set_prefix("report");
     let (mut spent, mut planned_done) = (0.0f64, 0.0f64);
     let mut failed = Vec::new();
@@ -180,7 +191,7 @@ fn run(args: &ReportArgs, reg: &Registry) -> Result<(), String> {
             println!("[{}/{}] {} (about {}) ...", i + 1, benches.len(), b.name, minutes(expected(b)));
         }
         let started = Instant::now();
-        let exit_code = run_one(&exe, bench_args, &raw, &dir.join(&log), &bar)?;
+        let exit_code = run_one(&exe, b.script.as_deref(), bench_args, &raw, &dir.join(&log), &bar)?;
         let seconds = started.elapsed().as_secs_f64();
         bar.finish_and_clear();
         let rows = if raw.exists() { read_rows(&raw)? } else { Vec::new() };
@@ -215,12 +226,36 @@ fn run(args: &ReportArgs, reg: &Registry) -> Result<(), String> {
     Ok(())
 }
 
-/// Runs one benchmark as a child, its output into `log`, while the bar counts the rows it writes.
-fn run_one(exe: &Path, bench_args: &[String], raw: &Path, log: &Path, bar: &ProgressBar) -> Result<i32, String> {
-    let out = std::fs::File::create(log).map_err(|e| format!("cannot write {}: {e}", log.display()))?;
+/// The source tree this binary was built from (where registered scripts live).
+fn source_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Runs one benchmark as a child, its output into `log`, while the bar counts the rows it
+/// writes: `activerma bench ARGS`, or a registered script of the source tree.
+fn run_one(exe: &Path, script: Option<&str>, bench_args: &[String], raw: &Path, log: &Path, bar: &ProgressBar) -> Result<i32, String> {
+    use std::io::Write;
+    let mut out = std::fs::File::create(log).map_err(|e| format!("cannot write {}: {e}", log.display()))?;
     let err = out.try_clone().map_err(|e| e.to_string())?;
-    let mut child = Command::new(exe)
-        .arg("bench")
+    let mut cmd = match script {
+        None => {
+            let mut c = Command::new(exe);
+            c.arg("bench");
+            c
+        }
+        Some(path) => {
+            let file = source_root().join(path);
+            if !file.is_file() {
+                // An installed binary far from its sources: say so in the log; the page shows it.
+                let _ = writeln!(out, "activerma report: {path} is not at {}: this benchmark runs from a source checkout", file.display());
+                return Ok(127);
+            }
+            let mut c = Command::new("bash");
+            c.arg(file).env("ACTIVERMA_BIN", exe);
+            c
+        }
+    };
+    let mut child = cmd
         .args(bench_args)
         .arg("--json")
         .arg(raw)

@@ -141,7 +141,14 @@ mod tests {
         assert!(Measured::of_samples(&[]).value.is_nan());
         assert_eq!(round_sig(123456789.0, 6), 123457000.0);
         assert_eq!(round_sig(0.000123456789, 3), 0.000123);
-        let row = row("dht", "AA-Poll", params([("ranks", Value::from(2))]), "inserts/s", m, &[("ACTIVERMA_NET_LATENCY_NS".into(), "1500".into())]);
+        let row = row(
+            "dht",
+            "AA-Poll",
+            params([("ranks", Value::from(2))]),
+            "inserts/s",
+            m,
+            &[("ACTIVERMA_NET_LATENCY_NS".into(), "1500".into())],
+        );
         assert!(row.validate().is_ok());
         assert_eq!(row.settings.get("ACTIVERMA_NET_LATENCY_NS").map(String::as_str), Some("1500"));
         assert!(!row.commit.is_empty() && row.machine.cpus >= 1);

@@ -33,7 +33,6 @@ fn main() {
         Cmd::Info(args) => info::print(args),
         Cmd::Bench(args) => activerma_bench::main(args),
         Cmd::Report(args) => activerma_bench::report_main(args),
-
     };
     std::process::exit(code);
 }

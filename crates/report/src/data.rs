@@ -112,7 +112,7 @@ impl FigureData<'_> {
 }
 
 /// The params a check row carries about itself rather than where it was measured.
-const CHECK_META: [&str; 3] = ["target", "paper", "status"];
+const CHECK_META: [&str; 7] = ["target", "paper", "status", "what", "id", "ours", "theirs"];
 
 /// Gathers figure `fig` from `rows`.
 pub fn figure_data<'a>(fig: &'a Figure, rows: &[Row]) -> FigureData<'a> {
@@ -236,10 +236,16 @@ fn normalize(points: Vec<Point>, base: &str, label: &str, warnings: &mut Vec<Str
     points.into_iter().map(|p| Point { value: p.value / b, min: p.min / b, max: p.max / b, unit: "x".into(), ..p }).collect()
 }
 
-/// The lines one check contributes: one per matched row. Rows that would read the same label
-/// (one ratio measured under two models) are told apart by the params in which they differ.
+/// The lines one check contributes: one per matched row, labelled by the check, else by the
+/// row's own description (`params.what`, which the benchmark's table prints), else its case.
+/// Rows that would read the same label (one ratio measured under two models) are told apart
+/// by the params in which they differ.
 fn check_lines(c: &Check, rows: &[&Row]) -> Vec<CheckLine> {
-    let base = |r: &Row| if c.label.is_empty() { r.case.clone() } else { c.label.clone() };
+    let base = |r: &Row| match (c.label.is_empty(), r.param_text("what")) {
+        (false, _) => c.label.clone(),
+        (true, Some(what)) => what,
+        (true, None) => r.case.clone(),
+    };
     rows.iter()
         .map(|r| {
             let mut label = base(r);

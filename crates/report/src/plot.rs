@@ -122,12 +122,37 @@ fn lines(area: &Area, d: &FigureData) -> Result<(), String> {
     let ylog = f.y.log && ylo > 0.0;
     let (x0, x1) = padded(xlo, xhi, xlog, false);
     let (y0, y1) = padded(ylo, yhi, ylog, true);
+    let (xl, yl) = ((x0..x1).log_scale().with_key_points(log_keys(x0, x1)), (y0..y1).log_scale().with_key_points(log_keys(y0, y1)));
     match (xlog, ylog) {
-        (true, true) => lines_on(area, d, (x0..x1).log_scale(), (y0..y1).log_scale()),
-        (true, false) => lines_on(area, d, (x0..x1).log_scale(), y0..y1),
-        (false, true) => lines_on(area, d, x0..x1, (y0..y1).log_scale()),
+        (true, true) => lines_on(area, d, xl, yl),
+        (true, false) => lines_on(area, d, xl, y0..y1),
+        (false, true) => lines_on(area, d, x0..x1, yl),
         (false, false) => lines_on(area, d, x0..x1, y0..y1),
     }
+}
+
+/// Labelled values of a log axis from `lo` to `hi`: every power of ten, and 2 and 5 times
+/// them when the axis spans few decades (plotters alone labels little more than the powers of
+/// ten, which leaves a one-decade axis with one number).
+fn log_keys(lo: f64, hi: f64) -> Vec<f64> {
+    if !(lo > 0.0 && hi > lo && hi.is_finite()) {
+        return Vec::new(); // not a log axis (this is asked for both axes, used where log)
+    }
+    let decades = (hi / lo).log10();
+    let steps: &[f64] = if decades <= 1.2 {
+        &[1.0, 1.5, 2.0, 3.0, 5.0, 7.0]
+    } else if decades <= 3.5 {
+        &[1.0, 2.0, 5.0]
+    } else {
+        &[1.0]
+    };
+    let mut keys = Vec::new();
+    let mut decade = 10f64.powf(lo.log10().floor());
+    while decade <= hi {
+        keys.extend(steps.iter().map(|s| s * decade).filter(|k| (lo..=hi).contains(k)));
+        decade *= 10.0;
+    }
+    keys
 }
 
 /// The lines chart on any pair of axes (linear or log: plotters types them differently).
@@ -199,14 +224,25 @@ fn bars(area: &Area, d: &FigureData) -> Result<(), String> {
     // Bars grow from zero: a log value axis would have no zero, so bars are always linear.
     let (y0, y1) = padded(ylo.min(0.0), yhi, false, true);
     let keys: Vec<i32> = (0..n).map(|i| i * UNIT + UNIT / 2).collect();
+    // Category names that would overlap side by side (about 7 px a character at this size)
+    // are written upwards instead, in a taller label area.
+    // Upright, a name takes at most MAX_UPRIGHT characters (longer ones end in "…"): the
+    // label area comes out of the plot's height.
+    const MAX_UPRIGHT: usize = 28;
+    let longest = cats.iter().map(|c| c.chars().count()).max().unwrap_or(0);
+    let room = (area.dim_in_pixel().0 as f64 - 120.0) / n as f64;
+    let upright = longest as f64 * 7.0 > room;
+    let label_area = if upright { longest.min(MAX_UPRIGHT) as u32 * 7 + 30 } else { 50 };
     let mut chart = ChartBuilder::on(area)
         .margin(10)
         .margin_right(28)
-        .x_label_area_size(50)
+        .x_label_area_size(label_area)
         .y_label_area_size(76)
         .build_cartesian_2d((0..n * UNIT).with_key_points(keys), y0..y1)
         .map_err(err)?;
-    let category = |v: &i32| cats.get((*v / UNIT) as usize).cloned().unwrap_or_default();
+    // Upright names are drawn below (plotters centres its own axis labels on the tick, which
+    // puts half of a turned name inside the plot).
+    let category = |v: &i32| if upright { String::new() } else { cats.get((*v / UNIT) as usize).cloned().unwrap_or_default() };
     chart
         .configure_mesh()
         .disable_x_mesh()
@@ -221,6 +257,16 @@ fn bars(area: &Area, d: &FigureData) -> Result<(), String> {
         .draw()
         .map_err(err)?;
 
+    if upright {
+        let (bx, by) = area.get_base_pixel();
+        let style = (FONT, LABEL).into_font().transform(FontTransform::Rotate270).color(&BLACK).pos(Pos::new(HPos::Right, VPos::Center));
+        for (i, name) in cats.iter().enumerate() {
+            let (px, py) = chart.backend_coord(&(i as i32 * UNIT + UNIT / 2, y0));
+            let shown =
+                if name.chars().count() > MAX_UPRIGHT { name.chars().take(MAX_UPRIGHT - 1).chain(['…']).collect() } else { name.clone() };
+            area.draw(&Text::new(shown, (px - bx, py - by + 8), style.clone())).map_err(err)?;
+        }
+    }
     let slots = d.series.len().max(1) as f64;
     let slot = GROUP * UNIT as f64 / slots;
     let left = |cat: usize| cat as f64 * UNIT as f64 + (1.0 - GROUP) / 2.0 * UNIT as f64;

@@ -3,7 +3,7 @@
 //! machine can be re-drawn anywhere.
 
 use crate::data::{figure_data, FigureData};
-use crate::row::{read_rows, Machine, Row};
+use crate::row::{read_rows, Machine};
 use crate::run::{BenchmarkRun, RunInfo};
 use crate::spec::{Figure, Registry};
 use crate::{format, html, plot, png, summary};
@@ -101,11 +101,6 @@ pub fn render(dir: &Path, reg: &Registry) -> Result<Rendered, String> {
     let mut out = Rendered::default();
     let figures: Vec<FigureData> = reg.figure.iter().map(|f| figure_data(f, &rows)).collect();
 
-    let unused = unused_rows(reg, &rows);
-    if !unused.is_empty() {
-        out.warnings.push(format!("{} rows belong to no figure: {}", unused.len(), summarize_benchmarks(&unused)));
-    }
-
     let fig_dir = dir.join("figures");
     std::fs::create_dir_all(&fig_dir).map_err(|e| format!("cannot create {}: {e}", fig_dir.display()))?;
     let fonts = png::Fonts::system();
@@ -149,28 +144,4 @@ fn write(path: &Path, bytes: &[u8], out: &mut Rendered) -> Result<(), String> {
     std::fs::write(path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     out.files.push(path.to_path_buf());
     Ok(())
-}
-
-/// Rows that no figure's series or check selects: a benchmark's new case not registered yet,
-/// or a select that no longer matches what the benchmark writes.
-fn unused_rows<'a>(reg: &Registry, rows: &'a [Row]) -> Vec<&'a Row> {
-    rows.iter()
-        .filter(|r| {
-            !reg.figure.iter().any(|f| {
-                f.series.iter().any(|s| s.select.matches(r, &f.benchmark)) || f.check.iter().any(|c| c.select.matches(r, &f.benchmark))
-            })
-        })
-        .collect()
-}
-
-/// "put-bw (12), dht (3)": how many rows of each benchmark.
-fn summarize_benchmarks(rows: &[&Row]) -> String {
-    let mut counts: Vec<(&str, usize)> = Vec::new();
-    for r in rows {
-        match counts.iter_mut().find(|(b, _)| *b == r.benchmark) {
-            Some((_, n)) => *n += 1,
-            None => counts.push((&r.benchmark, 1)),
-        }
-    }
-    counts.iter().map(|(b, n)| format!("{b} ({n})")).collect::<Vec<_>>().join(", ")
 }

@@ -48,7 +48,12 @@ pub struct Benchmark {
     pub name: String,
     /// One line: what it measures.
     pub about: String,
-    /// Arguments after `activerma bench` for the full and the `--quick` report.
+    /// A script of the source tree to run instead of `activerma bench` (a path from the
+    /// repository's root, run with bash; it gets `--json FILE` like the benchmarks and finds
+    /// this binary in ACTIVERMA_BIN): for comparisons with peers built outside the runtime.
+    #[serde(default)]
+    pub script: Option<String>,
+    /// Arguments after `activerma bench` (or the script) for the full and the `--quick` report.
     pub args: Vec<String>,
     pub quick_args: Vec<String>,
     /// Expected duration on a 2-core machine, for the plan and the time-left estimate.
