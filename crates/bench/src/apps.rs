@@ -627,7 +627,9 @@ fn print_checks(benchmark: &str, title: &str, checks: &[Check], quick: bool) {
         println!("{:<58} {:>8.2} {:>8} {:>18} {:>6}", c.what, c.ours, target, c.paper, verdict);
         let mut params = c.params.clone();
         params.insert("what".into(), json!(c.what));
-        params.insert("paper".into(), json!(c.paper));
+        if c.paper != "-" {
+            params.insert("paper".into(), json!(c.paper));
+        }
         if !c.want.is_nan() {
             params.insert("target".into(), json!(format!(">= {}", c.want)));
         }

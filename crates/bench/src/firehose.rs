@@ -233,7 +233,7 @@ fn emit_rows(rounds: &[Row]) {
 
 /// A claim of the paper checked in this run, as a `firehose-ws-check` report row.
 fn check(case: &str, ours: f64, target: &str, paper: serde_json::Value, what: &str) {
-    let params = rows::params([("target", json!(target)), ("paper", paper), ("what", json!(what))]);
+    let params = rows::params([("target", json!(target)), ("paper", paper), ("what", json!(format!("{case}: {what}")))]);
     rows::emit("firehose-ws-check", case, params, "x", Measured::single(ours), &[]);
 }
 

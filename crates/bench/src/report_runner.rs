@@ -9,7 +9,8 @@
 //!     run `activerma bench <b.args> --json raw/<b>.jsonl` > logs/<b>.txt
 //!         bar: rows written / rows expected; time left = rest of the plan's expected minutes,
 //!              scaled by how far the finished benchmarks ran over or under theirs
-//!     rows.jsonl += raw/<b>.jsonl; run.json += { seconds, exit code, rows, load, busy, quiet }
+//!     rows.jsonl += raw/<b>.jsonl (then removed); run.json += { seconds, exit code, rows, load,
+//!     busy, quiet }
 //! render(folder)
 //! ```
 //!
@@ -196,6 +197,8 @@ fn run(args: &ReportArgs, reg: &Registry) -> Result<(), String> {
         bar.finish_and_clear();
         let rows = if raw.exists() { read_rows(&raw)? } else { Vec::new() };
         append(&all_rows, &raw)?;
+        // Its rows are in rows.jsonl now: the folder keeps one copy.
+        let _ = std::fs::remove_file(&raw);
         if exit_code != 0 {
             failed.push(format!("{} (exit code {exit_code}, see {})", b.name, dir.join(&log).display()));
         }
@@ -219,6 +222,7 @@ fn run(args: &ReportArgs, reg: &Registry) -> Result<(), String> {
         overall.inc(1);
     }
     overall.finish_and_clear();
+    let _ = std::fs::remove_dir(dir.join("raw"));
     draw(&dir, reg)?;
     if !failed.is_empty() {
         return Err(format!("benchmarks that failed (their figures show what they wrote): {}", failed.join("; ")));

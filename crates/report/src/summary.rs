@@ -50,7 +50,7 @@ fn figure(m: &mut String, r: &Report, d: &FigureData) {
 }
 
 /// A table cell: a '|' would end it, a line break would end the row, and a '<' could open an
-/// HTML tag where the Markdown is shown (">=" in targets stays readable as it is).
+/// HTML tag where the Markdown is shown; "<=" and ">=" (targets) read as ≤ and ≥.
 pub(crate) fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ").replace('<', "&lt;")
+    s.replace("<=", "≤").replace(">=", "≥").replace('|', "\\|").replace('\n', " ").replace('<', "&lt;")
 }

@@ -178,10 +178,10 @@ fn render_writes_plots_page_and_summary() {
     let folder_name = dir.canonicalize().unwrap().file_name().unwrap().to_string_lossy().into_owned();
     assert!(md.starts_with(&format!("# activerma report `{folder_name}`")));
     assert!(md.contains("Test CPU 9000, 2 CPUs, memcpy 40.0 GB/s"));
-    assert!(md.contains("| AA-Poll/RMA (model=paper) | 2.22× | 3 | >= 2.5 | MISS |"), "{md}");
-    assert!(md.contains("| AA-Poll/RMA (model=raw) | 3.33× | 3 | >= 2.5 | PASS |"));
-    assert!(md.contains("| AA-Poll/AM | 1.92× | ~2 | >= 1.5 | PASS |"));
-    assert!(md.contains("| AA-SP/AA-Poll | 0.970× | – | >= 0.9 | LIMIT? |"));
+    assert!(md.contains("| AA-Poll/RMA (model=paper) | 2.22× | 3 | ≥ 2.5 | MISS |"), "{md}");
+    assert!(md.contains("| AA-Poll/RMA (model=raw) | 3.33× | 3 | ≥ 2.5 | PASS |"));
+    assert!(md.contains("| AA-Poll/AM | 1.92× | ~2 | ≥ 1.5 | PASS |"));
+    assert!(md.contains("| AA-SP/AA-Poll | 0.970× | – | ≥ 0.9 | LIMIT? |"));
     assert!(md.contains("| x&lt;y & z | 1.00× | – | – | INFO |"), "a cell opens no HTML tag");
     assert!(md.contains("_not run: benchmark counter was not part of this report_"));
 
