@@ -5,7 +5,7 @@ usage: scripts/readme-performance.py REPORT_DIR [--readme README.md]
 
 Replaces everything between the lines `<!-- report:begin -->` and `<!-- report:end -->` of the
 README with the folder's summary.md (its check tables, per paper and figure; headings moved
-two levels down to sit under the README's own), headed by where it comes from. So every
+one level down to sit under the README's own), headed by where it comes from. So every
 number of that section comes from one `activerma report` run, named by its folder, and is
 never edited by hand. Python 3, standard library only.
 """
@@ -48,11 +48,13 @@ def main():
         f"`python3 scripts/readme-performance.py {folder}`):",
         "",
     ]
-    # summary.md's own title and machine line are said above; its headings go two levels down.
+    # summary.md's own title and machine line are said above; its headings go one level down.
     for line in summary[1:]:
         if line.startswith(m["cpu"]):
             continue
-        body.append("##" + line if line.startswith("#") else line)
+        if not line.strip() and body and not body[-1].strip():
+            continue  # one blank line between blocks
+        body.append("#" + line if line.startswith("#") else line)
     while body and not body[-1].strip():
         body.pop()
 
