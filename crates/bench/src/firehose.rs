@@ -12,7 +12,8 @@
 //! bandwidth, the registration hit rate of the timed puts (all pages REGISTERED at lookup:
 //! one-sided, no message), firehose moves per put, and the most memory rank 1 had pinned.
 
-use super::rows::{self, Measured};
+use super::rows;
+use super::timing::Measured;
 use super::{BResult, BenchArgs};
 use activerma::{Prot, RemotePtr, World};
 use serde_json::json;

@@ -15,7 +15,8 @@
 //! Checked and printed: every thread completed its operations, and the target never had more
 //! than M + MAXVICTIM pinned (RegistrationStats::pinned_peak).
 
-use super::rows::{self, Measured};
+use super::rows;
+use super::timing::Measured;
 use super::{BResult, BenchArgs};
 use activerma::{Prot, RemotePtr, World};
 use serde_json::json;

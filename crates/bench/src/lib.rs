@@ -273,8 +273,11 @@ pub fn main(mut args: BenchArgs) -> i32 {
         if is_worker() {
             return report_exit(worker());
         }
-        if !args.rank_worker && report_exit(run(&args)) != 0 {
-            return 1;
+        if !args.rank_worker {
+            print_figures(Some(which));
+            if report_exit(run(&args)) != 0 {
+                return 1;
+            }
         }
         args.which.retain(|w| *w != which);
         if args.which.is_empty() {
@@ -286,6 +289,7 @@ pub fn main(mut args: BenchArgs) -> i32 {
     if !app_benches.is_empty() {
         args.which.retain(|w| !app_benches.contains(w));
         for w in app_benches {
+            print_figures(Some(w));
             let r = match w {
                 Which::Dht => apps::dht(&args),
                 Which::Stencil => apps::stencil(&args),
@@ -321,8 +325,21 @@ fn report_exit(r: BResult<()>) -> i32 {
     }
 }
 
+/// Says which figures of the papers a benchmark stands for, from the registry `activerma
+/// report` runs (`crates/report/figures.toml`): the OSU-style set is its benchmark "core".
+fn print_figures(which: Option<Which>) {
+    let name = which.and_then(|w| clap::ValueEnum::to_possible_value(&w)).map_or("core".to_string(), |v| v.get_name().to_string());
+    let reg = activerma_report::Registry::builtin();
+    let figures: Vec<String> =
+        reg.figures_of(&name).map(|f| format!("{} {}", reg.paper.get(&f.paper).map_or("", |p| p.title.as_str()), f.label)).collect();
+    if !figures.is_empty() {
+        println!("# stands for: {} (`activerma report --only {name}` draws them)", figures.join(", "));
+    }
+}
+
 /// Starts the 2-rank job: this binary, through the launcher.
 fn launch(args: &BenchArgs) -> i32 {
+    print_figures(None);
     let exe = match std::env::current_exe() {
         Ok(p) => p,
         Err(e) => {

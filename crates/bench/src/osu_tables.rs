@@ -1,8 +1,8 @@
 //! Output of the OSU-style set: tables on stdout as rows are measured, every row also as a
 //! report row (`rows::emit`, for `--json`), and the ratio summary that checks the targets.
 
-use super::rows::{self, Measured};
-use super::timing::Stats;
+use super::rows;
+use super::timing::{Measured, Stats};
 use super::Config;
 use activerma::World;
 use serde_json::json;

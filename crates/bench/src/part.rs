@@ -13,7 +13,8 @@
 
 use super::page_buf::PageBuf;
 use super::part_pair::{self, Pair};
-use super::rows::{self, Measured};
+use super::rows;
+use super::timing::{percentile, Measured};
 use super::{BResult, BenchArgs};
 use activerma::RemotePtr;
 use serde_json::json;
@@ -164,10 +165,6 @@ pub fn latency(args: &BenchArgs) -> BResult<()> {
     Ok(())
 }
 
-pub(super) fn pct(sorted: &[f64], p: f64) -> f64 {
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
-}
-
 /// True in a rank of one of this benchmark's jobs.
 pub fn is_worker() -> bool {
     std::env::var_os(CASE_ENV).is_some()
@@ -267,7 +264,7 @@ pub fn worker() -> BResult<()> {
                 "{}\t{}\t{:.2}\t{:.2}\t{:.2}\t{}\t{:.2}\t{:.2}\n",
                 c.name,
                 size,
-                pct(&times, 0.5),
+                percentile(&times, 0.5),
                 times[0],
                 times[times.len() - 1],
                 times.len(),

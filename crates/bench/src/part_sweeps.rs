@@ -21,9 +21,9 @@
 //! paper's link (10 Gb/s HSS links, 4 µs base latency; ACTIVERMA_NET_*), where the origin
 //! sends each block, and each resend, at the link's rate, as the paper's RDMA engine does.
 
-use super::part::pct;
 use super::part_pair::{self, Pair};
-use super::rows::{self, Measured};
+use super::rows;
+use super::timing::{percentile, Measured};
 use super::{BResult, BenchArgs};
 use activerma::RemotePtr;
 use activerma::{PageIn, PartStats};
@@ -227,7 +227,7 @@ fn verdict(ok: bool) -> &'static str {
     if ok {
         "PASS"
     } else {
-        "FAIL"
+        "MISS"
     }
 }
 
@@ -566,7 +566,7 @@ pub fn sweep_worker() -> BResult<()> {
             .iter_mut()
             .flat_map(|t| {
                 t.touch.sort_by(f64::total_cmp);
-                let tm = if t.touch.is_empty() { 0.0 } else { pct(&t.touch, 0.5) };
+                let tm = if t.touch.is_empty() { 0.0 } else { percentile(&t.touch, 0.5) };
                 [t.evicted.to_le_bytes(), tm.to_bits().to_le_bytes()].concat()
             })
             .collect();
@@ -587,7 +587,7 @@ pub fn sweep_worker() -> BResult<()> {
                     s.name,
                     size,
                     prob,
-                    pct(&t.times, 0.5) + tm,
+                    percentile(&t.times, 0.5) + tm,
                     t.times.len(),
                     faults,
                     ev

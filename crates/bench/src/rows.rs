@@ -8,7 +8,7 @@
 //! `write` each, O_APPEND), so rows from several processes never interleave mid-line.
 
 use super::machine;
-use super::timing::Stats;
+use super::timing::Measured;
 use activerma_report::{Machine, Row};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -27,48 +27,6 @@ pub fn open(path: &Path, truncate: bool) -> Result<(), String> {
     }
     *SINK.lock().unwrap_or_else(|e| e.into_inner()) = Some(path.to_path_buf());
     Ok(())
-}
-
-/// A measured quantity: the reported value and its spread over the repetitions.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Measured {
-    pub value: f64,
-    pub min: f64,
-    pub median: f64,
-    pub max: f64,
-    pub reps: u32,
-}
-
-impl Measured {
-    /// One measurement: no spread to show.
-    pub fn single(v: f64) -> Measured {
-        Measured { value: v, min: v, median: v, max: v, reps: 1 }
-    }
-
-    /// The median of `samples` (the mean of the middle two for an even count), with their
-    /// extremes; `single(NaN)` for none.
-    pub fn of_samples(samples: &[f64]) -> Measured {
-        let mut s: Vec<f64> = samples.iter().copied().filter(|v| v.is_finite()).collect();
-        if s.is_empty() {
-            return Measured::single(f64::NAN);
-        }
-        s.sort_by(f64::total_cmp);
-        let n = s.len();
-        let median = if n % 2 == 1 { s[n / 2] } else { 0.5 * (s[n / 2 - 1] + s[n / 2]) };
-        Measured { value: median, min: s[0], median, max: s[n - 1], reps: n as u32 }
-    }
-
-    /// A time per operation in µs.
-    pub fn latency_us(st: &Stats) -> Measured {
-        Measured { value: st.median_ns / 1e3, min: st.min_ns / 1e3, median: st.median_ns / 1e3, max: st.max_ns / 1e3, reps: st.reps as u32 }
-    }
-
-    /// A bandwidth in MB/s (10^6 B/s) for `bytes` per operation: the slowest repetition is the
-    /// minimum.
-    pub fn bandwidth_mbs(st: &Stats, bytes: usize) -> Measured {
-        let mbs = |ns: f64| bytes as f64 / ns * 1e3;
-        Measured { value: mbs(st.median_ns), min: mbs(st.max_ns), median: mbs(st.median_ns), max: mbs(st.min_ns), reps: st.reps as u32 }
-    }
 }
 
 /// Params as a JSON object: `params([("size", json!(8))])`.
@@ -135,10 +93,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn samples_and_rounding() {
+    fn rounding_and_filled_in_fields() {
         let m = Measured::of_samples(&[3.0, 1.0, 2.0, 10.0]);
-        assert_eq!((m.value, m.min, m.max, m.reps), (2.5, 1.0, 10.0, 4));
-        assert!(Measured::of_samples(&[]).value.is_nan());
         assert_eq!(round_sig(123456789.0, 6), 123457000.0);
         assert_eq!(round_sig(0.000123456789, 3), 0.000123);
         let row = row(

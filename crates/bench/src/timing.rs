@@ -1,5 +1,7 @@
-//! Timing: batches of operations between two `Instant` readings, repeated; the reported time
-//! per operation is the median over the repetitions of (batch time / operations in the batch).
+//! The benchmarks' one statistics module. Timing: batches of operations between two `Instant`
+//! readings, repeated; the reported time per operation is the median over the repetitions of
+//! (batch time / operations in the batch). Samples measured elsewhere (a job's rounds, single
+//! puts) are summarized by `Measured::of_samples` and `percentile`.
 //!
 //! The number of operations per batch is calibrated first (doubling until a batch takes an
 //! eighth of the target batch time), so that fast operations run in batches long enough for
@@ -49,6 +51,53 @@ impl Stats {
     }
 }
 
+/// A measured quantity: the reported value and its spread over the repetitions.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Measured {
+    pub value: f64,
+    pub min: f64,
+    pub median: f64,
+    pub max: f64,
+    pub reps: u32,
+}
+
+impl Measured {
+    /// One measurement: no spread to show.
+    pub fn single(v: f64) -> Measured {
+        Measured { value: v, min: v, median: v, max: v, reps: 1 }
+    }
+
+    /// The median of `samples` (the mean of the middle two for an even count), with their
+    /// extremes; `single(NaN)` for none.
+    pub fn of_samples(samples: &[f64]) -> Measured {
+        let mut s: Vec<f64> = samples.iter().copied().filter(|v| v.is_finite()).collect();
+        if s.is_empty() {
+            return Measured::single(f64::NAN);
+        }
+        s.sort_by(f64::total_cmp);
+        let n = s.len();
+        let median = if n % 2 == 1 { s[n / 2] } else { 0.5 * (s[n / 2 - 1] + s[n / 2]) };
+        Measured { value: median, min: s[0], median, max: s[n - 1], reps: n as u32 }
+    }
+
+    /// A time per operation in µs.
+    pub fn latency_us(st: &Stats) -> Measured {
+        Measured { value: st.median_ns / 1e3, min: st.min_ns / 1e3, median: st.median_ns / 1e3, max: st.max_ns / 1e3, reps: st.reps as u32 }
+    }
+
+    /// A bandwidth in MB/s (10^6 B/s) for `bytes` per operation: the slowest repetition is the
+    /// minimum.
+    pub fn bandwidth_mbs(st: &Stats, bytes: usize) -> Measured {
+        let mbs = |ns: f64| bytes as f64 / ns * 1e3;
+        Measured { value: mbs(st.median_ns), min: mbs(st.max_ns), median: mbs(st.median_ns), max: mbs(st.min_ns), reps: st.reps as u32 }
+    }
+}
+
+/// The value at fraction `p` (0..=1) of `sorted` (nearest rank; `sorted` ascending, not empty).
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
 #[inline]
 fn time_batch<E>(batch: &mut impl FnMut(u64) -> Result<(), E>, n: u64) -> Result<f64, E> {
     let t = Instant::now();
@@ -91,6 +140,15 @@ pub fn measure<E>(plan: &Plan, mut batch: impl FnMut(u64) -> Result<(), E>) -> R
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn samples_and_percentiles() {
+        let m = Measured::of_samples(&[3.0, 1.0, 2.0, 10.0]);
+        assert_eq!((m.value, m.min, m.max, m.reps), (2.5, 1.0, 10.0, 4));
+        assert!(Measured::of_samples(&[]).value.is_nan());
+        assert_eq!(percentile(&[1.0, 2.0, 3.0, 4.0, 5.0], 0.5), 3.0);
+        assert_eq!(percentile(&[1.0, 2.0], 1.0), 2.0);
+    }
 
     #[test]
     fn counts_operations_and_orders_stats() {
