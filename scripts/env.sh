@@ -7,4 +7,4 @@ fi
 # scripts' dependencies included (capi's cbindgen and mpi-sys's bindgen share syn and serde),
 # so a command that selected fewer would compile every shared crate, ours above them, again
 # into the same target folder. `--workspace` selects the same crates' features.
-ARMA_PACKAGES="-p activerma -p activerma-capi -p activerma-cli"
+ARMA_PACKAGES="-p activerma -p activerma-capi -p activerma-armci -p activerma-cli"

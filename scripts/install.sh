@@ -53,6 +53,14 @@ ln -sfn "libactiverma.so.0" "$prefix/lib/libactiverma.so"
 install -m 644 "$target/libactiverma_capi.a" "$prefix/lib/libactiverma.a"
 install -m 644 include/activerma.h "$prefix/include/activerma.h"
 install -m 755 "$target/activerma" "$prefix/bin/activerma"
+# ARMCI (crates/armci): libarmci.so.0 (its SONAME, set in crates/armci/build.rs), armci.h and
+# message.h, for existing ARMCI programs.
+install -m 755 "$target/libarmci.so" "$prefix/lib/libarmci.so.$version"
+ln -sfn "libarmci.so.$version" "$prefix/lib/libarmci.so.0"
+ln -sfn "libarmci.so.0" "$prefix/lib/libarmci.so"
+install -m 644 "$target/libarmci.a" "$prefix/lib/libarmci.a"
+install -m 644 crates/armci/include/armci.h "$prefix/include/armci.h"
+install -m 644 crates/armci/include/message.h "$prefix/include/message.h"
 esc=$(printf '%s' "$prefix" | sed 's/[\\&|]/\\&/g')
 # Programs built with `pkg-config --libs activerma` record where the library is (an rpath),
 # so they start without LD_LIBRARY_PATH. Not for /usr: /usr/lib is in the dynamic linker's
@@ -63,10 +71,13 @@ esc=$(printf '%s' "$prefix" | sed 's/[\\&|]/\\&/g')
 # shellcheck disable=SC2016 # ${libdir} is pkg-config's variable, written as it is
 rpath=' -Wl,-rpath,${libdir}'
 if [ "$prefix" = /usr ]; then rpath=""; fi
-sed -e "s|@PREFIX@|$esc|g" -e "s|@VERSION@|$version|g" -e "s|@RPATH@|$rpath|g" \
-    crates/capi/activerma.pc.in > "$prefix/lib/pkgconfig/activerma.pc.tmp"
-mv -f "$prefix/lib/pkgconfig/activerma.pc.tmp" "$prefix/lib/pkgconfig/activerma.pc"
-chmod 644 "$prefix/lib/pkgconfig/activerma.pc"
+for pc in crates/capi/activerma.pc.in crates/armci/armci.pc.in; do
+    name=$(basename "$pc" .in)
+    sed -e "s|@PREFIX@|$esc|g" -e "s|@VERSION@|$version|g" -e "s|@RPATH@|$rpath|g" \
+        "$pc" > "$prefix/lib/pkgconfig/$name.tmp"
+    mv -f "$prefix/lib/pkgconfig/$name.tmp" "$prefix/lib/pkgconfig/$name"
+    chmod 644 "$prefix/lib/pkgconfig/$name"
+done
 
 # The dynamic linker only finds a new library in a system directory after ldconfig.
 case "$prefix" in
@@ -80,4 +91,4 @@ case "$prefix" in
         echo "install.sh: $prefix is not a system prefix; to use it:"
         echo "  export PATH=$prefix/bin:\$PATH PKG_CONFIG_PATH=$prefix/lib/pkgconfig" ;;
 esac
-echo "installed activerma $version into $prefix (lib, include, lib/pkgconfig, bin)"
+echo "installed activerma $version (and libarmci) into $prefix (lib, include, lib/pkgconfig, bin)"

@@ -1,0 +1,184 @@
+/* armci.h: the ARMCI one-sided communication API, implemented by activerma (libarmci).
+ *
+ * Source compatible with programs written for ARMCI: the same names, types, constants and
+ * meanings. Start programs with `activerma run -n N ./prog`. Every call that is given bad
+ * input (a rank outside the job, a remote address outside that rank's ARMCI allocations, a
+ * NULL buffer with a non-zero size, ...) prints what is wrong and ends the job with a non-zero
+ * status, as ARMCI_Error does.
+ *
+ * This header does not include <mpi.h>: the default (smp) build has no MPI.
+ */
+#ifndef ACTIVERMA_ARMCI_H
+#define ACTIVERMA_ARMCI_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Set by this implementation so programs can tell which ARMCI they were built against. */
+#define ARMCI_ACTIVERMA 1
+
+/* Element types of the accumulate calls; the order (and so the values) is ARMCI's. */
+enum ARMCI_Acc_e {
+    ARMCI_ACC_INT, /* int */
+    ARMCI_ACC_LNG, /* long */
+    ARMCI_ACC_FLT, /* float */
+    ARMCI_ACC_DBL, /* double */
+    ARMCI_ACC_CPL, /* complex float: two floats, real part first */
+    ARMCI_ACC_DCP  /* complex double: two doubles, real part first */
+};
+
+typedef long armci_size_t;
+
+/* Start-up and shut-down. */
+int ARMCI_Init(void);
+int ARMCI_Init_args(int *argc, char ***argv);
+int ARMCI_Initialized(void);
+int ARMCI_Finalize(void);
+void ARMCI_Cleanup(void);
+/* Prints msg and code, then ends the job with a non-zero exit status (never returns). */
+void ARMCI_Error(const char *msg, int code);
+
+/* Memory. ARMCI_Malloc is collective; each rank may ask for a different size (0 included: its
+ * entry of base_ptrs is then NULL). base_ptrs[i] receives rank i's address of the block. */
+int ARMCI_Malloc(void **base_ptrs, armci_size_t size);
+int ARMCI_Free(void *ptr);
+void *ARMCI_Malloc_local(armci_size_t size);
+int ARMCI_Free_local(void *ptr);
+
+/* Completion and synchronisation. */
+void ARMCI_Barrier(void);
+void ARMCI_Fence(int proc);
+void ARMCI_AllFence(void);
+void ARMCI_Access_begin(void *ptr);
+void ARMCI_Access_end(void *ptr);
+
+/* Contiguous transfers: src and dst are byte addresses, proc is the remote rank. */
+void ARMCI_Copy(void *src, void *dst, int size);
+int ARMCI_Get(void *src, void *dst, int size, int target);
+int ARMCI_Put(void *src, void *dst, int size, int target);
+/* dst[i] += scale * src[i] for the elements of type datatype in bytes (atomic per element). */
+int ARMCI_Acc(int datatype, void *scale, void *src, void *dst, int bytes, int proc);
+
+/* Strided transfers: count[0] is the byte length of the contiguous piece, count[1..levels]
+ * the number of pieces along each further dimension, *_stride_ar[k] the byte distance between
+ * consecutive pieces of dimension k+1. */
+int ARMCI_PutS(void *src_ptr, int src_stride_ar[], void *dst_ptr, int dst_stride_ar[], int count[], int stride_levels,
+               int proc);
+int ARMCI_GetS(void *src_ptr, int src_stride_ar[], void *dst_ptr, int dst_stride_ar[], int count[], int stride_levels,
+               int proc);
+int ARMCI_AccS(int datatype, void *scale, void *src_ptr, int src_stride_ar[], void *dst_ptr, int dst_stride_ar[],
+               int count[], int stride_levels, int proc);
+/* The data first, then *flag = value on proc once the data is visible there. */
+int ARMCI_Put_flag(void *src, void *dst, int size, int *flag, int value, int proc);
+
+/* A handle of a non-blocking call. Programs allocate it (and set it up with ARMCI_INIT_HANDLE). */
+typedef struct armci_hdl_s {
+    int target;    /* rank of the last operation started with it, -1 if none */
+    int aggregate; /* set by ARMCI_SET_AGGREGATE_HANDLE */
+} armci_hdl_t;
+
+void ARMCI_INIT_HANDLE(armci_hdl_t *hdl);
+void ARMCI_SET_AGGREGATE_HANDLE(armci_hdl_t *handle);
+void ARMCI_UNSET_AGGREGATE_HANDLE(armci_hdl_t *handle);
+int ARMCI_NbPut(void *src, void *dst, int bytes, int proc, armci_hdl_t *hdl);
+int ARMCI_NbGet(void *src, void *dst, int bytes, int proc, armci_hdl_t *hdl);
+int ARMCI_NbAcc(int datatype, void *scale, void *src, void *dst, int bytes, int proc, armci_hdl_t *hdl);
+int ARMCI_NbPutS(void *src_ptr, int src_stride_ar[], void *dst_ptr, int dst_stride_ar[], int count[], int stride_levels,
+                 int proc, armci_hdl_t *hdl);
+int ARMCI_NbGetS(void *src_ptr, int src_stride_ar[], void *dst_ptr, int dst_stride_ar[], int count[], int stride_levels,
+                 int proc, armci_hdl_t *hdl);
+int ARMCI_NbAccS(int datatype, void *scale, void *src_ptr, int src_stride_ar[], void *dst_ptr, int dst_stride_ar[],
+                 int count[], int stride_levels, int proc, armci_hdl_t *hdl);
+/* Wait returns 0 once the operation is complete; Test returns 0 if it is complete. */
+int ARMCI_Wait(armci_hdl_t *hdl);
+int ARMCI_Test(armci_hdl_t *hdl);
+int ARMCI_WaitProc(int proc);
+int ARMCI_WaitAll(void);
+
+/* I/O vectors: descriptor k moves ptr_array_len pieces of `bytes` bytes each, from
+ * src_ptr_array[i] to dst_ptr_array[i]. */
+typedef struct {
+    void **src_ptr_array;
+    void **dst_ptr_array;
+    int bytes;
+    int ptr_array_len;
+} armci_giov_t;
+
+int ARMCI_PutV(armci_giov_t *iov, int iov_len, int proc);
+int ARMCI_GetV(armci_giov_t *iov, int iov_len, int proc);
+int ARMCI_AccV(int datatype, void *scale, armci_giov_t *iov, int iov_len, int proc);
+int ARMCI_NbPutV(armci_giov_t *iov, int iov_len, int proc, armci_hdl_t *handle);
+int ARMCI_NbGetV(armci_giov_t *iov, int iov_len, int proc, armci_hdl_t *handle);
+int ARMCI_NbAccV(int datatype, void *scale, armci_giov_t *iov, int iov_len, int proc, armci_hdl_t *handle);
+
+/* Single values. */
+int ARMCI_PutValueInt(int src, void *dst, int proc);
+int ARMCI_PutValueLong(long src, void *dst, int proc);
+int ARMCI_PutValueFloat(float src, void *dst, int proc);
+int ARMCI_PutValueDouble(double src, void *dst, int proc);
+int ARMCI_NbPutValueInt(int src, void *dst, int proc, armci_hdl_t *hdl);
+int ARMCI_NbPutValueLong(long src, void *dst, int proc, armci_hdl_t *hdl);
+int ARMCI_NbPutValueFloat(float src, void *dst, int proc, armci_hdl_t *hdl);
+int ARMCI_NbPutValueDouble(double src, void *dst, int proc, armci_hdl_t *hdl);
+int ARMCI_GetValueInt(void *src, int proc);
+long ARMCI_GetValueLong(void *src, int proc);
+float ARMCI_GetValueFloat(void *src, int proc);
+double ARMCI_GetValueDouble(void *src, int proc);
+
+/* Mutexes: ARMCI_Create_mutexes is collective (each rank creates `count` of its own);
+ * ARMCI_Lock(m, proc) takes mutex m of rank proc. */
+int ARMCI_Create_mutexes(int count);
+int ARMCI_Destroy_mutexes(void);
+void ARMCI_Lock(int mutex, int proc);
+void ARMCI_Unlock(int mutex, int proc);
+
+/* Atomic read-modify-write on rank proc's *prem, the old value stored in *ploc:
+ * FETCH_AND_ADD (int) and _LONG (long) add `value`; SWAP (int) and _LONG (long) store *ploc. */
+enum ARMCI_Rmw_e { ARMCI_FETCH_AND_ADD, ARMCI_FETCH_AND_ADD_LONG, ARMCI_SWAP, ARMCI_SWAP_LONG };
+int ARMCI_Rmw(int op, void *ploc, void *prem, int value, int proc);
+
+/* Groups. The MPI build will keep its communicator in `comm_slot`; this (smp) build leaves it
+ * unused, so that the struct has the same size and field names in both builds. Programs read
+ * rank and size (or better, call ARMCI_Group_rank / _size). */
+typedef struct {
+    void *comm_slot[2]; /* reserved for the MPI build's communicators */
+    int *grp_to_abs;    /* group rank -> rank in the job */
+    int *abs_to_grp;    /* rank in the job -> group rank, -1 if not a member */
+    int rank;           /* this rank's group rank, -1 if not a member */
+    int size;
+} ARMCI_Group;
+
+void ARMCI_Group_create(int grp_size, int *pid_list, ARMCI_Group *group_out);
+void ARMCI_Group_create_child(int grp_size, int *pid_list, ARMCI_Group *group_out, ARMCI_Group *group_parent);
+void ARMCI_Group_free(ARMCI_Group *group);
+int ARMCI_Group_rank(ARMCI_Group *group, int *rank);
+void ARMCI_Group_size(ARMCI_Group *group, int *size);
+void ARMCI_Group_set_default(ARMCI_Group *group);
+void ARMCI_Group_get_default(ARMCI_Group *group_out);
+void ARMCI_Group_get_world(ARMCI_Group *group_out);
+int ARMCI_Absolute_id(ARMCI_Group *group, int group_rank);
+int ARMCI_Malloc_group(void **ptr_arr, armci_size_t bytes, ARMCI_Group *group);
+int ARMCI_Free_group(void *ptr, ARMCI_Group *group);
+
+#include <message.h>
+
+/* Topology: on the smp conduit every rank is on one node (one domain). */
+enum armci_domain_e { ARMCI_DOMAIN_SMP };
+typedef int armci_domain_t;
+int armci_domain_nprocs(armci_domain_t domain, int id);
+int armci_domain_id(armci_domain_t domain, int glob_proc_id);
+int armci_domain_glob_proc_id(armci_domain_t domain, int id, int loc_proc_id);
+int armci_domain_my_id(armci_domain_t domain);
+int armci_domain_count(armci_domain_t domain);
+int armci_domain_same_id(armci_domain_t domain, int proc);
+int ARMCI_Same_node(int proc);
+
+int ARMCI_Uses_shm(void);
+int ARMCI_Uses_shm_grp(ARMCI_Group *group);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ACTIVERMA_ARMCI_H */

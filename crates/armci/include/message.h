@@ -1,0 +1,49 @@
+/* message.h: ARMCI's message-passing helpers (rank, size, barrier, broadcast, reductions),
+ * implemented by activerma (libarmci) with its own collectives. */
+#ifndef ACTIVERMA_ARMCI_MESSAGE_H
+#define ACTIVERMA_ARMCI_MESSAGE_H
+
+#include <armci.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Scopes of the *_scope calls; with one node every scope is all ranks. */
+enum armci_scope_e { SCOPE_ALL, SCOPE_NODE, SCOPE_MASTERS };
+/* Element types of armci_msg_gop_scope. */
+enum armci_type_e { ARMCI_INT, ARMCI_LONG, ARMCI_LONG_LONG, ARMCI_FLOAT, ARMCI_DOUBLE };
+
+int armci_msg_me(void);
+int armci_msg_nproc(void);
+/* Ends the job with exit status `code` (1 if code is 0). */
+void armci_msg_abort(int code);
+/* Seconds since an arbitrary point in the past (monotonic). */
+double armci_timer(void);
+
+void armci_msg_barrier(void);
+void armci_msg_group_barrier(ARMCI_Group *group);
+/* Every rank receives root's len bytes of buffer. */
+void armci_msg_bcast(void *buffer, int len, int root);
+void armci_msg_brdcst(void *buffer, int len, int root);
+void armci_msg_bcast_scope(int scope, void *buffer, int len, int root);
+
+/* Element-wise reductions over all ranks, the result in x on every rank. op is one of "+",
+ * "*", "max", "min", "absmax", "absmin" (the abs ones return absolute values). */
+void armci_msg_igop(int *x, int n, char *op);
+void armci_msg_lgop(long *x, int n, char *op);
+void armci_msg_llgop(long long *x, int n, char *op);
+void armci_msg_fgop(float *x, int n, char *op);
+void armci_msg_dgop(double *x, int n, char *op);
+void armci_msg_gop_scope(int scope, void *x, int n, char *op, int type);
+void armci_msg_group_igop(int *x, int n, char *op, ARMCI_Group *group);
+void armci_msg_group_lgop(long *x, int n, char *op, ARMCI_Group *group);
+void armci_msg_group_llgop(long long *x, int n, char *op, ARMCI_Group *group);
+void armci_msg_group_fgop(float *x, int n, char *op, ARMCI_Group *group);
+void armci_msg_group_dgop(double *x, int n, char *op, ARMCI_Group *group);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ACTIVERMA_ARMCI_MESSAGE_H */

@@ -1,0 +1,306 @@
+//! Accumulate: dst += scale * src, element-wise, for ARMCI's six element types.
+//!
+//! ARMCI promises that accumulates from different origins into the same elements do not lose
+//! updates. activerma has no remote floating-point or complex atomics, so an accumulate is a
+//! get, a local combine and a put, made atomic by holding the target rank's accumulate lock
+//! (a fair ticket lock in the ACC_LOCKS segment, ticket.rs) around all of its pieces. One lock
+//! per target, not per element or per allocation: simple and enough for correctness; finer
+//! locks are a later optimisation.
+
+use crate::contiguous::{get_bytes, put_bytes};
+use crate::errors::{entry, R};
+use crate::state::{local_arg, nonneg, proc_arg, remote_arg, world, ACC_LOCKS};
+use crate::strided::Strided;
+use crate::sync::{mark, ArmciHdl};
+use crate::ticket;
+use crate::vector::{pieces, ArmciGiov};
+use activerma::World;
+use std::ffi::{c_int, c_void};
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum AccType {
+    Int,
+    Long,
+    Float,
+    Double,
+    Complex,
+    DoubleComplex,
+}
+
+impl AccType {
+    pub(crate) fn from_c(datatype: c_int) -> R<AccType> {
+        Ok(match datatype {
+            0 => AccType::Int,
+            1 => AccType::Long,
+            2 => AccType::Float,
+            3 => AccType::Double,
+            4 => AccType::Complex,
+            5 => AccType::DoubleComplex,
+            _ => return Err(format!("argument datatype = {datatype} is not an ARMCI_ACC_* type (ARMCI_ACC_INT = 0 to ARMCI_ACC_DCP = 5)")),
+        })
+    }
+    pub(crate) fn size(self) -> usize {
+        match self {
+            AccType::Int | AccType::Float => 4,
+            AccType::Long | AccType::Double | AccType::Complex => 8,
+            AccType::DoubleComplex => 16,
+        }
+    }
+}
+
+/// The scale factor, read once from the caller's pointer.
+#[derive(Clone, Copy)]
+pub(crate) enum Scale {
+    Int(i32),
+    Long(i64),
+    Float(f32),
+    Double(f64),
+    Complex(f32, f32),
+    DoubleComplex(f64, f64),
+}
+
+pub(crate) unsafe fn read_scale(t: AccType, scale: *const c_void) -> R<Scale> {
+    if scale.is_null() {
+        return Err("argument scale is NULL".into());
+    }
+    let f = scale as *const f32;
+    let d = scale as *const f64;
+    Ok(match t {
+        AccType::Int => Scale::Int((scale as *const i32).read_unaligned()),
+        AccType::Long => Scale::Long((scale as *const i64).read_unaligned()),
+        AccType::Float => Scale::Float(f.read_unaligned()),
+        AccType::Double => Scale::Double(d.read_unaligned()),
+        AccType::Complex => Scale::Complex(f.read_unaligned(), f.add(1).read_unaligned()),
+        AccType::DoubleComplex => Scale::DoubleComplex(d.read_unaligned(), d.add(1).read_unaligned()),
+    })
+}
+
+/// dst[i] += scale * src[i] over whole elements (the byte lengths are checked to be multiples).
+/// Integers wrap, as C's would without overflow checks.
+pub(crate) fn combine(scale: Scale, dst: &mut [u8], src: &[u8]) {
+    fn each<const N: usize>(dst: &mut [u8], src: &[u8], f: impl Fn([u8; N], [u8; N]) -> [u8; N]) {
+        for (d, s) in dst.chunks_exact_mut(N).zip(src.chunks_exact(N)) {
+            let r = f(d.try_into().unwrap(), s.try_into().unwrap());
+            d.copy_from_slice(&r);
+        }
+    }
+    match scale {
+        Scale::Int(a) => {
+            each::<4>(dst, src, |d, s| i32::from_ne_bytes(d).wrapping_add(a.wrapping_mul(i32::from_ne_bytes(s))).to_ne_bytes())
+        }
+        Scale::Long(a) => {
+            each::<8>(dst, src, |d, s| i64::from_ne_bytes(d).wrapping_add(a.wrapping_mul(i64::from_ne_bytes(s))).to_ne_bytes())
+        }
+        Scale::Float(a) => each::<4>(dst, src, |d, s| (f32::from_ne_bytes(d) + a * f32::from_ne_bytes(s)).to_ne_bytes()),
+        Scale::Double(a) => each::<8>(dst, src, |d, s| (f64::from_ne_bytes(d) + a * f64::from_ne_bytes(s)).to_ne_bytes()),
+        Scale::Complex(ar, ai) => each::<8>(dst, src, |d, s| {
+            let f = |b: &[u8]| f32::from_ne_bytes(b.try_into().unwrap());
+            let (dr, di, sr, si) = (f(&d[..4]), f(&d[4..]), f(&s[..4]), f(&s[4..]));
+            let mut out = [0u8; 8];
+            out[..4].copy_from_slice(&(dr + ar * sr - ai * si).to_ne_bytes());
+            out[4..].copy_from_slice(&(di + ar * si + ai * sr).to_ne_bytes());
+            out
+        }),
+        Scale::DoubleComplex(ar, ai) => each::<16>(dst, src, |d, s| {
+            let f = |b: &[u8]| f64::from_ne_bytes(b.try_into().unwrap());
+            let (dr, di, sr, si) = (f(&d[..8]), f(&d[8..]), f(&s[..8]), f(&s[8..]));
+            let mut out = [0u8; 16];
+            out[..8].copy_from_slice(&(dr + ar * sr - ai * si).to_ne_bytes());
+            out[8..].copy_from_slice(&(di + ar * si + ai * sr).to_ne_bytes());
+            out
+        }),
+    }
+}
+
+fn whole_elements(t: AccType, bytes: usize, arg: &str) -> R {
+    if !bytes.is_multiple_of(t.size()) {
+        return Err(format!("argument {arg} = {bytes} is not a multiple of the {}-byte element of {t:?}", t.size()));
+    }
+    Ok(())
+}
+
+/// Accumulates already-checked pieces (local src, remote dst, bytes) into rank p under its lock.
+unsafe fn apply(w: &World, scale: Scale, p: usize, pieces: &[(usize, usize, usize)]) -> R {
+    if pieces.iter().all(|x| x.2 == 0) {
+        return Ok(());
+    }
+    let lock = ACC_LOCKS.get().ok_or("ARMCI_Init has not been called")?.remote(p, 0);
+    ticket::acquire(w, lock)?;
+    let mut tmp = Vec::new();
+    let mut r = Ok(());
+    for &(s, d, n) in pieces {
+        tmp.resize(n, 0u8);
+        r = get_bytes(w, d, tmp.as_mut_ptr(), n, p, "dst");
+        if r.is_err() {
+            break;
+        }
+        combine(scale, &mut tmp, std::slice::from_raw_parts(s as *const u8, n));
+        r = put_bytes(w, tmp.as_ptr(), d, n, p, "dst");
+        if r.is_err() {
+            break;
+        }
+    }
+    ticket::release(w, lock)?;
+    r
+}
+
+unsafe fn acc(datatype: c_int, scale: *mut c_void, src: *mut c_void, dst: *mut c_void, bytes: c_int, proc: c_int) -> R {
+    let w = world()?;
+    let t = AccType::from_c(datatype)?;
+    let p = proc_arg(w, proc, "proc")?;
+    let n = nonneg(bytes.into(), "bytes")?;
+    whole_elements(t, n, "bytes")?;
+    let sc = read_scale(t, scale)?;
+    local_arg(src, n, "src")?;
+    remote_arg(p, dst as usize, n, "dst")?;
+    apply(w, sc, p, &[(src as usize, dst as usize, n)])
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn accs(
+    datatype: c_int,
+    scale: *mut c_void,
+    src: *mut c_void,
+    ss: *mut c_int,
+    dst: *mut c_void,
+    ds: *mut c_int,
+    count: *mut c_int,
+    levels: c_int,
+    proc: c_int,
+) -> R {
+    let w = world()?;
+    let t = AccType::from_c(datatype)?;
+    let p = proc_arg(w, proc, "proc")?;
+    let s = Strided::from_c(ss, ds, count, levels)?;
+    whole_elements(t, s.piece, "count[0]")?;
+    let sc = read_scale(t, scale)?;
+    local_arg(src, s.src_extent()?, "src_ptr")?;
+    remote_arg(p, dst as usize, s.dst_extent()?, "dst_ptr")?;
+    let mut list = Vec::new();
+    s.for_each(|so, d| {
+        list.push((src as usize + so, dst as usize + d, s.piece));
+        Ok(())
+    })?;
+    apply(w, sc, p, &list)
+}
+
+unsafe fn accv(datatype: c_int, scale: *mut c_void, iov: *mut ArmciGiov, iov_len: c_int, proc: c_int) -> R {
+    let w = world()?;
+    let t = AccType::from_c(datatype)?;
+    let p = proc_arg(w, proc, "proc")?;
+    let list = pieces(iov, iov_len, p, true)?;
+    for (k, x) in list.iter().enumerate() {
+        whole_elements(t, x.2, &format!("bytes of piece {k}"))?;
+    }
+    let sc = read_scale(t, scale)?;
+    apply(w, sc, p, &list)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ARMCI_Acc(
+    datatype: c_int,
+    scale: *mut c_void,
+    src: *mut c_void,
+    dst: *mut c_void,
+    bytes: c_int,
+    proc: c_int,
+) -> c_int {
+    entry("ARMCI_Acc", || acc(datatype, scale, src, dst, bytes, proc));
+    0
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ARMCI_NbAcc(
+    datatype: c_int,
+    scale: *mut c_void,
+    src: *mut c_void,
+    dst: *mut c_void,
+    bytes: c_int,
+    proc: c_int,
+    hdl: *mut ArmciHdl,
+) -> c_int {
+    entry("ARMCI_NbAcc", || acc(datatype, scale, src, dst, bytes, proc));
+    mark(hdl, proc);
+    0
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ARMCI_AccS(
+    datatype: c_int,
+    scale: *mut c_void,
+    src: *mut c_void,
+    ss: *mut c_int,
+    dst: *mut c_void,
+    ds: *mut c_int,
+    count: *mut c_int,
+    levels: c_int,
+    proc: c_int,
+) -> c_int {
+    entry("ARMCI_AccS", || accs(datatype, scale, src, ss, dst, ds, count, levels, proc));
+    0
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ARMCI_NbAccS(
+    datatype: c_int,
+    scale: *mut c_void,
+    src: *mut c_void,
+    ss: *mut c_int,
+    dst: *mut c_void,
+    ds: *mut c_int,
+    count: *mut c_int,
+    levels: c_int,
+    proc: c_int,
+    hdl: *mut ArmciHdl,
+) -> c_int {
+    entry("ARMCI_NbAccS", || accs(datatype, scale, src, ss, dst, ds, count, levels, proc));
+    mark(hdl, proc);
+    0
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ARMCI_AccV(datatype: c_int, scale: *mut c_void, iov: *mut ArmciGiov, iov_len: c_int, proc: c_int) -> c_int {
+    entry("ARMCI_AccV", || accv(datatype, scale, iov, iov_len, proc));
+    0
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ARMCI_NbAccV(
+    datatype: c_int,
+    scale: *mut c_void,
+    iov: *mut ArmciGiov,
+    iov_len: c_int,
+    proc: c_int,
+    hdl: *mut ArmciHdl,
+) -> c_int {
+    entry("ARMCI_NbAccV", || accv(datatype, scale, iov, iov_len, proc));
+    mark(hdl, proc);
+    0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn complex_scale_multiplies() {
+        // (1+2i) += (0+1i) * (3+4i) = 1+2i + (-4+3i) = -3+5i
+        let mut d = [0u8; 8];
+        d[..4].copy_from_slice(&1f32.to_ne_bytes());
+        d[4..].copy_from_slice(&2f32.to_ne_bytes());
+        let mut s = [0u8; 8];
+        s[..4].copy_from_slice(&3f32.to_ne_bytes());
+        s[4..].copy_from_slice(&4f32.to_ne_bytes());
+        combine(Scale::Complex(0.0, 1.0), &mut d, &s);
+        assert_eq!(f32::from_ne_bytes(d[..4].try_into().unwrap()), -3.0);
+        assert_eq!(f32::from_ne_bytes(d[4..].try_into().unwrap()), 5.0);
+    }
+
+    #[test]
+    fn ints_scale_and_wrap() {
+        let mut d = 5i32.to_ne_bytes();
+        combine(Scale::Int(3), &mut d, &7i32.to_ne_bytes());
+        assert_eq!(i32::from_ne_bytes(d), 26);
+        assert!(AccType::from_c(6).is_err() && AccType::from_c(-1).is_err());
+    }
+}

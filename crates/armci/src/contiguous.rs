@@ -1,0 +1,104 @@
+//! Contiguous transfers. Every transfer is a blocking activerma put/get: it is complete at the
+//! target when the call returns, which gives ARMCI's location consistency (a later get or put
+//! from this rank to the same place sees it) without tracking outstanding operations.
+
+use crate::errors::{entry, R};
+use crate::state::{local_arg, nonneg, proc_arg, remote_arg, rt, world};
+use crate::sync::{mark, ArmciHdl};
+use activerma::World;
+use std::ffi::{c_int, c_void};
+
+/// Puts n bytes from local `src` to rank `proc`'s address `dst` (checked against its allocations).
+pub(crate) unsafe fn put_bytes(w: &World, src: *const u8, dst: usize, n: usize, proc: usize, arg: &str) -> R {
+    if n == 0 {
+        return Ok(());
+    }
+    let at = remote_arg(proc, dst, n, arg)?;
+    w.put(at, std::slice::from_raw_parts(src, n)).map_err(rt)
+}
+
+/// Gets n bytes of rank `proc`'s address `src` into local `dst`.
+pub(crate) unsafe fn get_bytes(w: &World, src: usize, dst: *mut u8, n: usize, proc: usize, arg: &str) -> R {
+    if n == 0 {
+        return Ok(());
+    }
+    let at = remote_arg(proc, src, n, arg)?;
+    w.get(at, std::slice::from_raw_parts_mut(dst, n)).map_err(rt)
+}
+
+pub(crate) unsafe fn put(src: *mut c_void, dst: *mut c_void, size: c_int, proc: c_int) -> R {
+    let w = world()?;
+    let p = proc_arg(w, proc, "proc")?;
+    let n = nonneg(size.into(), "bytes")?;
+    local_arg(src, n, "src")?;
+    put_bytes(w, src as *const u8, dst as usize, n, p, "dst")
+}
+
+pub(crate) unsafe fn get(src: *mut c_void, dst: *mut c_void, size: c_int, proc: c_int) -> R {
+    let w = world()?;
+    let p = proc_arg(w, proc, "proc")?;
+    let n = nonneg(size.into(), "bytes")?;
+    local_arg(dst, n, "dst")?;
+    get_bytes(w, src as usize, dst as *mut u8, n, p, "src")
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ARMCI_Put(src: *mut c_void, dst: *mut c_void, size: c_int, proc: c_int) -> c_int {
+    entry("ARMCI_Put", || put(src, dst, size, proc));
+    0
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ARMCI_Get(src: *mut c_void, dst: *mut c_void, size: c_int, proc: c_int) -> c_int {
+    entry("ARMCI_Get", || get(src, dst, size, proc));
+    0
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ARMCI_NbPut(src: *mut c_void, dst: *mut c_void, bytes: c_int, proc: c_int, hdl: *mut ArmciHdl) -> c_int {
+    entry("ARMCI_NbPut", || put(src, dst, bytes, proc));
+    mark(hdl, proc);
+    0
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ARMCI_NbGet(src: *mut c_void, dst: *mut c_void, bytes: c_int, proc: c_int, hdl: *mut ArmciHdl) -> c_int {
+    entry("ARMCI_NbGet", || get(src, dst, bytes, proc));
+    mark(hdl, proc);
+    0
+}
+
+/// A local copy (both addresses are this process's).
+#[no_mangle]
+pub unsafe extern "C" fn ARMCI_Copy(src: *mut c_void, dst: *mut c_void, size: c_int) {
+    entry("ARMCI_Copy", || {
+        let n = nonneg(size.into(), "size")?;
+        local_arg(src, n, "src")?;
+        local_arg(dst, n, "dst")?;
+        if n > 0 {
+            std::ptr::copy(src as *const u8, dst as *mut u8, n);
+        }
+        Ok(())
+    })
+}
+
+/// The data, then `*flag = value` on proc. The data put is blocking (complete at the target),
+/// so a rank that sees the flag sees the data.
+#[no_mangle]
+pub unsafe extern "C" fn ARMCI_Put_flag(
+    src: *mut c_void,
+    dst: *mut c_void,
+    size: c_int,
+    flag: *mut c_int,
+    value: c_int,
+    proc: c_int,
+) -> c_int {
+    entry("ARMCI_Put_flag", || {
+        put(src, dst, size, proc)?;
+        let w = world()?;
+        let p = proc_arg(w, proc, "proc")?;
+        w.flush(p).map_err(rt)?;
+        put_bytes(w, (&value as *const c_int).cast(), flag as usize, 4, p, "flag")
+    });
+    0
+}

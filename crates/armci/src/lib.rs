@@ -1,0 +1,41 @@
+//! ARMCI on activerma: the C library `libarmci` behind `include/armci.h` and `message.h`.
+//!
+//! One process-global `World` (state.rs) stands behind the calls. ARMCI reports bad input by
+//! ending the job (ARMCI_Error), so every entry point runs its body through `errors::entry`,
+//! which turns a failure, or a caught panic, into that exit: nothing unwinds into C and no
+//! call returns after a bad argument.
+
+// Every entry point takes raw pointers from C; their contracts are ARMCI's, stated in the
+// header, and a Rust `# Safety` section on each would repeat them.
+#![allow(clippy::missing_safety_doc)]
+
+mod accumulate;
+mod atomics;
+mod contiguous;
+mod errors;
+mod groups;
+mod memory;
+mod message;
+mod mutexes;
+mod state;
+mod strided;
+mod sync;
+mod ticket;
+mod topology;
+mod values;
+mod vector;
+
+pub use accumulate::*;
+pub use atomics::*;
+pub use contiguous::*;
+pub use errors::*;
+pub use groups::*;
+pub use memory::*;
+pub use message::*;
+pub use mutexes::*;
+pub use state::*;
+pub use strided::*;
+pub use sync::*;
+pub use topology::*;
+pub use values::*;
+pub use vector::*;

@@ -1,0 +1,163 @@
+//! The process-global state: the World, init/finalize, and the registry of ARMCI allocations
+//! that every remote address is checked against.
+
+use crate::errors::{entry, R};
+use activerma::{RemotePtr, Segment, World};
+use std::ffi::{c_char, c_int, c_void};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock, RwLock};
+
+/// Set once by ARMCI_Init.
+pub(crate) static WORLD: OnceLock<World> = OnceLock::new();
+/// Set by ARMCI_Finalize: later calls fail with a clear message instead of a runtime error.
+static FINALIZED: AtomicBool = AtomicBool::new(false);
+/// Serializes ARMCI_Init (two threads racing must not both join the job).
+static INIT: Mutex<()> = Mutex::new(());
+/// One ticket lock per rank, used by the accumulate calls (accumulate.rs says why).
+pub(crate) static ACC_LOCKS: OnceLock<Segment> = OnceLock::new();
+
+/// One ARMCI_Malloc: the segment (None when every rank asked for 0 bytes) and every rank's
+/// [base, base + size) so remote addresses can be checked without asking the target.
+pub(crate) struct Alloc {
+    /// Collective sequence number: equal on every rank for the same ARMCI_Malloc, so a rank
+    /// that got NULL (size 0) can still name the allocation in ARMCI_Free.
+    pub seq: u64,
+    pub seg: Option<Segment>,
+    pub bases: Vec<usize>,
+    pub sizes: Vec<usize>,
+}
+
+#[derive(Default)]
+pub(crate) struct Registry {
+    pub allocs: Vec<Alloc>,
+    pub next_seq: u64,
+}
+
+static REGISTRY: RwLock<Registry> = RwLock::new(Registry { allocs: Vec::new(), next_seq: 0 });
+
+/// A poisoned lock only means a panic was caught mid-call elsewhere; each update is a single
+/// push or remove, so the registry stays consistent.
+pub(crate) fn registry() -> std::sync::RwLockReadGuard<'static, Registry> {
+    REGISTRY.read().unwrap_or_else(|p| p.into_inner())
+}
+pub(crate) fn registry_mut() -> std::sync::RwLockWriteGuard<'static, Registry> {
+    REGISTRY.write().unwrap_or_else(|p| p.into_inner())
+}
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The World, or why there is none.
+pub(crate) fn world() -> R<&'static World> {
+    let w = WORLD.get().ok_or("ARMCI_Init has not been called (or it failed)")?;
+    if FINALIZED.load(Ordering::Acquire) {
+        return Err("called after ARMCI_Finalize".into());
+    }
+    Ok(w)
+}
+
+/// An activerma error as the text of an ARMCI failure.
+pub(crate) fn rt(e: activerma::Error) -> String {
+    e.to_string()
+}
+
+/// A rank argument checked against the job.
+pub(crate) fn proc_arg(w: &World, proc: c_int, arg: &str) -> R<usize> {
+    match usize::try_from(proc) {
+        Ok(p) if p < w.size() => Ok(p),
+        _ => Err(format!("argument {arg} = {proc} is not a rank of this job ({} ranks, 0 to {})", w.size(), w.size() - 1)),
+    }
+}
+
+/// A size or count argument that must not be negative.
+pub(crate) fn nonneg(v: i64, arg: &str) -> R<usize> {
+    usize::try_from(v).map_err(|_| format!("argument {arg} = {v} is negative"))
+}
+
+/// A local buffer: NULL is only allowed when nothing is read or written through it.
+pub(crate) fn local_arg(p: *const c_void, len: usize, arg: &str) -> R<()> {
+    if p.is_null() && len > 0 {
+        return Err(format!("argument {arg} is NULL but {len} bytes were to be accessed through it"));
+    }
+    Ok(())
+}
+
+/// Checks that rank `proc`'s bytes [addr, addr + len) lie inside one of its ARMCI
+/// allocations; a remote write anywhere else would corrupt memory the program does not know
+/// is shared (or fault in the runtime).
+pub(crate) fn remote_arg(proc: usize, addr: usize, len: usize, arg: &str) -> R<RemotePtr> {
+    if len == 0 {
+        return Ok(RemotePtr::new(proc, addr));
+    }
+    let reg = registry();
+    let inside = |a: &Alloc| {
+        let (b, s) = (a.bases[proc], a.sizes[proc]);
+        s > 0 && addr >= b && addr.checked_add(len).is_some_and(|e| e <= b + s)
+    };
+    if reg.allocs.iter().any(inside) {
+        return Ok(RemotePtr::new(proc, addr));
+    }
+    let ranges: Vec<String> = reg
+        .allocs
+        .iter()
+        .filter(|a| a.sizes[proc] > 0)
+        .take(4)
+        .map(|a| format!("[{:#x}, {:#x})", a.bases[proc], a.bases[proc] + a.sizes[proc]))
+        .collect();
+    Err(format!(
+        "argument {arg} = {addr:#x} ({len} bytes) is not inside an ARMCI_Malloc allocation of rank {proc} (its allocations: {})",
+        if ranges.is_empty() { "none".to_string() } else { ranges.join(", ") + if reg.allocs.len() > 4 { ", ..." } else { "" } }
+    ))
+}
+
+fn init() -> R<()> {
+    let _g = lock(&INIT);
+    if WORLD.get().is_some() {
+        // ARMCI allows nested initialisation; a second call is a no-op, but a finalized
+        // runtime cannot join the job again.
+        return if FINALIZED.load(Ordering::Acquire) {
+            Err("ARMCI cannot be initialised again after ARMCI_Finalize".into())
+        } else {
+            Ok(())
+        };
+    }
+    let w = activerma::init().map_err(rt)?;
+    // One 16-byte ticket lock per rank for accumulates (collective, so at init).
+    let locks = w.alloc_segment(16).map_err(rt)?;
+    let _ = ACC_LOCKS.set(locks);
+    let _ = WORLD.set(w);
+    Ok(())
+}
+
+#[no_mangle]
+pub extern "C" fn ARMCI_Init() -> c_int {
+    entry("ARMCI_Init", init);
+    0
+}
+
+#[no_mangle]
+pub extern "C" fn ARMCI_Init_args(_argc: *mut c_int, _argv: *mut *mut *mut c_char) -> c_int {
+    entry("ARMCI_Init_args", init);
+    0
+}
+
+/// 1 between ARMCI_Init and ARMCI_Finalize, else 0.
+#[no_mangle]
+pub extern "C" fn ARMCI_Initialized() -> c_int {
+    (WORLD.get().is_some() && !FINALIZED.load(Ordering::Acquire)) as c_int
+}
+
+#[no_mangle]
+pub extern "C" fn ARMCI_Finalize() -> c_int {
+    entry("ARMCI_Finalize", || {
+        let w = world()?;
+        w.finalize().map_err(rt)?;
+        FINALIZED.store(true, Ordering::Release);
+        Ok(())
+    });
+    0
+}
+
+/// Nothing to release beyond what the launcher cleans up when the job ends.
+#[no_mangle]
+pub extern "C" fn ARMCI_Cleanup() {}

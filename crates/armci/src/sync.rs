@@ -1,0 +1,116 @@
+//! Completion: fences, barriers and the handles of the non-blocking calls.
+//!
+//! The "non-blocking" calls complete before they return (contiguous.rs says why), so a handle
+//! only records the target; Wait/Test still flush it, so they stay correct if a later version
+//! makes the calls truly non-blocking.
+
+use crate::errors::entry;
+use crate::state::{proc_arg, rt, world};
+use std::ffi::c_int;
+
+/// armci_hdl_t, as the header lays it out.
+#[repr(C)]
+pub struct ArmciHdl {
+    pub target: c_int,
+    pub aggregate: c_int,
+}
+
+/// Records the target of an operation started with `hdl` (NULL: an implicit handle).
+pub(crate) unsafe fn mark(hdl: *mut ArmciHdl, proc: c_int) {
+    if let Some(h) = hdl.as_mut() {
+        h.target = proc;
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ARMCI_INIT_HANDLE(hdl: *mut ArmciHdl) {
+    if let Some(h) = hdl.as_mut() {
+        h.target = -1;
+        h.aggregate = 0;
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ARMCI_SET_AGGREGATE_HANDLE(hdl: *mut ArmciHdl) {
+    if let Some(h) = hdl.as_mut() {
+        h.aggregate = 1;
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ARMCI_UNSET_AGGREGATE_HANDLE(hdl: *mut ArmciHdl) {
+    if let Some(h) = hdl.as_mut() {
+        h.aggregate = 0;
+    }
+}
+
+/// Completes the operations started with `hdl`; 0 when done.
+#[no_mangle]
+pub unsafe extern "C" fn ARMCI_Wait(hdl: *mut ArmciHdl) -> c_int {
+    entry("ARMCI_Wait", || {
+        let w = world()?;
+        match hdl.as_mut() {
+            Some(h) if h.target >= 0 => {
+                let p = proc_arg(w, h.target, "hdl->target")?;
+                w.flush(p).map_err(rt)?;
+                h.target = -1;
+            }
+            _ => {}
+        }
+        Ok(())
+    });
+    0
+}
+
+/// 0: the operations of `hdl` are complete (they always are once Test returns).
+#[no_mangle]
+pub unsafe extern "C" fn ARMCI_Test(hdl: *mut ArmciHdl) -> c_int {
+    ARMCI_Wait(hdl)
+}
+
+#[no_mangle]
+pub extern "C" fn ARMCI_WaitProc(proc: c_int) -> c_int {
+    entry("ARMCI_WaitProc", || {
+        let w = world()?;
+        let p = proc_arg(w, proc, "proc")?;
+        w.flush(p).map_err(rt)
+    });
+    0
+}
+
+#[no_mangle]
+pub extern "C" fn ARMCI_WaitAll() -> c_int {
+    entry("ARMCI_WaitAll", || world()?.flush_all().map_err(rt));
+    0
+}
+
+/// Completes every operation of this rank to proc.
+#[no_mangle]
+pub extern "C" fn ARMCI_Fence(proc: c_int) {
+    entry("ARMCI_Fence", || {
+        let w = world()?;
+        let p = proc_arg(w, proc, "proc")?;
+        w.flush(p).map_err(rt)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn ARMCI_AllFence() {
+    entry("ARMCI_AllFence", || world()?.flush_all().map_err(rt))
+}
+
+/// Completes everything everywhere: every rank's operations, then a barrier.
+#[no_mangle]
+pub extern "C" fn ARMCI_Barrier() {
+    entry("ARMCI_Barrier", || {
+        let w = world()?;
+        w.flush_all().map_err(rt)?;
+        w.barrier().map_err(rt)
+    })
+}
+
+/// No-ops: smp memory is coherent, a rank may load and store its own ARMCI memory any time.
+#[no_mangle]
+pub extern "C" fn ARMCI_Access_begin(_ptr: *mut std::ffi::c_void) {}
+#[no_mangle]
+pub extern "C" fn ARMCI_Access_end(_ptr: *mut std::ffi::c_void) {}
