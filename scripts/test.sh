@@ -2,7 +2,7 @@
 # The whole test suite: unit tests of every layer, the multi-process tests through the
 # launcher (2, 3 and 4 ranks, every progress mode, faults, the randomized test), the report
 # page in headless Chromium, the same suite on the mpi conduit under Open MPI and MPICH, and
-# the C tests against an installed copy of the C API.
+# the C tests against an installed copy of the C API and of ARMCI (libarmci).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -39,3 +39,5 @@ bash scripts/test-mpi.sh
 echo "== C API: install into a temporary prefix, then build and run the C tests against it"
 bash scripts/install.sh --prefix "$tmp/prefix"
 PREFIX="$tmp/prefix" bash tests/c/run.sh
+echo "== ARMCI: the C tests of armci.h / libarmci against the same installed prefix"
+PREFIX="$tmp/prefix" bash tests/armci/run.sh
