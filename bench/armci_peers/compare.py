@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""Ratio table: activerma's ARMCI vs ARMCI-MPI (Open MPI), from the JSON lines of one run.
+
+usage: compare.py OURS.jsonl THEIRS.jsonl [--commit HASH] [--load-start TEXT] [--load-end TEXT]
+                  [--rows-out FILE]
+
+Both files come from bench/armci_peers/armci_bench.c (run.sh runs it). Every value is a median
+over timed batches. Ratios are ours / theirs: latencies (lower is better) as latency ratios,
+transfers of 1 MiB and strided transfers as bandwidth ratios (higher is better). The targets are
+issue 16's. Exit status: 0 when the table was printed (MISS included: benchmarks report, they
+don't gate; missing rows show as n/a), 2 when our file cannot be read or holds no rows.
+--rows-out appends every compared ratio as a row of activerma's report schema (benchmark
+"armci-check", case the metric, params impl / target / what / ours / theirs), which
+`activerma report` draws.
+"""
+
+import argparse
+import json
+import sys
+
+# label (the row's case), (test, size), kind, target (None: for information)
+METRICS = [
+    ("8 B put latency", ("put", 8), "lat", 0.25),
+    ("8 B get latency", ("get", 8), "lat", 0.25),
+    ("fetch-add latency", ("rmw", 4), "lat", 0.25),
+    ("64 KiB put latency", ("put", 64 << 10), "lat", None),
+    ("64 KiB get latency", ("get", 64 << 10), "lat", None),
+    ("1 MiB put bandwidth", ("put", 1 << 20), "bw", 1.0),
+    ("1 MiB get bandwidth", ("get", 1 << 20), "bw", 1.0),
+    ("strided get 1024x64 B", ("gets", 1024 * 64), "bw", 5.0),
+    ("strided get 1024x1 KiB", ("gets", 1024 * 1024), "bw", 1.5),
+    ("strided acc 1024x64 B", ("accs", 1024 * 64), "bw", 3.0),
+    ("mutex lock+unlock", ("mutex", 0), "lat", None),
+]
+
+
+def read_jsonl(path):
+    """The JSON objects of a JSON-lines file (other lines skipped); None if it cannot be read."""
+    out = []
+    try:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                line = line.strip()
+                if line.startswith("{"):
+                    try:
+                        out.append(json.loads(line))
+                    except json.JSONDecodeError:
+                        pass
+    except OSError as e:
+        print(f"compare.py: cannot read {path}: {e}", file=sys.stderr)
+        return None
+    return out
+
+
+def fmt(v, kind):
+    if v is None:
+        return "n/a"
+    if kind == "bw":
+        return f"{v:.1f}"
+    return f"{v:.4f}" if v < 10 else f"{v:.2f}"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("ours")
+    ap.add_argument("theirs")
+    ap.add_argument("--commit", default="unknown")
+    ap.add_argument("--load-start", default="")
+    ap.add_argument("--load-end", default="")
+    ap.add_argument("--rows-out", default=None)
+    a = ap.parse_args()
+
+    ours_rows = read_jsonl(a.ours)
+    if not ours_rows:
+        print(f"compare.py: no activerma rows in {a.ours}", file=sys.stderr)
+        return 2
+    theirs_rows = read_jsonl(a.theirs) or []
+    machine = next((r["machine"] for r in ours_rows if "machine" in r), None)
+    ours = {(r.get("test"), r.get("size")): r for r in ours_rows if "test" in r}
+    theirs = {(r.get("test"), r.get("size")): r for r in theirs_rows if "test" in r}
+    impl = next((r.get("impl") for r in theirs_rows if "impl" in r), "armci-mpi-openmpi")
+
+    print()
+    print("# activerma ARMCI (smp conduit) vs ARMCI-MPI over Open MPI, 2 ranks on this host, same run")
+    if machine:
+        print(f"# machine: {machine.get('cpu', '?')}, {machine.get('cpus', '?')} CPUs; memcpy 1 MiB: "
+              f"{machine.get('memcpy_gbs', '?')} GB/s (measured in this run)")
+    print(f"# load average: start {a.load_start or '?'}, end {a.load_end or '?'}  (activerma commit {a.commit})")
+    print("# ratio = ours / theirs: latency (us, lower is better) or bandwidth (MB/s, higher is better);"
+          " medians on both sides")
+    if not theirs_rows:
+        print("# no ARMCI-MPI rows (did its run fail?): every comparison is n/a")
+    hdr = f"{'metric':<32}{'activerma':>12}{'ARMCI-MPI':>12}{'ratio':>9}{'target':>10}{'status':>8}"
+    print(hdr)
+    print("-" * len(hdr))
+    counts = {"PASS": 0, "MISS": 0, "info": 0, "n/a": 0}
+    report_rows = []
+    for label, key, kind, tgt in METRICS:
+        field = "median_mbs" if kind == "bw" else "median_us"
+        mine = ours.get(key, {}).get(field)
+        other = theirs.get(key, {}).get(field)
+        ratio = mine / other if mine is not None and other else None
+        if ratio is None:
+            status, tgt_text = "n/a", "-"
+        elif tgt is None:
+            status, tgt_text = "info", "-"
+        elif kind == "bw":
+            status, tgt_text = ("PASS" if ratio >= tgt else "MISS"), f">= {tgt:g}"
+        else:
+            status, tgt_text = ("PASS" if ratio <= tgt else "MISS"), f"<= {tgt:g}"
+        counts[status] += 1
+        unit = "MB/s" if kind == "bw" else "us"
+        if ratio is not None and machine:
+            params = {"impl": impl, "what": f"{label} ({unit}) vs ARMCI-MPI over Open MPI",
+                      "ours": mine, "theirs": other}
+            if tgt is not None:
+                params["target"] = f"{'>=' if kind == 'bw' else '<='} {tgt:g}"
+            report_rows.append({
+                "benchmark": "armci-check", "case": label, "params": params,
+                "value": ratio, "unit": "x", "reps": 1, "min": ratio, "median": ratio, "max": ratio,
+                "machine": machine, "commit": a.commit, "settings": {},
+            })
+        ratio_text = "n/a" if ratio is None else (f"{ratio:.3f}" if ratio < 0.1 else f"{ratio:.2f}")
+        print(f"{label + ' (' + unit + ')':<32}{fmt(mine, kind):>12}{fmt(other, kind):>12}{ratio_text:>9}"
+              f"{tgt_text:>10}{status:>8}")
+    print("-" * len(hdr))
+    print(f"# {counts['PASS']} PASS, {counts['MISS']} MISS, {counts['info']} info, {counts['n/a']} n/a")
+    if a.rows_out:
+        with open(a.rows_out, "a", encoding="utf-8") as f:
+            for r in report_rows:
+                f.write(json.dumps(r) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# run.sh - activerma's ARMCI (libarmci, smp conduit) vs ARMCI-MPI over Open MPI, in one run:
+# builds bench/armci_peers/armci_bench.c twice (unchanged), runs ours under `activerma run -n 2`
+# and ARMCI-MPI under `mpirun.openmpi -n 2` back to back, then prints the ratio table
+# (bench/armci_peers/compare.py) with PASS/MISS per target.
+#
+# usage: bench/armci_peers/run.sh [--quick] [--json FILE]
+#   --quick      smoke run: fewer iterations and repetitions (a few seconds)
+#   --json FILE  append the ratios as rows of the report schema to FILE (benchmark "armci-check";
+#                `activerma report` runs it so)
+# environment:
+#   ACTIVERMA_BIN     the launcher (default target/release/activerma; built if missing)
+#   ACTIVERMA_PREFIX  an installed prefix (scripts/install.sh --prefix) to build ours against with
+#                     pkg-config; default: the libarmci.so of the launcher's target/release
+#   ARMCI_PEERS_TIMEOUT  per-run time limit in seconds (default 120, quick 60)
+# Exit status: 0 when everything ran (MISS included: benchmarks report, they don't gate);
+# 1 when a build, a run or the comparison failed.
+set -u -o pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+quick=()
+rows=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --quick) quick=(--quick) ;;
+        --json) [ $# -ge 2 ] || { echo "run.sh: --json needs a file" >&2; exit 2; }
+                rows="$2"; shift ;;
+        -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+        *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+log() { echo "[armci_peers] $*" >&2; }
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+
+limit="${ARMCI_PEERS_TIMEOUT:-$([ ${#quick[@]} -gt 0 ] && echo 60 || echo 120)}"
+bin="${ACTIVERMA_BIN:-$root/target/release/activerma}"
+if [ ! -x "$bin" ]; then
+    log "building $bin (cargo build --release)"
+    (cd "$root" && . scripts/env.sh && cargo build --release $ARMA_PACKAGES) >&2 ||
+        { log "ERROR: cargo build --release failed"; exit 1; }
+fi
+command -v python3 >/dev/null 2>&1 || { log "ERROR: python3 is needed for the ratio table"; exit 1; }
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/armci-peers.XXXXXX")" || exit 1
+trap 'rm -rf "$work"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+fail=0
+cflags=(-O2 -std=c11 -Wall -Wextra)
+
+# ---- ours: against an installed prefix, or the libarmci.so next to the launcher -------------
+if [ -n "${ACTIVERMA_PREFIX:-}" ]; then
+    export PKG_CONFIG_PATH="$ACTIVERMA_PREFIX/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+    # shellcheck disable=SC2046 # pkg-config output is a list of flags
+    ours_cc=(cc "${cflags[@]}" "$here/armci_bench.c" -o "$work/armci_bench.activerma"
+             $(pkg-config --cflags --libs armci))
+else
+    lib="$(dirname "$bin")/libarmci.so"
+    if [ ! -f "$lib" ]; then
+        log "building $lib (cargo build --release -p activerma-armci)"
+        (cd "$root" && . scripts/env.sh && cargo build --release -p activerma-armci) >&2 ||
+            { log "ERROR: building libarmci failed"; exit 1; }
+    fi
+    # The library's SONAME is libarmci.so.0, which target/release does not have: link names in
+    # a private folder (removed at exit; the program runs before that).
+    mkdir -p "$work/lib"
+    ln -s "$lib" "$work/lib/libarmci.so"
+    ln -s "$lib" "$work/lib/libarmci.so.0"
+    ours_cc=(cc "${cflags[@]}" -I"$root/crates/armci/include" "$here/armci_bench.c"
+             -o "$work/armci_bench.activerma" -L"$work/lib" -Wl,-rpath,"$work/lib" -larmci)
+fi
+log "building ours: ${ours_cc[*]}"
+"${ours_cc[@]}" >&2 || { log "ERROR: building the benchmark against activerma's libarmci failed"; fail=1; }
+
+# ---- theirs: ARMCI-MPI (Debian's static libarmci-openmpi.a) -----------------------------------
+theirs_cc=(mpicc.openmpi "${cflags[@]}" -DWITH_MPI "$here/armci_bench.c" -o "$work/armci_bench.armci-mpi"
+           -larmci-openmpi)
+if ! command -v mpicc.openmpi >/dev/null 2>&1 || [ ! -f /usr/include/armci.h ]; then
+    log "ERROR: ARMCI-MPI for Open MPI is missing (apt-get install libarmci-mpi-dev openmpi-bin)"; fail=1
+else
+    log "building ARMCI-MPI: ${theirs_cc[*]}"
+    "${theirs_cc[@]}" >&2 || { log "ERROR: building the benchmark against ARMCI-MPI failed"; fail=1; }
+fi
+
+load_start="$(loadavg)"
+log "load average at start: $load_start"
+if [ -x "$work/armci_bench.activerma" ]; then
+    log "running ours: activerma run -n 2 armci_bench ${quick[*]} (timeout ${limit}s)"
+    timeout -k 5 "$limit" "$bin" run -n 2 --timeout "$((limit - 5))" -- \
+        "$work/armci_bench.activerma" "${quick[@]}" -i activerma >"$work/activerma.jsonl" ||
+        { log "ERROR: the activerma run failed"; fail=1; }
+fi
+if [ -x "$work/armci_bench.armci-mpi" ]; then
+    log "running ARMCI-MPI: mpirun.openmpi -n 2 armci_bench ${quick[*]} (timeout ${limit}s)"
+    timeout -k 5 "$limit" mpirun.openmpi --allow-run-as-root --oversubscribe -n 2 \
+        "$work/armci_bench.armci-mpi" "${quick[@]}" -i armci-mpi-openmpi >"$work/armci-mpi.jsonl" ||
+        { log "ERROR: the ARMCI-MPI run failed"; fail=1; }
+fi
+load_end="$(loadavg)"
+
+rows_out=()
+[ -n "$rows" ] && rows_out=(--rows-out "$rows")
+commit="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+if ! python3 "$here/compare.py" "$work/activerma.jsonl" "$work/armci-mpi.jsonl" --commit "$commit" \
+        --load-start "$load_start" --load-end "$load_end" "${rows_out[@]}"; then
+    log "ERROR: the comparison failed"; fail=1
+fi
+exit $fail
