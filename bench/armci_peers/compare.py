@@ -16,7 +16,11 @@ don't gate; missing rows show as n/a), 2 when our file cannot be read or holds n
 
 import argparse
 import json
+import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from bench_rows import fmt, read_jsonl  # noqa: E402
 
 # label (the row's case), (test, size), kind, target (None: for information)
 METRICS = [
@@ -32,32 +36,6 @@ METRICS = [
     ("strided acc 1024x64 B", ("accs", 1024 * 64), "bw", 3.0),
     ("mutex lock+unlock", ("mutex", 0), "lat", None),
 ]
-
-
-def read_jsonl(path):
-    """The JSON objects of a JSON-lines file (other lines skipped); None if it cannot be read."""
-    out = []
-    try:
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                line = line.strip()
-                if line.startswith("{"):
-                    try:
-                        out.append(json.loads(line))
-                    except json.JSONDecodeError:
-                        pass
-    except OSError as e:
-        print(f"compare.py: cannot read {path}: {e}", file=sys.stderr)
-        return None
-    return out
-
-
-def fmt(v, kind):
-    if v is None:
-        return "n/a"
-    if kind == "bw":
-        return f"{v:.1f}"
-    return f"{v:.4f}" if v < 10 else f"{v:.2f}"
 
 
 def main():

@@ -13,6 +13,7 @@
 #   ACTIVERMA_PREFIX  an installed prefix (scripts/install.sh --prefix) to build ours against with
 #                     pkg-config; default: the libarmci.so of the launcher's target/release
 #   ARMCI_PEERS_TIMEOUT  per-run time limit in seconds (default 120, quick 60)
+#   MPI_PEERS_NO_INSTALL=1  never call apt-get (ARMCI-MPI is installed when missing otherwise)
 # Exit status: 0 when everything ran (MISS included: benchmarks report, they don't gate);
 # 1 when a build, a run or the comparison failed.
 set -u -o pipefail
@@ -79,6 +80,16 @@ log "building ours: ${ours_cc[*]}"
 # ---- theirs: ARMCI-MPI (Debian's static libarmci-openmpi.a) -----------------------------------
 theirs_cc=(mpicc.openmpi "${cflags[@]}" -DWITH_MPI "$here/armci_bench.c" -o "$work/armci_bench.armci-mpi"
            -larmci-openmpi)
+if { ! command -v mpicc.openmpi >/dev/null 2>&1 || [ ! -f /usr/include/armci.h ]; } &&
+   [ "${MPI_PEERS_NO_INSTALL:-0}" != 1 ]; then
+    # The peer is a Debian package, installed here as bench/mpi_peers installs the MPIs.
+    sudo=""
+    [ "$(id -u)" = 0 ] || sudo="sudo -n"
+    log "installing libarmci-mpi-dev openmpi-bin libopenmpi-dev (apt-get)"
+    { $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+      $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libarmci-mpi-dev openmpi-bin libopenmpi-dev; } >&2 ||
+        log "installing ARMCI-MPI failed"
+fi
 if ! command -v mpicc.openmpi >/dev/null 2>&1 || [ ! -f /usr/include/armci.h ]; then
     log "ERROR: ARMCI-MPI for Open MPI is missing (apt-get install libarmci-mpi-dev openmpi-bin)"; fail=1
 else
