@@ -39,6 +39,9 @@ pub struct Report {
     load_start: String,
     /// The conduit measured (from `meta`): the summary's targets differ between smp and mpi.
     conduit: String,
+    /// Limit rows, kept until the end of the run: each limit is measured at the start and at
+    /// the end, and the better measurement (lower time) is the one judged and written.
+    limits: Vec<(String, Option<usize>, Stats, usize)>,
     /// What every row of this run shares (conduit, progress mode, network model, binding,
     /// --quick): part of each row's params, so rows of different runs stay apart.
     run_params: serde_json::Map<String, serde_json::Value>,
@@ -71,6 +74,7 @@ impl Report {
             load_start: String::new(),
             conduit: String::new(),
             run_params: serde_json::Map::new(),
+            limits: Vec::new(),
         }
     }
 
@@ -192,6 +196,31 @@ impl Report {
     /// Records a row for the summary and the JSON file without printing it. Rows that move
     /// `bytes` per operation carry a bandwidth; single operations carry a latency.
     pub fn record(&mut self, r: Row) {
+        let key = (r.bench.to_string(), r.target.unwrap_or("").to_string(), r.size.unwrap_or(0));
+        if r.bench.starts_with("limit_") {
+            // A limit is a best case: keep the faster of its measurements; written at the end.
+            match self.limits.iter_mut().find(|(b, s, _, _)| *b == r.bench && *s == r.size) {
+                Some(kept) if r.stats.median_ns < kept.2.median_ns => kept.2 = r.stats,
+                Some(_) => {}
+                None => self.limits.push((r.bench.to_string(), r.size, r.stats, r.bytes)),
+            }
+            let best = self.limits.iter().find(|(b, s, _, _)| *b == r.bench && *s == r.size).map(|l| l.2).unwrap_or(r.stats);
+            self.results.insert(key, best);
+            return;
+        }
+        self.emit(&r);
+        self.results.insert(key, r.stats);
+    }
+
+    /// Writes the limits kept by `record` (the better of their measurements) as report rows.
+    fn emit_limits(&mut self) {
+        for (bench, size, stats, bytes) in std::mem::take(&mut self.limits) {
+            self.emit(&Row { bench: &bench, target: None, size, stats, bytes, limit_ns: None });
+        }
+    }
+
+    /// One row as a report row (`rows::emit`).
+    fn emit(&self, r: &Row) {
         // Report names: "put_latency" -> benchmark "put-latency"; "limit_memcpy_window" ->
         // benchmark "limits", case "memcpy-window".
         let dashed = |t: &str| t.replace('_', "-");
@@ -208,7 +237,6 @@ impl Report {
         } else {
             rows::emit(&benchmark, &case, params, "MB/s", Measured::bandwidth_mbs(&r.stats, r.bytes), &[]);
         }
-        self.results.insert((r.bench.to_string(), r.target.unwrap_or("").to_string(), r.size.unwrap_or(0)), r.stats);
     }
 
     /// A line of text under the current table (nothing when the table is not printed).
@@ -229,6 +257,7 @@ impl Report {
 
     /// The final table: every target, its ratio and PASS / MISS (INFO: no target).
     pub fn summary(&mut self) {
+        self.emit_limits();
         struct Check {
             id: String,
             what: String,
@@ -361,7 +390,7 @@ impl Report {
         self.out("");
         self.out(&format!("# Ratio summary (all numbers from this run; load at start {})", self.load_start));
         self.out("# (b), (b') ratio = our bandwidth / memcpy bandwidth; the others = our time / the limit's time");
-        self.out("# limits are best cases (best batch): (b)-(e) are lower bounds on time; (a) and (b') are INFO: a put to a segment needs no hand-off, (b') copies the same bytes as its memcpy");
+        self.out("# limits are best cases (best batch, the better of a pass at the start and one at the end of the run): (b)-(e) are lower bounds on time; (a) and (b') are INFO: a put to a segment needs no hand-off, (b') copies the same bytes as its memcpy");
         self.out(&format!("{:<58}{:>14}{:>14}{:>9}{:>10}{:>8}", "# check", "ours", "limit", "ratio", "target", "status"));
         for c in &checks {
             self.out(&format!("{:<58}{:>14}{:>14}{:>9.2}{:>10}{:>8}", c.what, c.ours, c.limit, c.ratio, c.target, c.status));

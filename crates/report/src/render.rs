@@ -19,8 +19,8 @@ pub struct Rendered {
     pub not_run: Vec<String>,
     /// Every file written, index.html and summary.md last.
     pub files: Vec<PathBuf>,
-    /// Things that were drawn otherwise than asked: no font for the PNGs' text, rows that no
-    /// figure shows, a figure's rows that could not be placed (these also appear on the page).
+    /// Things that were drawn otherwise than asked: no font for the PNGs' text, a figure's
+    /// rows that could not be placed (these also appear on the page).
     pub warnings: Vec<String>,
 }
 
