@@ -10,60 +10,10 @@
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
-# As a user of a prefix of their own: PATH and PKG_CONFIG_PATH, no LD_LIBRARY_PATH (the
-# programs must find libarmci through the rpath armci.pc gives them).
-if [ -n "${PREFIX:-}" ]; then
-    export PATH="$PREFIX/bin:$PATH"
-    export PKG_CONFIG_PATH="$PREFIX/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
-fi
-command -v activerma >/dev/null 2>&1 || { echo "run.sh: no activerma launcher on PATH; run scripts/install.sh or set PREFIX" >&2; exit 2; }
-pkg-config --exists armci || { echo "run.sh: pkg-config does not know armci; run scripts/install.sh or set PREFIX" >&2; exit 2; }
-
-cc=${CC:-cc}
-limit=${TIMEOUT:-120}
-cflags=$(pkg-config --cflags armci)
-libs=$(pkg-config --libs armci)
-build=$(mktemp -d "${TMPDIR:-/tmp}/armci-tests.XXXXXX")
-# sh runs the EXIT trap on exit only: a signal exits first (and so removes the folder too).
-trap 'rm -rf "$build"' EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-passed=0
-failed=0
-# report WHAT LOG STATUS: one PASS or FAIL line (with the log on failure), counted.
-report() {
-    if [ "$3" -eq 0 ]; then
-        echo "PASS $1"
-        passed=$((passed + 1))
-    else
-        echo "FAIL $1: exit status $3"
-        sed 's/^/    /' "$2"
-        failed=$((failed + 1))
-    fi
-}
-launch() { # launch N LOG PROGRAM [ARGS]: runs PROGRAM on N ranks, its output in LOG
-    n=$1 log=$2
-    shift 2
-    timeout "$limit" activerma run -n "$n" --label --timeout "$((limit - 5))" -- "$@" >"$log" 2>&1
-}
-tests="test_contiguous test_strided test_vector test_accumulate test_rmw test_mutex test_values test_handles test_msg
-       test_consistency test_errors"
-for t in $tests; do
-    # shellcheck disable=SC2086 # pkg-config output is a list of flags
-    $cc -std=c11 -pedantic -Wall -Wextra -Werror $cflags "$here/$t.c" -o "$build/$t" $libs -lm >"$build/$t.cc" 2>&1
-    built=$?
-    for n in 2 3 4; do
-        if [ $built -ne 0 ]; then
-            echo "FAIL $t ($n ranks): does not compile"
-            [ "$n" -eq 2 ] && sed 's/^/    /' "$build/$t.cc"
-            failed=$((failed + 1))
-            continue
-        fi
-        launch "$n" "$build/$t.$n.log" "$build/$t"
-        report "$t ($n ranks)" "$build/$t.$n.log" $?
-    done
-done
+. "$here/../prefix_tests.sh"
+prefix_setup armci
+build_and_run "test_contiguous test_strided test_vector test_accumulate test_rmw test_mutex test_values test_handles test_msg
+               test_consistency test_errors" -lm
 # ARMCI_Error on one rank ends the whole job with a non-zero status and the message.
 for n in 2 4; do
     launch "$n" "$build/abort.$n.log" "$build/test_errors" abort

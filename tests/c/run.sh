@@ -12,60 +12,10 @@
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
-# As the README tells a user of a prefix of their own: PATH and PKG_CONFIG_PATH, and no
-# LD_LIBRARY_PATH, which would hide a program that cannot find the library by itself.
-if [ -n "${PREFIX:-}" ]; then
-    export PATH="$PREFIX/bin:$PATH"
-    export PKG_CONFIG_PATH="$PREFIX/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
-fi
-command -v activerma >/dev/null 2>&1 || { echo "run.sh: no activerma launcher on PATH; run scripts/install.sh or set PREFIX" >&2; exit 2; }
-pkg-config --exists activerma || { echo "run.sh: pkg-config does not know activerma; run scripts/install.sh or set PREFIX" >&2; exit 2; }
+. "$here/../prefix_tests.sh"
+prefix_setup activerma
+build_and_run "hello test_rma test_errors active_access"
 
-cc=${CC:-cc}
-limit=${TIMEOUT:-120}
-cflags=$(pkg-config --cflags activerma)
-libs=$(pkg-config --libs activerma)
-build=$(mktemp -d "${TMPDIR:-/tmp}/activerma-c-tests.XXXXXX")
-# sh runs the EXIT trap on exit only: a signal exits first (and so removes the folder too).
-trap 'rm -rf "$build"' EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-passed=0
-failed=0
-# report WHAT LOG STATUS: one PASS or FAIL line (with the log on failure), counted.
-report() {
-    if [ "$3" -eq 0 ]; then
-        echo "PASS $1"
-        passed=$((passed + 1))
-    else
-        echo "FAIL $1: exit status $3"
-        sed 's/^/    /' "$2"
-        failed=$((failed + 1))
-    fi
-}
-tests="hello test_rma test_errors active_access"
-for t in $tests; do
-    # shellcheck disable=SC2086 # pkg-config output is a list of flags
-    $cc -std=c11 -pedantic -Wall -Wextra -Werror $cflags "$here/$t.c" -o "$build/$t" $libs >"$build/$t.cc" 2>&1
-    built=$?
-    for n in 2 3 4; do
-        if [ $built -ne 0 ]; then
-            echo "FAIL $t ($n ranks): does not compile"
-            [ "$n" -eq 2 ] && sed 's/^/    /' "$build/$t.cc"
-            failed=$((failed + 1))
-            continue
-        fi
-        # The launcher's own timeout names the stuck job; `timeout` is the backstop.
-        if [ -n "${LAUNCH:-}" ]; then
-            # shellcheck disable=SC2086 # LAUNCH is a command and its options
-            timeout "$limit" $LAUNCH "$n" "$build/$t" >"$build/$t.$n.log" 2>&1
-        else
-            timeout "$limit" activerma run -n "$n" --label --timeout "$((limit - 5))" -- "$build/$t" >"$build/$t.$n.log" 2>&1
-        fi
-        report "$t ($n ranks)" "$build/$t.$n.log" $?
-    done
-done
 # The README's C example, built and run exactly as the README says (its "C" block), with no
 # LD_LIBRARY_PATH even if the caller has one: the program must find libactiverma by itself.
 readme() (
