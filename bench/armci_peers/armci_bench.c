@@ -88,6 +88,18 @@ static void fill(char *p, long n, int seed)
     for (long o = 0; o < n; o++) p[o] = (char)pat(o, seed);
 }
 
+/* Rank 1 zeroes the first 64 bytes of its block (the counters of rmw and mutex); everyone
+ * waits until it is done. */
+static void remote_zero_head(void)
+{
+    if (me == 1) {
+        ARMCI_Access_begin(base[1]);
+        memset(base[1], 0, 64);
+        ARMCI_Access_end(base[1]);
+    }
+    ARMCI_Barrier();
+}
+
 /* Rank 1 fills its block with pattern seed; everyone waits until it is done. */
 static void remote_fill(int seed)
 {
@@ -257,12 +269,7 @@ static void test_get(long size, int seed)
 
 static void test_rmw(void)
 {
-    if (me == 1) {
-        ARMCI_Access_begin(base[1]);
-        memset(base[1], 0, 64);
-        ARMCI_Access_end(base[1]);
-    }
-    ARMCI_Barrier();
+    remote_zero_head();
     if (me == 0) {
         result_t r = {"rmw", 4, 0, iters_small, 0, 0, 0};
         measure(&r, op_rmw, NULL);
@@ -326,12 +333,7 @@ static void test_accs(long row)
 
 static void test_mutex(void)
 {
-    if (me == 1) {
-        ARMCI_Access_begin(base[1]);
-        memset(base[1], 0, 64);
-        ARMCI_Access_end(base[1]);
-    }
-    ARMCI_Barrier();
+    remote_zero_head();
     if (me == 0) {
         result_t r = {"mutex", 0, 0, iters_small, 0, 0, 0};
         measure(&r, op_mutex, NULL);

@@ -47,3 +47,17 @@ pub fn header_line() -> String {
         memcpy_gbs()
     )
 }
+
+/// This machine as every report row and `run.json` name it, read once per process (the CPU
+/// model from /proc/cpuinfo, the CPUs online, memcpy GB/s rounded to 0.01).
+pub fn current() -> activerma_report::Machine {
+    static MACHINE: OnceLock<activerma_report::Machine> = OnceLock::new();
+    MACHINE
+        .get_or_init(|| activerma_report::Machine {
+            cpu: cpu_model(),
+            // SAFETY: sysconf has no preconditions.
+            cpus: unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as u32,
+            memcpy_gbs: (memcpy_gbs() * 100.0).round() / 100.0,
+        })
+        .clone()
+}

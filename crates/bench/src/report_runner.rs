@@ -19,7 +19,7 @@
 //! benchmark's failure (or crash) from ending the report, and its output from the terminal.
 
 use super::machine;
-use activerma_report::{read_rows, BenchmarkRun, Machine, Registry, RunInfo};
+use activerma_report::{read_rows, BenchmarkRun, Registry, RunInfo};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -153,12 +153,7 @@ fn run(args: &ReportArgs, reg: &Registry) -> Result<(), String> {
         commit: commit().to_string(),
         quick: args.quick,
         only: args.only.clone(),
-        machine: Machine {
-            cpu: machine::cpu_model(),
-            // SAFETY: sysconf has no preconditions.
-            cpus: unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as u32,
-            memcpy_gbs: (machine::memcpy_gbs() * 100.0).round() / 100.0,
-        },
+        machine: machine::current(),
         benchmarks: Vec::new(),
     };
     let all_rows = dir.join("rows.jsonl");

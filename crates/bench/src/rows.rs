@@ -9,7 +9,7 @@
 
 use super::machine;
 use super::timing::Measured;
-use activerma_report::{Machine, Row};
+use activerma_report::Row;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -40,8 +40,6 @@ pub fn params<const N: usize>(pairs: [(&str, Value); N]) -> Map<String, Value> {
 pub fn row(benchmark: &str, case: &str, params: Map<String, Value>, unit: &str, m: Measured, job_env: &[(String, String)]) -> Row {
     let mut settings: BTreeMap<String, String> = std::env::vars().filter(|(k, _)| is_setting(k)).collect();
     settings.extend(job_env.iter().cloned());
-    // SAFETY: sysconf has no preconditions.
-    let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as u32;
     // Rounded so that the files stay readable; 6 significant digits are beyond any run's noise.
     let r = |v: f64| if v == 0.0 || !v.is_finite() { v } else { round_sig(v, 6) };
     Row {
@@ -54,7 +52,7 @@ pub fn row(benchmark: &str, case: &str, params: Map<String, Value>, unit: &str, 
         min: r(m.min),
         median: r(m.median),
         max: r(m.max),
-        machine: Machine { cpu: machine::cpu_model(), cpus, memcpy_gbs: (machine::memcpy_gbs() * 100.0).round() / 100.0 },
+        machine: machine::current(),
         commit: env!("ACTIVERMA_COMMIT").to_string(),
         settings,
     }
