@@ -25,7 +25,8 @@ use notify::LogThread;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
-/// Runs for every log entry, in log order; entries of one log never run concurrently.
+/// Runs for every log entry; entries of one log never run concurrently. One origin's entries
+/// run in the order it made its accesses; different origins' interleave (a lane each).
 pub type LogHandler = Arc<dyn Fn(&LogEntry) + Send + Sync>;
 
 struct Log {

@@ -32,7 +32,8 @@ impl World {
         Ok(changed)
     }
 
-    /// Creates the access log of `domain` (`capacity` bytes, a power of two ≥ 256) whose entries
+    /// Creates the access log of `domain` (`capacity` bytes, a power of two ≥ 256, split into a
+    /// lane per origin rank: see `activerma_core::log_ring::lanes_for`) whose entries
     /// run through `handler`, notified as `notify` says (`Notify::from_settings()` for the
     /// ACTIVERMA_AA_NOTIFY default).
     pub fn create_log(&self, domain: u16, capacity: usize, notify: Notify, handler: LogHandler) -> Result<()> {

@@ -65,7 +65,7 @@ pub fn init() -> Result<World> {
     let max_regions = settings::get_u64(settings::MAX_REGIONS)?.max(2) as usize;
     let layout = TableLayout::from_settings(heap.len)?;
     let fault_log = settings::get_u64(settings::FAULT_LOG_SIZE)? as usize;
-    let mut table = TargetTable::init(table_window, heap.remote_base, heap.len, max_regions, layout.log_arena, fault_log)?;
+    let mut table = TargetTable::init(table_window, heap.remote_base, heap.len, max_regions, layout.log_arena, fault_log, conduit.size())?;
     // The registration strategy (a reserved or unknown one is refused here, at init).
     let reg_stats = Arc::new(RegistrationStats::default());
     table.set_registrar(Registrar::from_settings(reg_stats.clone())?);

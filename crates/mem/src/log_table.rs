@@ -11,7 +11,7 @@
 //! Logs are created by their owner at any time and live until the job ends: an origin may hold
 //! a view of a ring at any moment, and nothing tells it the ring went away.
 
-use activerma_core::log_ring::{ring_bytes, LogRing, MIN_CAPACITY};
+use activerma_core::log_ring::{lanes_for, ring_bytes, LogRing, MIN_CAPACITY};
 use activerma_core::{futex, Error, Rank, Result};
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Mutex;
@@ -103,9 +103,10 @@ fn rings_off() -> usize {
     (slots_off() + MAX_LOGS * std::mem::size_of::<LogSlot>()).next_multiple_of(64)
 }
 
-/// Bytes the arena needs at least, for a fault log of `fault_capacity` bytes.
-pub fn arena_min_bytes(fault_capacity: usize) -> usize {
-    rings_off() + ring_bytes(fault_capacity)
+/// Bytes the arena needs at least, for a fault log of `fault_capacity` bytes that `origins`
+/// ranks append to.
+pub fn arena_min_bytes(fault_capacity: usize, origins: usize) -> usize {
+    rings_off() + ring_bytes(fault_capacity, lanes_for(fault_capacity, origins))
 }
 
 /// A view of a rank's log arena (origin and owner alike).
@@ -186,14 +187,17 @@ pub struct LogTable {
     arena: LogArena,
     /// Free byte ranges of the ring area (offset, length).
     free: Mutex<Vec<(usize, usize)>>,
+    /// Ranks that may append to our logs: each log gets a lane per origin (`lanes_for`).
+    origins: usize,
 }
 
 impl LogTable {
-    /// Formats `[base, base+bytes)` (zeroed) and creates the fault log of `fault_capacity` bytes.
+    /// Formats `[base, base+bytes)` (zeroed) and creates the fault log of `fault_capacity` bytes,
+    /// for a job of `origins` ranks.
     ///
     /// # Safety
     /// The range is ours, mapped and zeroed, and stays mapped while the table is used.
-    pub unsafe fn init(base: *mut u8, bytes: usize, fault_capacity: usize) -> Result<LogTable> {
+    pub unsafe fn init(base: *mut u8, bytes: usize, fault_capacity: usize, origins: usize) -> Result<LogTable> {
         if !fault_capacity.is_power_of_two() || fault_capacity < MIN_CAPACITY {
             return Err(Error::BadSetting {
                 name: activerma_core::settings::FAULT_LOG_SIZE.into(),
@@ -201,11 +205,11 @@ impl LogTable {
                 why: format!("a power of two of at least {MIN_CAPACITY} bytes"),
             });
         }
-        if bytes < arena_min_bytes(fault_capacity) {
+        if bytes < arena_min_bytes(fault_capacity, origins) {
             return Err(Error::BadSetting {
                 name: activerma_core::settings::LOG_ARENA.into(),
                 value: bytes.to_string(),
-                why: format!("the access-log arena must hold at least the fault log: {} bytes", arena_min_bytes(fault_capacity)),
+                why: format!("the access-log arena must hold at least the fault log: {} bytes", arena_min_bytes(fault_capacity, origins)),
             });
         }
         let arena = LogArena { base, bytes };
@@ -215,7 +219,7 @@ impl LogTable {
         }
         // SAFETY: the header is ours to write; bytes is read by nobody before the magic.
         std::ptr::write(std::ptr::addr_of_mut!((*(base as *mut ArenaHeader)).bytes), bytes as u64);
-        let t = LogTable { arena, free: Mutex::new(vec![(rings_off(), bytes - rings_off())]) };
+        let t = LogTable { arena, free: Mutex::new(vec![(rings_off(), bytes - rings_off())]), origins };
         t.place(FAULT_SLOT, u32::MAX, fault_capacity, 1)?;
         h.magic.store(MAGIC, Ordering::Release);
         Ok(t)
@@ -249,7 +253,8 @@ impl LogTable {
     }
 
     fn place(&self, slot: usize, domain: u32, capacity: usize, threshold: u64) -> Result<()> {
-        let need = ring_bytes(capacity).next_multiple_of(64);
+        let lanes = lanes_for(capacity, self.origins);
+        let need = ring_bytes(capacity, lanes).next_multiple_of(64);
         let mut free = self.free.lock().unwrap();
         let i = free.iter().position(|&(_, l)| l >= need).ok_or_else(|| {
             Error::OutOfResources(format!(
@@ -264,7 +269,7 @@ impl LogTable {
             free[i] = (off + need, len - need);
         }
         // SAFETY: [off, off+need) lies in our arena and no view uses it yet.
-        unsafe { LogRing::init(self.arena.base.add(off), capacity) };
+        unsafe { LogRing::init(self.arena.base.add(off), capacity, lanes) };
         let s = self.arena.slot(slot);
         s.domain.store(domain, Ordering::Relaxed);
         s.threshold.store(threshold.max(1), Ordering::Relaxed);
@@ -285,7 +290,7 @@ mod tests {
         let layout = std::alloc::Layout::from_size_align(bytes, 4096).unwrap();
         // SAFETY: non-zero size; freed below.
         let mem = unsafe { std::alloc::alloc_zeroed(layout) };
-        let t = unsafe { LogTable::init(mem, bytes, 4096) }.unwrap();
+        let t = unsafe { LogTable::init(mem, bytes, 4096, 2) }.unwrap();
         let origin = unsafe { LogArena::attach(mem, bytes, 0) }.unwrap();
         assert_eq!(origin.slot_of(None, 0).unwrap(), FAULT_SLOT);
         assert!(origin.slot_of(Some(7), 0).is_err(), "no log for domain 7 yet");

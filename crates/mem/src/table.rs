@@ -443,7 +443,7 @@ pub struct ExposureId(pub usize);
 impl TargetTable {
     /// Initializes the table in our own window; region 0 describes our heap. The last
     /// `log_arena` bytes of the window hold the access logs, the first of them the fault log
-    /// of `fault_log` bytes.
+    /// of `fault_log` bytes; `origins` ranks append to them (a lane each, `lanes_for`).
     pub fn init(
         w: Window,
         heap_base: usize,
@@ -451,6 +451,7 @@ impl TargetTable {
         max_regions: usize,
         log_arena: usize,
         fault_log: usize,
+        origins: usize,
     ) -> Result<TargetTable> {
         let heap_pages = heap_len.div_ceil(page_size());
         let mut layout = TableLayout { max_regions, heap_pages, private_pages: 0, log_arena };
@@ -464,7 +465,7 @@ impl TargetTable {
         debug_assert!(log_off >= layout.entries_end());
         let raw = Raw { base: w.local, layout };
         // SAFETY: the arena is the end of our zeroed window; origins find it through the header.
-        let logs = unsafe { LogTable::init(w.local.add(log_off), log_arena, fault_log)? };
+        let logs = unsafe { LogTable::init(w.local.add(log_off), log_arena, fault_log, origins)? };
         // SAFETY: the window is ours and zeroed; nobody reads it before the magic is set.
         unsafe {
             std::ptr::write(
@@ -894,7 +895,7 @@ mod tests {
         let p = page_size();
         let (w, _keep) = window(64 * 1024);
         let heap = 0x1000_0000;
-        let t = TargetTable::init(w, heap, 16 * p, 8, 16 * 1024, 4096).unwrap();
+        let t = TargetTable::init(w, heap, 16 * p, 8, 16 * 1024, 4096, 2).unwrap();
         let o = OriginTable::attach(w, 3).unwrap();
         assert!(matches!(o.check(heap, 8, AccessKind::Put), Err(Error::NotExposed { rank: 3, .. })));
         t.map_segment(p, 2 * p);
@@ -914,7 +915,7 @@ mod tests {
     fn private_exposure_is_byte_exact_and_protected() {
         let p = page_size();
         let (w, _keep) = window(64 * 1024);
-        let t = TargetTable::init(w, 0x1000_0000, 4 * p, 8, 16 * 1024, 4096).unwrap();
+        let t = TargetTable::init(w, 0x1000_0000, 4 * p, 8, 16 * 1024, 4096, 2).unwrap();
         let o = OriginTable::attach(w, 1).unwrap();
         let base = 0x2000_0010;
         let id = t.expose(base, 100, Prot::ReadOnly).unwrap();
@@ -944,7 +945,7 @@ mod tests {
     }
 
     fn with_strategy(w: Window, strategy: Strategy) -> (TargetTable, Arc<crate::registration::CountingPinner>) {
-        let mut t = TargetTable::init(w, 0x1000_0000, 4 * page_size(), 8, 16 * 1024, 4096).unwrap();
+        let mut t = TargetTable::init(w, 0x1000_0000, 4 * page_size(), 8, 16 * 1024, 4096, 2).unwrap();
         let fake = Arc::new(crate::registration::CountingPinner::new());
         t.set_registrar(Registrar::new(strategy, fake.clone(), 0, Arc::new(RegistrationStats::default())));
         (t, fake)
@@ -1043,7 +1044,7 @@ mod tests {
     fn pin_all_exposure_that_does_not_fit_leaves_nothing_exposed() {
         let p = page_size();
         let (w, _keep) = window(64 * 1024);
-        let mut t = TargetTable::init(w, 0x1000_0000, 4 * p, 8, 16 * 1024, 4096).unwrap();
+        let mut t = TargetTable::init(w, 0x1000_0000, 4 * p, 8, 16 * 1024, 4096, 2).unwrap();
         let fake = Arc::new(crate::registration::CountingPinner::new());
         t.set_registrar(Registrar::new(Strategy::PinAll, fake.clone(), 2 * p as u64, Arc::new(RegistrationStats::default())));
         let o = OriginTable::attach(w, 1).unwrap();
@@ -1059,7 +1060,7 @@ mod tests {
     #[test]
     fn unexpose_waits_for_inflight_origin() {
         let (w, _keep) = window(64 * 1024);
-        let t = TargetTable::init(w, 0x1000_0000, 4 * page_size(), 8, 16 * 1024, 4096).unwrap();
+        let t = TargetTable::init(w, 0x1000_0000, 4 * page_size(), 8, 16 * 1024, 4096, 2).unwrap();
         let o = OriginTable::attach(w, 1).unwrap();
         let id = t.expose(0x3000_0000, 64, Prot::ReadWrite).unwrap();
         let guard = o.check(0x3000_0000, 8, AccessKind::Put).unwrap();

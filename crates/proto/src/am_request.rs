@@ -166,8 +166,8 @@ pub(crate) fn rebuild_error(code: i32, value: u64, a: &Asked, said: &str) -> Err
 /// until every log has caught up.
 ///
 /// ```text
-/// first run:  marks = [(slot, reserved) for every log whose tail < reserved]
-/// every run:  marks = [m for m in marks if tail(m.slot) < m.upto]; empty ? answer : retry(marks)
+/// first run:  marks = [(slot, lane, reserved) for every lane of every log whose tail < reserved]
+/// every run:  marks = [m for m in marks if tail(m.slot, m.lane) < m.upto]; empty ? answer : retry(marks)
 /// ```
 pub(crate) fn register_active_flush(am: &Am) -> Result<()> {
     let table = OwnTable::new(am.conduit().clone());
@@ -176,17 +176,25 @@ pub(crate) fn register_active_flush(am: &Am) -> Result<()> {
         Arc::new(move |ctx: &AmCtx, msg: &[u8]| {
             let outcome = (|| {
                 let logs = table.get().logs()?;
-                let marks: Vec<(usize, u64)> = if msg.is_empty() {
-                    (0..activerma_mem::MAX_LOGS).filter_map(|slot| logs.ring(slot).map(|r| (slot, r.reserved()))).collect()
+                // A mark names a log's lane as slot << 32 | lane, and the position to reach.
+                let marks: Vec<(u64, u64)> = if msg.is_empty() {
+                    (0..activerma_mem::MAX_LOGS)
+                        .filter_map(|slot| logs.ring(slot).map(|r| (slot, r)))
+                        .flat_map(|(slot, r)| (0..r.lanes()).map(move |lane| ((slot as u64) << 32 | lane as u64, r.reserved(lane))))
+                        .collect()
                 } else {
                     msg.chunks_exact(16)
-                        .map(|m| (u64::from_le_bytes(m[..8].try_into().unwrap()) as usize, u64::from_le_bytes(m[8..].try_into().unwrap())))
+                        .map(|m| (u64::from_le_bytes(m[..8].try_into().unwrap()), u64::from_le_bytes(m[8..].try_into().unwrap())))
                         .collect()
+                };
+                let behind = |key: u64, upto: u64| {
+                    let (slot, lane) = ((key >> 32) as usize, (key & 0xffff_ffff) as usize);
+                    logs.ring(slot).is_some_and(|r| lane < r.lanes() && r.tail(lane) < upto)
                 };
                 let ahead: Vec<u8> = marks
                     .into_iter()
-                    .filter(|&(slot, upto)| logs.ring(slot).is_some_and(|r| r.tail() < upto))
-                    .flat_map(|(slot, upto)| [(slot as u64).to_le_bytes(), upto.to_le_bytes()].concat())
+                    .filter(|&(key, upto)| behind(key, upto))
+                    .flat_map(|(key, upto)| [key.to_le_bytes(), upto.to_le_bytes()].concat())
                     .collect();
                 Ok(ahead)
             })();

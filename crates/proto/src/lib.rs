@@ -564,8 +564,10 @@ impl Proto {
             let slot = touched.trailing_zeros() as usize;
             touched &= touched - 1;
             if let Some(ring) = table.log_ring(slot)? {
-                let upto = ring.reserved();
-                self.am.wait_until(|| ring.tail() >= upto, rank, "an active flush")?;
+                // Our entries went to our lane of the log only.
+                let lane = ring.lane_of(self.conduit.rank() as u32);
+                let upto = ring.reserved(lane);
+                self.am.wait_until(|| ring.tail(lane) >= upto, rank, "an active flush")?;
             }
         }
         Ok(())

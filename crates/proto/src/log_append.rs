@@ -121,7 +121,7 @@ fn append(
     if let Some(translate) = l.translate_log {
         // The IOMMU writes the entry through its own translation: the log's page (where the
         // last entry went, near enough) costs an IOTLB lookup like the data page did.
-        translate(ring.address_of(ring.reserved().saturating_sub(1)));
+        translate(ring.last_claimed_address(ring.lane_of(l.origin as u32)));
     }
     logs.slot(slot).notify(&ring);
     Ok(slot)
@@ -139,7 +139,7 @@ pub(crate) fn has_room(l: &Logged, op: LogOp, addr: usize, len: usize) -> Result
             let domain = (bits & Entry::E != 0).then_some((bits >> Entry::DOMAIN_SHIFT) as u16);
             // A missing log is the append's error to report, not a reason to wait.
             if let Some(ring) = logs.slot_of(domain, l.target).ok().and_then(|slot| logs.ring(slot)) {
-                room = ring.has_room_for(e - s, bits & data_bit != 0);
+                room = ring.has_room_for(l.origin as u32, e - s, bits & data_bit != 0);
             }
         }
         Ok(())

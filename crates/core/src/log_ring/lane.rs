@@ -1,0 +1,324 @@
+//! One lane of an access log: a ring of stamped, whole-line entries with its own positions,
+//! counters and laps. The log routes each origin to one lane, so producers of different lanes
+//! never touch the same cache line; a lane still takes several producers (an origin's
+//! threads, or origins that share a lane when there are more origins than lanes) through the
+//! CAS on `reserve`.
+
+use super::{EntryData, EntryMeta, LogOp, ENTRY_HEADER};
+use std::ptr;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Entries are made of whole cache lines, each starting with its stamp word.
+pub(super) const LINE: usize = 64;
+/// Data bytes in an entry's first line (after the stamp and the body) and in each further line.
+pub(super) const FIRST_DATA: usize = LINE - ENTRY_HEADER;
+pub(super) const CONT_DATA: usize = LINE - 8;
+
+/// A line's stamp word: the lap of the lane it was written in (high 32 bits), the entry's size
+/// in lines (bits 5..32, first lines only) and flags. Zeroed memory has no COMMITTED line.
+pub(super) const COMMITTED: u64 = 1;
+pub(super) const PADDING: u64 = 2;
+/// A further line of an entry: never committed, so never taken for an entry's start.
+pub(super) const CONTINUED: u64 = 4;
+pub(super) const LINES_SHIFT: u32 = 5;
+const LINES_MASK: u64 = (1 << (32 - LINES_SHIFT)) - 1;
+
+/// Keeps a field on a cache line of its own, so producers hammering `reserve` do not slow the
+/// consumer's `tail` and the other way round.
+#[repr(C, align(64))]
+pub(super) struct CacheLine<T>(pub(super) T);
+
+/// A lane's control block, in the log's header: atomics only, so every process may hold a
+/// reference to it while others write.
+#[repr(C)]
+pub(super) struct LaneHeader {
+    /// Absolute byte position producers have claimed up to (CAS).
+    pub(super) reserve: CacheLine<AtomicU64>,
+    /// Entries claimed so far (counted just before they are published).
+    appended: CacheLine<AtomicU64>,
+    /// Absolute byte position the consumer has freed up to.
+    pub(super) tail: CacheLine<AtomicU64>,
+    /// A lower bound of `tail`, kept by the producers (the consumer never touches it): a
+    /// producer reads the real tail — a line the consumer writes after every entry — only when
+    /// this bound says the lane is full, so appends do not pull that line across cores each time.
+    tail_seen: CacheLine<AtomicU64>,
+    /// Entries freed so far (the consumer's own line).
+    consumed: CacheLine<AtomicU64>,
+}
+
+/// An entry's stored form after its first word. Written and read whole with plain copies: the
+/// Release store and Acquire load of the first word order them.
+#[derive(Clone, Copy)]
+#[repr(C)]
+pub(super) struct Body {
+    op: u32,
+    origin: u32,
+    seq: u64,
+    addr: u64,
+    total_len: u64,
+    offset: u64,
+    data_len: u32,
+    last: u32,
+}
+
+/// Bytes an entry with `data_len` bytes of data occupies: its first line and as many further
+/// lines as the rest of the data needs.
+pub(super) fn entry_size(data_len: usize) -> u64 {
+    ((1 + data_len.saturating_sub(FIRST_DATA).div_ceil(CONT_DATA)) * LINE) as u64
+}
+
+/// A byte range a producer has claimed: `padding` bytes at `start` (to the end of the lane's
+/// data; 0 if none), then the entry of `size` bytes.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Claim {
+    pub(super) start: u64,
+    pub(super) padding: u64,
+    pub(super) size: u64,
+}
+
+impl Claim {
+    fn entry_pos(&self) -> u64 {
+        self.start + self.padding
+    }
+}
+
+/// The entry at a lane's tail, read but not yet freed.
+pub(super) struct Head {
+    pub(super) meta: EntryMeta,
+    pub(super) data: EntryData,
+    pub(super) pos: u64,
+    pub(super) size: u64,
+}
+
+/// A view of one lane: its control block and its `capacity` data bytes.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Lane {
+    pub(super) header: *const LaneHeader,
+    pub(super) data: *mut u8,
+    pub(super) capacity: usize,
+}
+
+impl Lane {
+    pub(super) fn header(&self) -> &LaneHeader {
+        // SAFETY: the log's init/attach checked the region; the block holds atomics only.
+        unsafe { &*self.header }
+    }
+
+    #[inline]
+    fn mask(&self) -> u64 {
+        self.capacity as u64 - 1
+    }
+
+    /// The lap (round of the lane, 32 bits) that absolute position `pos` belongs to.
+    #[inline]
+    fn lap(&self, pos: u64) -> u64 {
+        (pos >> self.capacity.trailing_zeros()) as u32 as u64
+    }
+
+    /// The stamp of a line written at absolute position `pos`.
+    #[inline]
+    fn stamp(&self, pos: u64, lines: u64, flags: u64) -> u64 {
+        self.lap(pos) << 32 | lines << LINES_SHIFT | flags
+    }
+
+    /// Address of absolute position `pos` in the lane's data.
+    #[inline]
+    pub(super) fn slot(&self, pos: u64) -> *mut u8 {
+        // SAFETY: the offset is reduced into the lane's data.
+        unsafe { self.data.add((pos & self.mask()) as usize) }
+    }
+
+    /// The first word of the line at `pos` (lines start at multiples of 64).
+    #[inline]
+    fn word_at(&self, pos: u64) -> &AtomicU64 {
+        debug_assert!(pos.is_multiple_of(8));
+        // SAFETY: 8-aligned (data 64-aligned, positions multiples of 8) and inside the lane;
+        // first words are only ever accessed atomically while the region is shared.
+        unsafe { &*(self.slot(pos) as *const AtomicU64) }
+    }
+
+    pub(super) fn appended(&self) -> u64 {
+        self.header().appended.0.load(Ordering::Acquire)
+    }
+
+    pub(super) fn consumed(&self) -> u64 {
+        self.header().consumed.0.load(Ordering::Acquire)
+    }
+
+    pub(super) fn count_consumed(&self, n: u64) {
+        self.header().consumed.0.fetch_add(n, Ordering::Release);
+    }
+
+    /// Bytes free right now (padding counts as used); approximate under concurrency.
+    pub(super) fn free_bytes(&self) -> usize {
+        // tail first: a reserve loaded later is never behind it.
+        let tail = self.header().tail.0.load(Ordering::Acquire);
+        let reserve = self.header().reserve.0.load(Ordering::Relaxed);
+        self.capacity - (reserve.saturating_sub(tail) as usize).min(self.capacity)
+    }
+
+    /// The stamp at `pos` if an entry (or padding) of this lap starts there and is published;
+    /// None for an empty place, a hole, or whatever an earlier lap left there. Acquire: pairs
+    /// with the producer's Release of the stamp, so the entry is complete.
+    #[inline]
+    pub(super) fn published_at(&self, pos: u64) -> Option<u64> {
+        let word = self.word_at(pos).load(Ordering::Acquire);
+        (word & COMMITTED != 0 && word >> 32 == self.lap(pos)).then_some(word)
+    }
+
+    #[inline]
+    pub(super) fn has_entry(&self) -> bool {
+        self.published_at(self.header().tail.0.load(Ordering::Acquire)).is_some()
+    }
+
+    /// Producer step 1: claims `size` contiguous bytes (plus padding to the end of the lane if
+    /// they would not fit before it) with one CAS, or returns None if the lane is too full.
+    pub(super) fn claim(&self, size: u64) -> Option<Claim> {
+        let cap = self.capacity as u64;
+        let h = self.header();
+        // Acquire (from the consumer's Release of tail, directly or through the producer that
+        // raised tail_seen with it): the consumer is done reading everything before the tail we
+        // see; our bytes are among them. Loaded before reserve, so the reserve we load is never
+        // behind it.
+        let mut tail = h.tail_seen.0.load(Ordering::Acquire);
+        let mut start = h.reserve.0.load(Ordering::Relaxed);
+        loop {
+            if start < tail {
+                // A failed CAS gave us a reserve older than a tail we reloaded since.
+                start = h.reserve.0.load(Ordering::Relaxed);
+                continue;
+            }
+            let offset = start & self.mask();
+            let padding = if offset + size > cap { cap - offset } else { 0 };
+            let end = start + padding + size;
+            if end - tail > cap {
+                let fresh = h.tail.0.load(Ordering::Acquire);
+                if fresh == tail {
+                    return None;
+                }
+                h.tail_seen.0.fetch_max(fresh, Ordering::AcqRel);
+                tail = fresh;
+                continue;
+            }
+            // Relaxed: claims only split the positions; the bytes are ordered by tail and the
+            // entries' first words.
+            match h.reserve.0.compare_exchange_weak(start, end, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return Some(Claim { start, padding, size }),
+                Err(current) => start = current,
+            }
+        }
+    }
+
+    /// Producer step 2: writes the claimed entry and publishes it (and the padding, if any):
+    /// every further line gets its stamp and data, the first line its body and first data
+    /// bytes, and last the first line's stamp, with Release.
+    pub(super) fn publish(&self, claim: Claim, meta: &EntryMeta, data: &[u8]) {
+        debug_assert!(entry_size(data.len()) == claim.size);
+        let line = LINE as u64;
+        if claim.padding > 0 {
+            let word = self.stamp(claim.start, claim.padding / line, PADDING | COMMITTED);
+            self.word_at(claim.start).store(word, Ordering::Release);
+        }
+        let pos = claim.entry_pos();
+        let slot = self.slot(pos);
+        let body = Body {
+            op: meta.op as u32,
+            origin: meta.origin,
+            seq: meta.seq,
+            addr: meta.addr,
+            total_len: meta.total_len,
+            offset: meta.offset,
+            data_len: data.len() as u32,
+            last: meta.last as u32,
+        };
+        // Counted before the entry's bytes are written: a locked instruction after them would
+        // wait for those stores, which miss (the consumer read the lines last), on every append.
+        self.header().appended.0.fetch_add(1, Ordering::Relaxed);
+        let (first, rest) = data.split_at(data.len().min(FIRST_DATA));
+        // SAFETY: the claim gives this producer [pos, pos + size) alone, whole lines contiguous
+        // inside the lane (claim added padding otherwise), and nobody reads it before the
+        // Release below; `size` has room for the body and every chunk of the data.
+        unsafe {
+            ptr::write(slot.add(8) as *mut Body, body);
+            ptr::copy_nonoverlapping(first.as_ptr(), slot.add(ENTRY_HEADER), first.len());
+            for (i, chunk) in rest.chunks(CONT_DATA).enumerate() {
+                let at = pos + (i as u64 + 1) * line;
+                self.word_at(at).store(self.stamp(at, 0, CONTINUED), Ordering::Relaxed);
+                ptr::copy_nonoverlapping(chunk.as_ptr(), self.slot(at).add(8), chunk.len());
+            }
+        }
+        // Release: the consumer that sees this stamp sees the body, the data and the count.
+        self.word_at(pos).store(self.stamp(pos, claim.size / line, COMMITTED), Ordering::Release);
+    }
+
+    /// The entry at the tail, skipping (and freeing) padding; the caller holds the log's
+    /// consumer guard.
+    pub(super) fn head(&self) -> Option<Head> {
+        // Only the guard holder writes tail, and the guard ordered us after the last write.
+        let tail_pos = &self.header().tail.0;
+        loop {
+            let pos = tail_pos.load(Ordering::Relaxed);
+            let word = self.published_at(pos)?;
+            let size = (word >> LINES_SHIFT & LINES_MASK) * LINE as u64;
+            let room = self.capacity as u64 - (pos & self.mask());
+            assert!(
+                size >= LINE as u64 && size <= room,
+                "access log corrupted at position {pos}: first word {word:#x} (another process overwrote the region?)"
+            );
+            if word & PADDING != 0 {
+                tail_pos.store(pos + size, Ordering::Release);
+                continue;
+            }
+            let slot = self.slot(pos);
+            // SAFETY: the entry is published (Acquire above) and stays untouched until we free it;
+            // its first line lies inside the lane (size checked against room).
+            let body = unsafe { ptr::read(slot.add(8) as *const Body) };
+            let op = LogOp::from_raw(body.op).filter(|_| entry_size(body.data_len as usize) == size);
+            let Some(op) = op else {
+                panic!("access log corrupted at position {pos}: entry of {size} bytes, op {}, {} data bytes", body.op, body.data_len);
+            };
+            let meta = EntryMeta {
+                op,
+                origin: body.origin,
+                seq: body.seq,
+                addr: body.addr,
+                total_len: body.total_len,
+                offset: body.offset,
+                last: body.last != 0,
+            };
+            let len = body.data_len as usize;
+            // Data that fits in the first line is handed out in place; longer data continues
+            // after each further line's stamp and is gathered into one buffer.
+            let data = if len <= FIRST_DATA {
+                // SAFETY: inside the first line.
+                EntryData::InPlace(unsafe { slot.add(ENTRY_HEADER) } as *const u8, len)
+            } else {
+                let mut v = Vec::with_capacity(len);
+                // SAFETY: the entry's lines lie inside the lane (size checked above) and hold
+                // `len` data bytes: FIRST_DATA in the first line, CONT_DATA after each stamp.
+                unsafe {
+                    v.extend_from_slice(std::slice::from_raw_parts(slot.add(ENTRY_HEADER), FIRST_DATA));
+                    let mut line = slot.add(LINE);
+                    while v.len() < len {
+                        let n = (len - v.len()).min(CONT_DATA);
+                        v.extend_from_slice(std::slice::from_raw_parts(line.add(8), n));
+                        line = line.add(LINE);
+                    }
+                }
+                EntryData::Gathered(v)
+            };
+            return Some(Head { meta, data, pos, size });
+        }
+    }
+
+    /// Advances the tail past the head entry at `pos` of `size` bytes; the caller holds the
+    /// guard and is done with the entry. Its lines are left as they are: their stamps name this
+    /// lap, which the next lap does not accept, so the consumer never writes a line a producer
+    /// is about to write.
+    pub(super) fn free(&self, pos: u64, size: u64) {
+        let tail_pos = &self.header().tail.0;
+        assert_eq!(tail_pos.load(Ordering::Relaxed), pos, "access log entry consumed out of order");
+        // Release: a producer that sees the new tail has our reads of the entry behind it.
+        tail_pos.store(pos + size, Ordering::Release);
+    }
+}
