@@ -59,9 +59,21 @@ install -m 755 "$target/libarmci.so" "$prefix/lib/libarmci.so.$version"
 ln -sfn "libarmci.so.$version" "$prefix/lib/libarmci.so.0"
 ln -sfn "libarmci.so.0" "$prefix/lib/libarmci.so"
 install -m 644 "$target/libarmci.a" "$prefix/lib/libarmci.a"
-install -m 644 crates/armci/include/armci.h "$prefix/include/armci.h"
+# The MPI builds' armci.h includes <mpi.h> and declares the calls that take a communicator.
+if [ -n "$mpi" ]; then
+    sed 's/^#define ARMCI_ACTIVERMA_MPI 0$/#define ARMCI_ACTIVERMA_MPI 1/' crates/armci/include/armci.h > "$prefix/include/armci.h.tmp"
+    grep -q '^#define ARMCI_ACTIVERMA_MPI 1$' "$prefix/include/armci.h.tmp" || { echo "install.sh: armci.h has no ARMCI_ACTIVERMA_MPI line" >&2; exit 1; }
+    chmod 644 "$prefix/include/armci.h.tmp"
+    mv -f "$prefix/include/armci.h.tmp" "$prefix/include/armci.h"
+else
+    install -m 644 crates/armci/include/armci.h "$prefix/include/armci.h"
+fi
 install -m 644 crates/armci/include/message.h "$prefix/include/message.h"
 esc=$(printf '%s' "$prefix" | sed 's/[\\&|]/\\&/g')
+# How the installed libraries' programs start (said in the .pc descriptions).
+launcher="activerma run"
+[ -z "$mpi" ] || launcher="mpirun of $mpi"
+
 # Programs built with `pkg-config --libs activerma` record where the library is (an rpath),
 # so they start without LD_LIBRARY_PATH. Not for /usr: /usr/lib is in the dynamic linker's
 # built-in search path. /usr/local/lib is found only through ld.so.cache, which is stale until
@@ -73,7 +85,7 @@ rpath=' -Wl,-rpath,${libdir}'
 if [ "$prefix" = /usr ]; then rpath=""; fi
 for pc in crates/capi/activerma.pc.in crates/armci/armci.pc.in; do
     name=$(basename "$pc" .in)
-    sed -e "s|@PREFIX@|$esc|g" -e "s|@VERSION@|$version|g" -e "s|@RPATH@|$rpath|g" \
+    sed -e "s|@PREFIX@|$esc|g" -e "s|@VERSION@|$version|g" -e "s|@RPATH@|$rpath|g" -e "s|@LAUNCHER@|$launcher|g" \
         "$pc" > "$prefix/lib/pkgconfig/$name.tmp"
     mv -f "$prefix/lib/pkgconfig/$name.tmp" "$prefix/lib/pkgconfig/$name"
     chmod 644 "$prefix/lib/pkgconfig/$name"

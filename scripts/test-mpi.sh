@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The multi-process suite on the mpi conduit, under each MPI's own launcher: Open MPI and
-# MPICH over their shared-memory paths, and Open MPI with all traffic forced through TCP.
+# MPICH over their shared-memory paths, and Open MPI with all traffic forced through TCP; then
+# the C API and ARMCI installed for each MPI, their C tests built with its mpicc.
 # (Not MPICH over TCP: Debian's MPICH 4.0.2 with UCX_TLS=tcp,self hangs in MPI_Finalize even
 # for a program that only creates and frees a window — see docs/NOTES.md.)
 #   scripts/test-mpi.sh [openmpi|mpich ...]     (default: both)
@@ -29,4 +30,6 @@ for mpi in "${mpis[@]}"; do
         mpich) launch="mpiexec.mpich -n" ;;
     esac
     PREFIX="$prefix" LAUNCH="$launch" bash tests/c/run.sh
+    echo "== ARMCI on the mpi conduit: $mpi (libarmci and armci.h of the same prefix, built with mpicc)"
+    PREFIX="$prefix" LAUNCH="$launch" CC=mpicc.$mpi bash tests/armci/run.sh
 done

@@ -12,7 +12,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../prefix_tests.sh"
 prefix_setup armci
-build_and_run "test_contiguous test_strided test_vector test_accumulate test_rmw test_mutex test_values test_handles test_msg
+build_and_run "test_contiguous test_strided test_vector test_accumulate test_rmw test_mutex test_values test_handles test_msg test_subgroups
                test_consistency test_errors" -lm
 # ARMCI_Error on one rank ends the whole job with a non-zero status and the message.
 for n in 2 4; do
@@ -25,17 +25,55 @@ for n in 2 4; do
         report "ARMCI_Error on one rank fails the job ($n ranks)" "$build/abort.$n.log" 1
     fi
 done
+# The MPI builds (armci.h with ARMCI_ACTIVERMA_MPI 1): the program's own MPI beside ARMCI.
+if printf '#include <armci.h>\nARMCI_ACTIVERMA_MPI\n' >"$build/is_mpi.c" &&
+    $cc -E -P $cflags "$build/is_mpi.c" 2>/dev/null | tail -n 1 | grep -qx 1; then
+    t=test_mpi_interplay
+    # shellcheck disable=SC2086 # pkg-config output is a list of flags
+    $cc -std=c11 -Wall -Wextra -Werror $cflags "$here/mpi/$t.c" -o "$build/$t" $libs >"$build/$t.cc" 2>&1
+    built=$?
+    for n in 2 3 4; do
+        for mode in "" part; do
+            if [ $built -ne 0 ]; then
+                report "$t $mode ($n ranks): compiles" "$build/$t.cc" 1
+                continue
+            fi
+            # shellcheck disable=SC2086 # the mode is one word or none
+            launch "$n" "$build/$t$mode.$n.log" "$build/$t" $mode
+            report "$t $mode($n ranks)" "$build/$t$mode.$n.log" $?
+        done
+    done
+    # Refused with a message: a progress thread when the program initialized MPI with
+    # MPI_THREAD_SINGLE.
+    for case in "thread:only its own calls may enter MPI:a progress thread under MPI_THREAD_SINGLE is refused"; do
+        [ $built -eq 0 ] || break
+        arg=${case%%:*} rest=${case#*:}
+        want=${rest%%:*} what=${rest#*:}
+        launch 4 "$build/$arg.log" "$build/$t" "$arg"
+        st=$?
+        if [ $st -ne 0 ] && [ $st -ne 124 ] && grep -q "$want" "$build/$arg.log"; then
+            report "$what" "$build/$arg.log" 0
+        else
+            echo "(the job exited $st; want non-zero, not a timeout, and the message)" >>"$build/$arg.log"
+            report "$what" "$build/$arg.log" 1
+        fi
+    done
+fi
 # Every declared function links: a C file that takes each one's address (header and library
 # agree on names and the static archive works too).
 {
     echo '#include <armci.h>'
     echo 'typedef void (*fp)(void);'
     echo 'int main(void) { volatile fp all[] = {'
-    # The preprocessor drops the comments and pulls in message.h.
+    # The preprocessor drops the comments and pulls in message.h (and mpi.h in an MPI build,
+    # whose functions the grep leaves out).
+    # (From a file: MPI's compiler wrappers add their flags only when they see a source file.)
+    echo '#include <armci.h>' >"$build/declared.c"
     # shellcheck disable=SC2086 # pkg-config output is a list of flags
-    echo '#include <armci.h>' | $cc -E -P $cflags - |
+    $cc -E -P $cflags "$build/declared.c" |
         tr '\n' ' ' | tr ';' '\n' | grep -v 'typedef\|enum' |
-        sed -n 's/.*[ *]\([A-Za-z_][A-Za-z0-9_]*\) *(.*/\1/p' | sort -u | sed 's/.*/(fp)\&&,/'
+        sed -n 's/.*[ *]\([A-Za-z_][A-Za-z0-9_]*\) *(.*/\1/p' |
+        grep '^P\{0,1\}ARMCI_\|^armci_' | sort -u | sed 's/.*/(fp)\&&,/'
     echo '}; return all[0] == 0; }'
 } >"$build/all.c"
 if $cc -std=c11 $cflags "$build/all.c" -o "$build/all" $libs >"$build/all.log" 2>&1 && [ "$(grep -c '(fp)' "$build/all.c")" -gt 90 ]; then

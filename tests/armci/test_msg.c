@@ -57,6 +57,45 @@ int main(void) {
     double g = me;
     armci_msg_gop_scope(SCOPE_ALL, &g, 1, "+", ARMCI_DOUBLE);
     EXPECT(g == n * (n - 1) / 2.0, "gop_scope %f", g);
+    /* Logical and bitwise reductions (Global Arrays uses "&&"): rank r contributes r != 0 and
+     * the bit 1 << r. */
+    long land = me != 0, lor = me != 0, bits = 1L << me;
+    armci_msg_lgop(&land, 1, "&&");
+    armci_msg_lgop(&lor, 1, "||");
+    armci_msg_lgop(&bits, 1, "or");
+    EXPECT(land == 0 && lor == (n > 1) && bits == (1L << n) - 1, "&& %ld, || %ld, or %#lx", land, lor, bits);
+    double dand = 1.0;
+    armci_msg_dgop(&dand, 1, "&&");
+    EXPECT(dand == 1.0, "&& on doubles %f", dand);
+
+    /* Point-to-point: a token passed round the ring, with a message of another tag sent
+     * first that must not be taken for it. */
+    int next = (me + 1) % n, prev = (me + n - 1) % n, token = -1, len = 0, other = -1;
+    int decoy = 1000 + me;
+    armci_msg_snd(7, &decoy, sizeof decoy, next);
+    if (me == 0) {
+        token = 0;
+        armci_msg_snd(5, &token, sizeof token, next);
+        armci_msg_rcv(5, &token, sizeof token, &len, prev);
+        EXPECT(token == n - 1 && len == (int)sizeof token, "the token came back: %d (%d bytes)", token, len);
+    } else {
+        armci_msg_rcv(5, &token, sizeof token, &len, prev);
+        token++;
+        armci_msg_snd(5, &token, sizeof token, next);
+    }
+    EXPECT(armci_msg_rcvany(7, &other, sizeof other, NULL) == prev && other == 1000 + prev, "the decoy from %d", prev);
+
+    /* The binary tree: every rank but 0 has a parent whose child it is. */
+    int root, up, left, right;
+    armci_msg_bintree(SCOPE_ALL, &root, &up, &left, &right);
+    EXPECT(root == 0 && (me == 0 ? up == -1 : up == (me - 1) / 2), "tree parent %d", up);
+    EXPECT(left == (2 * me + 1 < n ? 2 * me + 1 : -1) && right == (2 * me + 2 < n ? 2 * me + 2 : -1), "tree children");
+
+    /* Selection: the largest first value wins, its whole buffer goes to everyone; rank 0 does
+     * not take part (its value would win). */
+    struct { double v; long who; } sel = { me == 0 ? 1e9 : 10.0 * me, me };
+    armci_msg_sel_scope(SCOPE_ALL, &sel, sizeof sel, "max", ARMCI_DOUBLE, me != 0);
+    if (n > 1) EXPECT(sel.who == n - 1 && sel.v == 10.0 * (n - 1), "selected rank %ld", sel.who);
     EXPECT(armci_timer() >= 0, "timer");
 
     /* Groups: the world, and the job in reverse order. */

@@ -22,16 +22,20 @@ mod segment;
 mod world;
 
 pub use activerma_access::{Actions, EntryMeta, LogEntry, LogHandler, LogOp, Notify};
-pub use activerma_am::{AmCtx, Handler, HandlerId, ProgressMode, FIRST_USER_HANDLER};
+pub use activerma_am::{AmCtx, Handler, HandlerId, ProgressMode, FIRST_USER_HANDLER, MAX_HANDLERS};
 pub use activerma_core::counters::Counters;
 pub use activerma_core::{settings, Error, Rank, Result};
 pub use activerma_mem::firehose::FirehoseStats;
 pub use activerma_mem::part::{PageIn, PartStats};
 pub use activerma_mem::{IotlbStats, Prot, RegistrationStats, Strategy};
 pub use activerma_proto::{AtomicOp, OpHandle, Protocol};
+#[cfg(feature = "mpi")]
+pub use activerma_transport::mpi::initialized_comm_size as mpi_comm_size;
 pub use exposed::Exposed;
 pub use remote_ptr::RemotePtr;
 pub use segment::Segment;
+#[cfg(feature = "mpi")]
+pub use world::init_mpi_comm;
 pub use world::{init, World};
 
 /// Bytes of translation table a rank needs with the current settings (the launcher sizes the

@@ -38,16 +38,35 @@ pub struct World {
 /// Joins the job (collective: every rank calls it). A program started without the launcher
 /// becomes a one-rank job.
 pub fn init() -> Result<World> {
+    init_over(None)
+}
+
+/// Joins a job made of the ranks of `comm`, an MPI communicator of a program that initialized
+/// MPI itself (collective over `comm`): the mpi conduit runs over a duplicate of it, ranks
+/// are `comm`'s, and MPI stays the program's to finalize. What ARMCI_Init_mpi_comm needs.
+#[cfg(feature = "mpi")]
+pub fn init_mpi_comm(comm: activerma_transport::mpi::MpiComm) -> Result<World> {
+    init_over(Some(comm))
+}
+
+/// The communicator a job runs over when the program names one (never in a build without MPI).
+#[cfg(feature = "mpi")]
+type JobComm = activerma_transport::mpi::MpiComm;
+#[cfg(not(feature = "mpi"))]
+type JobComm = std::convert::Infallible;
+
+fn init_over(comm: Option<JobComm>) -> Result<World> {
     settings::validate_all()?;
     let heap_size = activerma_core::page::page_ceil(settings::get_u64(settings::SEGMENT_SIZE)? as usize);
     let table_bytes = TableLayout::from_settings(heap_size)?.bytes();
-    let use_mpi = match settings::get_enum(settings::CONDUIT)? {
-        "mpi" => true,
-        "smp" => false,
-        _ => std::env::var_os(activerma_transport::smp::ENV_RANK).is_none() && activerma_transport::started_by_mpi_launcher(),
-    };
-    let conduit: Arc<dyn Conduit> = if use_mpi {
-        mpi_conduit(heap_size, table_bytes)?
+    let use_mpi = comm.is_some()
+        || match settings::get_enum(settings::CONDUIT)? {
+            "mpi" => true,
+            "smp" => false,
+            _ => std::env::var_os(activerma_transport::smp::ENV_RANK).is_none() && activerma_transport::started_by_mpi_launcher(),
+        };
+    let conduit: Arc<dyn Conduit> = if use_mpi && !one_rank_mpi_job(comm)? {
+        mpi_conduit(heap_size, table_bytes, comm)?
     } else {
         match SmpConduit::from_env()? {
             Some(c) => Arc::new(c),
@@ -101,13 +120,26 @@ pub fn init() -> Result<World> {
     Ok(world)
 }
 
+/// A job over an MPI communicator of one rank that the program initialized itself: it runs
+/// on the smp conduit alone (it has no one to talk to, and Open MPI 4.1's osc/ucx refuses to
+/// make a window over a single process).
 #[cfg(feature = "mpi")]
-fn mpi_conduit(heap_size: usize, table_bytes: usize) -> Result<Arc<dyn Conduit>> {
-    Ok(Arc::new(activerma_transport::mpi::MpiConduit::init(heap_size, table_bytes)?))
+fn one_rank_mpi_job(comm: Option<JobComm>) -> Result<bool> {
+    Ok(activerma_transport::mpi::initialized_comm_size(comm)? == Some(1))
 }
 
 #[cfg(not(feature = "mpi"))]
-fn mpi_conduit(_heap_size: usize, _table_bytes: usize) -> Result<Arc<dyn Conduit>> {
+fn one_rank_mpi_job(_comm: Option<JobComm>) -> Result<bool> {
+    Ok(false)
+}
+
+#[cfg(feature = "mpi")]
+fn mpi_conduit(heap_size: usize, table_bytes: usize, comm: Option<JobComm>) -> Result<Arc<dyn Conduit>> {
+    Ok(Arc::new(activerma_transport::mpi::MpiConduit::init(heap_size, table_bytes, comm)?))
+}
+
+#[cfg(not(feature = "mpi"))]
+fn mpi_conduit(_heap_size: usize, _table_bytes: usize, _comm: Option<JobComm>) -> Result<Arc<dyn Conduit>> {
     Err(Error::Unsupported(format!(
         "this program was started by an MPI launcher (or {}=mpi) but built without the mpi conduit: build it with `scripts/build-mpi.sh openmpi|mpich` (cargo feature \"mpi\"), or start it with `activerma run`",
         settings::CONDUIT

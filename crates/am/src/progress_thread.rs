@@ -51,6 +51,7 @@ impl ProgressThread {
         if mode == ProgressMode::App {
             return Ok(None);
         }
+        am.conduit().threads_may_call()?;
         let interval_ns = settings::get_u64(settings::WAKE_INTERVAL_US)?.max(1) * 1000;
         let stop = Arc::new(AtomicBool::new(false));
         let (s, a) = (stop.clone(), am.clone());

@@ -6,10 +6,21 @@
  * NULL buffer with a non-zero size, ...) prints what is wrong and ends the job with a non-zero
  * status, as ARMCI_Error does.
  *
- * This header does not include <mpi.h>: the default (smp) build has no MPI.
+ * Two builds share this header. The default (smp) build has no MPI and does not include
+ * <mpi.h>. The MPI builds (scripts/install.sh --mpi openmpi|mpich) install it with
+ * ARMCI_ACTIVERMA_MPI set to 1: they include <mpi.h>, declare the calls that take an MPI
+ * communicator, and every ARMCI_Group carries one; programs there call MPI_Init themselves
+ * (any thread level) and start under the MPI's own mpirun.
  */
 #ifndef ACTIVERMA_ARMCI_H
 #define ACTIVERMA_ARMCI_H
+
+/* 1 in the MPI builds (scripts/install.sh --mpi rewrites this line), 0 in the smp build. */
+#define ARMCI_ACTIVERMA_MPI 0
+
+#if ARMCI_ACTIVERMA_MPI
+#include <mpi.h>
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -33,6 +44,14 @@ typedef long armci_size_t;
 /* Start-up and shut-down. */
 int ARMCI_Init(void);
 int ARMCI_Init_args(int *argc, char ***argv);
+/* The thread level is the one MPI was initialized with (the smp build: any). */
+int ARMCI_Init_thread(int armci_requested);
+#if ARMCI_ACTIVERMA_MPI
+/* ARMCI over `comm`, which must hold every rank of MPI_COMM_WORLD in the same order (a
+ * communicator over part of the job ends the job with a message saying so). */
+int ARMCI_Init_mpi_comm(MPI_Comm comm);
+int ARMCI_Init_thread_comm(int armci_requested, MPI_Comm comm);
+#endif
 int ARMCI_Initialized(void);
 int ARMCI_Finalize(void);
 void ARMCI_Cleanup(void);
@@ -45,6 +64,11 @@ int ARMCI_Malloc(void **base_ptrs, armci_size_t size);
 int ARMCI_Free(void *ptr);
 void *ARMCI_Malloc_local(armci_size_t size);
 int ARMCI_Free_local(void *ptr);
+/* ARMCI-MPI's memory-device variants: one kind of memory here, so the device is ignored. */
+int ARMCI_Malloc_memdev(void **base_ptrs, armci_size_t size, const char *device);
+int ARMCI_Free_memdev(void *ptr);
+/* Accepted and ignored: the room for allocations is ACTIVERMA_SEGMENT_SIZE, set at job start. */
+void ARMCI_Set_shm_limit(unsigned long shmemlimit);
 
 /* Completion and synchronisation. */
 void ARMCI_Barrier(void);
@@ -71,6 +95,12 @@ int ARMCI_AccS(int datatype, void *scale, void *src_ptr, int src_stride_ar[], vo
                int count[], int stride_levels, int proc);
 /* The data first, then *flag = value on proc once the data is visible there. */
 int ARMCI_Put_flag(void *src, void *dst, int size, int *flag, int value, int proc);
+int ARMCI_PutS_flag(void *src_ptr, int src_stride_ar[], void *dst_ptr, int dst_stride_ar[], int count[],
+                    int stride_levels, int *flag, int value, int proc);
+/* Local packing of a strided block at ptr (stride_arr and count as above) from / into the
+ * contiguous buf. */
+void armci_write_strided(void *ptr, int stride_levels, int stride_arr[], int count[], char *buf);
+void armci_read_strided(void *ptr, int stride_levels, int stride_arr[], int count[], char *buf);
 
 /* A handle of a non-blocking call. Programs allocate it (and set it up with ARMCI_INIT_HANDLE). */
 typedef struct armci_hdl_s {
@@ -138,11 +168,16 @@ void ARMCI_Unlock(int mutex, int proc);
 enum ARMCI_Rmw_e { ARMCI_FETCH_AND_ADD, ARMCI_FETCH_AND_ADD_LONG, ARMCI_SWAP, ARMCI_SWAP_LONG };
 int ARMCI_Rmw(int op, void *ploc, void *prem, int value, int proc);
 
-/* Groups. The MPI build will keep its communicator in `comm_slot`; this (smp) build leaves it
- * unused, so that the struct has the same size and field names in both builds. Programs read
- * rank and size (or better, call ARMCI_Group_rank / _size). */
+/* Groups. The MPI builds keep a communicator over the group's members in `comm` (ARMCI-MPI's
+ * field names; Global Arrays runs its own collectives on it); the smp build has two unused
+ * pointers there. Programs read rank and size (or better, call ARMCI_Group_rank / _size). */
 typedef struct {
-    void *comm_slot[2]; /* reserved for the MPI build's communicators */
+#if ARMCI_ACTIVERMA_MPI
+    MPI_Comm comm;
+    MPI_Comm noncoll_pgroup_comm; /* the same communicator as comm */
+#else
+    void *comm_slot[2];
+#endif
     int *grp_to_abs;    /* group rank -> rank in the job */
     int *abs_to_grp;    /* rank in the job -> group rank, -1 if not a member */
     int rank;           /* this rank's group rank, -1 if not a member */
@@ -160,6 +195,11 @@ void ARMCI_Group_get_world(ARMCI_Group *group_out);
 int ARMCI_Absolute_id(ARMCI_Group *group, int group_rank);
 int ARMCI_Malloc_group(void **ptr_arr, armci_size_t bytes, ARMCI_Group *group);
 int ARMCI_Free_group(void *ptr, ARMCI_Group *group);
+int ARMCI_Malloc_group_memdev(void **ptr_arr, armci_size_t bytes, ARMCI_Group *group, const char *device);
+#if ARMCI_ACTIVERMA_MPI
+/* The group's communicator (as group->comm). */
+MPI_Comm armci_group_comm(ARMCI_Group *group);
+#endif
 
 #include <message.h>
 

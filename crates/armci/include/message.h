@@ -27,6 +27,21 @@ void armci_msg_group_barrier(ARMCI_Group *group);
 void armci_msg_bcast(void *buffer, int len, int root);
 void armci_msg_brdcst(void *buffer, int len, int root);
 void armci_msg_bcast_scope(int scope, void *buffer, int len, int root);
+/* root is a rank of the group. */
+void armci_msg_group_bcast_scope(int scope, void *buf, int len, int root, ARMCI_Group *group);
+
+/* Tagged point-to-point messages. armci_msg_rcv takes the oldest message with `tag` from
+ * `from` (at most buflen bytes: a longer one is an error) and stores its length in *msglen
+ * (if not NULL); armci_msg_rcvany takes one from any rank and returns that rank. */
+void armci_msg_snd(int tag, void *buffer, int len, int to);
+void armci_msg_rcv(int tag, void *buffer, int buflen, int *msglen, int from);
+int armci_msg_rcvany(int tag, void *buffer, int buflen, int *msglen);
+/* The binary tree over the job: Root 0, Up the parent, Left / Right the children (-1: none). */
+void armci_msg_bintree(int scope, int *Root, int *Up, int *Left, int *Right);
+/* Selection: among the ranks with `contribute` set, the one whose buffer x (n bytes) starts
+ * with the smallest ("min") or largest ("max") value of `type`; every rank receives that
+ * rank's n bytes in x (the lowest rank wins a tie). */
+void armci_msg_sel_scope(int scope, void *x, int n, char *op, int type, int contribute);
 
 /* Element-wise reductions over all ranks, the result in x on every rank. op is one of "+",
  * "*", "max", "min", "absmax", "absmin" (the abs ones return absolute values). */
@@ -41,6 +56,7 @@ void armci_msg_group_lgop(long *x, int n, char *op, ARMCI_Group *group);
 void armci_msg_group_llgop(long long *x, int n, char *op, ARMCI_Group *group);
 void armci_msg_group_fgop(float *x, int n, char *op, ARMCI_Group *group);
 void armci_msg_group_dgop(double *x, int n, char *op, ARMCI_Group *group);
+void armci_msg_group_gop_scope(int scope, void *x, int n, char *op, int type, ARMCI_Group *group);
 
 #ifdef __cplusplus
 }

@@ -82,8 +82,7 @@ pub unsafe extern "C" fn ARMCI_Copy(src: *mut c_void, dst: *mut c_void, size: c_
     })
 }
 
-/// The data, then `*flag = value` on proc. The data put is blocking (complete at the target),
-/// so a rank that sees the flag sees the data.
+/// The data, then `*flag = value` on proc (`put_flag`).
 #[no_mangle]
 pub unsafe extern "C" fn ARMCI_Put_flag(
     src: *mut c_void,
@@ -95,10 +94,16 @@ pub unsafe extern "C" fn ARMCI_Put_flag(
 ) -> c_int {
     entry("ARMCI_Put_flag", || {
         put(src, dst, size, proc)?;
-        let w = world()?;
-        let p = proc_arg(w, proc, "proc")?;
-        w.flush(p).map_err(rt)?;
-        put_bytes(w, (&value as *const c_int).cast(), flag as usize, 4, p, "flag")
+        put_flag(flag, value, proc)
     });
     0
+}
+
+/// After a put of data to `proc`: completes it there, then stores `value` into the int `flag`
+/// at `proc`, so a rank that sees the flag sees the data (the `_flag` calls).
+pub(crate) unsafe fn put_flag(flag: *mut c_int, value: c_int, proc: c_int) -> R {
+    let w = world()?;
+    let p = proc_arg(w, proc, "proc")?;
+    w.flush(p).map_err(rt)?;
+    put_bytes(w, (&value as *const c_int).cast(), flag as usize, 4, p, "flag")
 }

@@ -1,18 +1,30 @@
-//! Process groups. This first step supports groups of every rank of the job (the world group,
-//! or the world in another order): ranks translate through grp_to_abs / abs_to_grp and
-//! Malloc_group is the world's collective allocation. A proper subset needs collectives over
-//! part of the job, which activerma does not offer yet: ARMCI_Group_create(_child) of one ends
-//! the job with a "not supported yet" message rather than misbehave.
+//! Process groups: any subset of the job, in any order. A group is its member list (group rank
+//! -> job rank, `grp_to_abs`, and back, `abs_to_grp`, -1 for ranks outside it); calls over a
+//! group that is the whole job use the job's own collectives, calls over part of it the
+//! members-only collectives of point_to_point.rs and the allocations of group_memory.rs. The
+//! MPI build also gives every group a communicator over its members (mpi_comm.rs).
+//!
+//! ```text
+//! Group_create(n, list) (collective over the default group): members = default[list[i]]
+//! Group_create_child(n, list, out, parent) (collective over parent): members = parent[list[i]]
+//!     a rank outside the new group gets it too, with rank -1 (and MPI_COMM_NULL)
+//! Malloc_group / Free_group / armci_msg_group_*: collective over the members only
+//! ```
 
 use crate::errors::{entry, R};
-use crate::memory::{free_all, malloc_all};
 use crate::state::{lock, world};
 use std::ffi::{c_int, c_void};
 use std::sync::Mutex;
 
-/// ARMCI_Group, as the header lays it out.
+/// ARMCI_Group, as the header lays it out: the MPI build's communicators first (ARMCI-MPI's
+/// field names), or two unused pointers where the smp build has none.
 #[repr(C)]
 pub struct ArmciGroup {
+    #[cfg(feature = "mpi")]
+    pub comm: mpi_sys::MPI_Comm,
+    #[cfg(feature = "mpi")]
+    pub noncoll_pgroup_comm: mpi_sys::MPI_Comm,
+    #[cfg(not(feature = "mpi"))]
     pub comm_slot: [*mut c_void; 2],
     pub grp_to_abs: *mut c_int,
     pub abs_to_grp: *mut c_int,
@@ -20,47 +32,93 @@ pub struct ArmciGroup {
     pub size: c_int,
 }
 
-/// The default group as group rank -> job rank (None: the world in rank order).
-static DEFAULT: Mutex<Option<Vec<c_int>>> = Mutex::new(None);
+/// A group's communicator: an MPI_Comm in the MPI build, nothing in the smp build.
+#[cfg(feature = "mpi")]
+pub(crate) type GroupComm = mpi_sys::MPI_Comm;
+#[cfg(not(feature = "mpi"))]
+pub(crate) type GroupComm = NoComm;
 
-/// Fills `out` with a group over `order` (group rank -> job rank, a permutation of the job).
-/// The arrays are malloc'ed copies that ARMCI_Group_free releases.
-unsafe fn fill(out: *mut ArmciGroup, order: &[c_int]) -> R {
+/// The smp build's stand-in for a communicator.
+#[cfg(not(feature = "mpi"))]
+#[derive(Clone, Copy)]
+pub(crate) struct NoComm;
+
+/// The default group, when set: its members and its communicator.
+struct Default {
+    members: Vec<c_int>,
+    comm: GroupComm,
+}
+// SAFETY: an MPI communicator handle is a plain value (see mpi_comm.rs's Comm).
+unsafe impl Send for Default {}
+
+static DEFAULT: Mutex<Option<Default>> = Mutex::new(None);
+
+/// Fills `out` with a group over `members` (group rank -> job rank). The arrays are malloc'ed
+/// copies that ARMCI_Group_free releases.
+unsafe fn fill(out: *mut ArmciGroup, members: &[c_int], comm: GroupComm) -> R {
     let out = out.as_mut().ok_or("the output group argument is NULL")?;
     let w = world()?;
-    let n = order.len();
-    let g2a = libc::malloc(n * 4) as *mut c_int;
-    let a2g = libc::malloc(n * 4) as *mut c_int;
+    let g2a = libc::malloc(members.len().max(1) * 4) as *mut c_int;
+    let a2g = libc::malloc(w.size() * 4) as *mut c_int;
     if g2a.is_null() || a2g.is_null() {
         return Err("out of memory for the group's rank tables".into());
     }
-    for (g, &a) in order.iter().enumerate() {
+    for a in 0..w.size() {
+        *a2g.add(a) = -1;
+    }
+    for (g, &a) in members.iter().enumerate() {
         *g2a.add(g) = a;
         *a2g.add(a as usize) = g as c_int;
     }
-    *out =
-        ArmciGroup { comm_slot: [std::ptr::null_mut(); 2], grp_to_abs: g2a, abs_to_grp: a2g, rank: *a2g.add(w.rank()), size: n as c_int };
+    *out = ArmciGroup {
+        #[cfg(feature = "mpi")]
+        comm,
+        #[cfg(feature = "mpi")]
+        noncoll_pgroup_comm: comm,
+        #[cfg(not(feature = "mpi"))]
+        comm_slot: {
+            let NoComm = comm;
+            [std::ptr::null_mut(); 2]
+        },
+        grp_to_abs: g2a,
+        abs_to_grp: a2g,
+        rank: *a2g.add(w.rank()),
+        size: members.len() as c_int,
+    };
     Ok(())
 }
 
-/// Checks that `group` is a group this build supports: a permutation of the whole job.
+/// A group argument that was made by this library (and not freed).
 pub(crate) unsafe fn check_group(group: *const ArmciGroup) -> R<&'static ArmciGroup> {
     let w = world()?;
     let g = group.as_ref().ok_or("argument group is NULL")?;
-    if g.size as usize != w.size() || g.grp_to_abs.is_null() {
-        return Err(format!(
-            "argument group has {} of the job's {} ranks: groups that are a subset of the job are not supported yet",
-            g.size,
-            w.size()
-        ));
+    if g.grp_to_abs.is_null() || g.abs_to_grp.is_null() || g.size < 1 || g.size as usize > w.size() {
+        return Err("argument group is not a live group (never created, or freed)".into());
     }
     Ok(&*group)
 }
 
-/// The job ranks the group's members are, from a list of `parent` group ranks.
+/// A group argument this rank is a member of (for the calls collective over the members).
+pub(crate) unsafe fn member_of(group: *const ArmciGroup) -> R<&'static ArmciGroup> {
+    let g = check_group(group)?;
+    if g.rank < 0 {
+        return Err(format!("this rank ({}) is not a member of the group", world()?.rank()));
+    }
+    Ok(g)
+}
+
+/// The job ranks of a group's members, in group order.
+pub(crate) unsafe fn members_of(g: &ArmciGroup) -> Vec<usize> {
+    (0..g.size as usize).map(|i| *g.grp_to_abs.add(i) as usize).collect()
+}
+
+/// The job ranks of the new group's members, from a list of `parent` group ranks.
 unsafe fn members(grp_size: c_int, pid_list: *const c_int, parent: &[c_int]) -> R<Vec<c_int>> {
     let n = usize::try_from(grp_size).map_err(|_| format!("argument grp_size = {grp_size} is negative"))?;
-    if n > 0 && pid_list.is_null() {
+    if n == 0 || n > parent.len() {
+        return Err(format!("argument grp_size = {n} must be between 1 and the parent group's {} ranks", parent.len()));
+    }
+    if pid_list.is_null() {
         return Err(format!("argument pid_list is NULL but grp_size = {n}"));
     }
     let mut seen = vec![false; parent.len()];
@@ -76,38 +134,47 @@ unsafe fn members(grp_size: c_int, pid_list: *const c_int, parent: &[c_int]) -> 
             _ => return Err(format!("pid_list[{i}] = {p} is not a rank of the parent group (0 to {})", parent.len() - 1)),
         }
     }
-    if n != parent.len() {
-        return Err(format!(
-            "a group of {n} of the parent's {} ranks: groups that are a subset of the job are not supported yet (only the whole job, in any order)",
-            parent.len()
-        ));
-    }
     Ok(out)
 }
 
-fn world_order() -> R<Vec<c_int>> {
+fn world_members() -> R<Vec<c_int>> {
     Ok((0..world()?.size() as c_int).collect())
 }
 
-/// The default group's order (group rank -> job rank).
-pub(crate) fn default_order() -> R<Vec<c_int>> {
-    match lock(&DEFAULT).clone() {
-        Some(o) => Ok(o),
-        None => world_order(),
+/// The default group's members (group rank -> job rank).
+pub(crate) fn default_members() -> R<Vec<c_int>> {
+    match &*lock(&DEFAULT) {
+        Some(d) => Ok(d.members.clone()),
+        None => world_members(),
     }
 }
 
-unsafe fn order_of(g: &ArmciGroup) -> Vec<c_int> {
-    (0..g.size as usize).map(|i| *g.grp_to_abs.add(i)).collect()
+/// Whether `members` is the whole job (in any order): then the job's collectives serve it.
+pub(crate) fn is_whole_job(members: &[c_int]) -> R<bool> {
+    Ok(members.len() == world()?.size())
+}
+
+/// Makes the new group over `members`, collective over `parent` (its members, and in the MPI
+/// build its communicator).
+unsafe fn create(out: *mut ArmciGroup, members: &[c_int], parent: &[c_int], parent_comm: GroupComm) -> R {
+    let me = world()?.rank() as c_int;
+    if !parent.contains(&me) {
+        return Err(format!("this rank ({me}) is not a member of the parent group, over which the call is collective"));
+    }
+    #[cfg(feature = "mpi")]
+    let comm = crate::mpi_comm::group_comm(parent_comm, members, me)?;
+    #[cfg(not(feature = "mpi"))]
+    let comm: GroupComm = parent_comm;
+    fill(out, members, comm)
 }
 
 /// Collective over the default group.
 #[no_mangle]
 pub unsafe extern "C" fn ARMCI_Group_create(grp_size: c_int, pid_list: *mut c_int, group_out: *mut ArmciGroup) {
     entry("ARMCI_Group_create", || {
-        let order = members(grp_size, pid_list, &default_order()?)?;
-        world()?.barrier().map_err(crate::state::rt)?;
-        fill(group_out, &order)
+        let parent = default_members()?;
+        let members = members(grp_size, pid_list, &parent)?;
+        create(group_out, &members, &parent, default_comm())
     })
 }
 
@@ -120,16 +187,21 @@ pub unsafe extern "C" fn ARMCI_Group_create_child(
     group_parent: *mut ArmciGroup,
 ) {
     entry("ARMCI_Group_create_child", || {
-        let parent = order_of(check_group(group_parent)?);
-        let order = members(grp_size, pid_list, &parent)?;
-        world()?.barrier().map_err(crate::state::rt)?;
-        fill(group_out, &order)
+        let p = check_group(group_parent)?;
+        let parent: Vec<c_int> = members_of(p).into_iter().map(|m| m as c_int).collect();
+        let members = members(grp_size, pid_list, &parent)?;
+        create(group_out, &members, &parent, comm_of(p))
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn ARMCI_Group_free(group: *mut ArmciGroup) {
     if let Some(g) = group.as_mut() {
+        #[cfg(feature = "mpi")]
+        {
+            crate::mpi_comm::free_group_comm(&mut g.comm);
+            g.noncoll_pgroup_comm = g.comm;
+        }
         libc::free(g.grp_to_abs.cast());
         libc::free(g.abs_to_grp.cast());
         g.grp_to_abs = std::ptr::null_mut();
@@ -139,10 +211,11 @@ pub unsafe extern "C" fn ARMCI_Group_free(group: *mut ArmciGroup) {
     }
 }
 
+/// This rank's group rank, -1 if it is not a member.
 #[no_mangle]
 pub unsafe extern "C" fn ARMCI_Group_rank(group: *mut ArmciGroup, rank: *mut c_int) -> c_int {
     entry("ARMCI_Group_rank", || {
-        let g = group.as_ref().ok_or("argument group is NULL")?;
+        let g = check_group(group)?;
         *rank.as_mut().ok_or("argument rank is NULL")? = g.rank;
         Ok(())
     });
@@ -152,30 +225,55 @@ pub unsafe extern "C" fn ARMCI_Group_rank(group: *mut ArmciGroup, rank: *mut c_i
 #[no_mangle]
 pub unsafe extern "C" fn ARMCI_Group_size(group: *mut ArmciGroup, size: *mut c_int) {
     entry("ARMCI_Group_size", || {
-        let g = group.as_ref().ok_or("argument group is NULL")?;
+        let g = check_group(group)?;
         *size.as_mut().ok_or("argument size is NULL")? = g.size;
         Ok(())
     })
 }
 
-/// Later ARMCI_Malloc calls index their pointer arrays by this group's ranks.
+/// Later ARMCI_Malloc / ARMCI_Group_create calls are over this group (indexed by its ranks).
 #[no_mangle]
 pub unsafe extern "C" fn ARMCI_Group_set_default(group: *mut ArmciGroup) {
     entry("ARMCI_Group_set_default", || {
-        let order = order_of(check_group(group)?);
-        *lock(&DEFAULT) = Some(order);
+        let g = member_of(group)?;
+        let members = members_of(g).into_iter().map(|m| m as c_int).collect();
+        *lock(&DEFAULT) = Some(Default { members, comm: comm_of(g) });
         Ok(())
     })
 }
 
+/// The default group's communicator (the job's unless ARMCI_Group_set_default).
+fn default_comm() -> GroupComm {
+    lock(&DEFAULT).as_ref().map_or_else(world_comm, |d| d.comm)
+}
+
+fn world_comm() -> GroupComm {
+    #[cfg(feature = "mpi")]
+    return crate::mpi_comm::world_comm();
+    #[cfg(not(feature = "mpi"))]
+    NoComm
+}
+
+fn comm_of(g: &ArmciGroup) -> GroupComm {
+    #[cfg(feature = "mpi")]
+    return g.comm;
+    #[cfg(not(feature = "mpi"))]
+    {
+        let _ = g;
+        NoComm
+    }
+}
+
+/// A copy of the default group; its communicator stays the default's (Group_free on the copy
+/// leaves it alone unless the copy is the group that made it).
 #[no_mangle]
 pub unsafe extern "C" fn ARMCI_Group_get_default(group_out: *mut ArmciGroup) {
-    entry("ARMCI_Group_get_default", || fill(group_out, &default_order()?))
+    entry("ARMCI_Group_get_default", || fill(group_out, &default_members()?, default_comm()))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn ARMCI_Group_get_world(group_out: *mut ArmciGroup) {
-    entry("ARMCI_Group_get_world", || fill(group_out, &world_order()?))
+    entry("ARMCI_Group_get_world", || fill(group_out, &world_members()?, world_comm()))
 }
 
 /// The job rank of `group_rank` in `group`.
@@ -190,35 +288,57 @@ pub unsafe extern "C" fn ARMCI_Absolute_id(group: *mut ArmciGroup, group_rank: c
     })
 }
 
-/// Collective over `group`: ptr_arr[g] receives group rank g's address of the block.
+/// Collective over `group`'s members: ptr_arr[g] receives group rank g's address of the block.
 #[no_mangle]
 pub unsafe extern "C" fn ARMCI_Malloc_group(ptr_arr: *mut *mut c_void, bytes: libc::c_long, group: *mut ArmciGroup) -> c_int {
     entry("ARMCI_Malloc_group", || {
-        let order = order_of(check_group(group)?);
-        malloc_into(ptr_arr, bytes, &order)
+        let g = member_of(group)?;
+        let members: Vec<c_int> = members_of(g).into_iter().map(|m| m as c_int).collect();
+        malloc_into(ptr_arr, bytes, &members)
     });
     0
 }
 
+/// Collective over `group`'s members.
 #[no_mangle]
 pub unsafe extern "C" fn ARMCI_Free_group(ptr: *mut c_void, group: *mut ArmciGroup) -> c_int {
     entry("ARMCI_Free_group", || {
-        check_group(group)?;
-        free_all(ptr)
+        let g = member_of(group)?;
+        let members: Vec<c_int> = members_of(g).into_iter().map(|m| m as c_int).collect();
+        free_over(ptr, &members)
     });
     0
 }
 
-/// The collective allocation, its bases stored in group-rank order.
-pub(crate) unsafe fn malloc_into(ptr_arr: *mut *mut c_void, bytes: libc::c_long, order: &[c_int]) -> R {
+/// The collective allocation over `members` (the whole job: a segment; part of it: exposed
+/// private memory), its bases stored in group-rank order.
+pub(crate) unsafe fn malloc_into(ptr_arr: *mut *mut c_void, bytes: libc::c_long, members: &[c_int]) -> R {
     if ptr_arr.is_null() {
         return Err("argument ptr_arr is NULL (it must have room for one pointer per rank)".into());
     }
-    let bases = malloc_all(bytes)?;
-    for (g, &a) in order.iter().enumerate() {
+    let bases = if is_whole_job(members)? { crate::memory::malloc_all(bytes)? } else { crate::group_memory::malloc(members, bytes)? };
+    for (g, &a) in members.iter().enumerate() {
         *ptr_arr.add(g) = bases[a as usize] as *mut c_void;
     }
     Ok(())
+}
+
+/// ARMCI_Free: collective over the members of the allocation `ptr` belongs to (a rank that
+/// got no bytes passes NULL: the default group's then).
+pub(crate) fn free_matching(ptr: *mut c_void) -> R {
+    match crate::group_memory::members_of_block(ptr)? {
+        Some(members) => crate::group_memory::free(&members, ptr),
+        None => free_over(ptr, &default_members()?),
+    }
+}
+
+/// The collective free over `members`.
+pub(crate) fn free_over(ptr: *mut c_void, members: &[c_int]) -> R {
+    if is_whole_job(members)? {
+        crate::memory::free_all(ptr)
+    } else {
+        crate::group_memory::free(members, ptr)
+    }
 }
 
 #[no_mangle]

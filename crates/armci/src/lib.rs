@@ -13,10 +13,14 @@ mod accumulate;
 mod atomics;
 mod contiguous;
 mod errors;
+mod group_memory;
 mod groups;
 mod memory;
 mod message;
+#[cfg(feature = "mpi")]
+mod mpi_comm;
 mod mutexes;
+mod point_to_point;
 mod state;
 mod strided;
 mod sync;
@@ -32,7 +36,10 @@ pub use errors::*;
 pub use groups::*;
 pub use memory::*;
 pub use message::*;
+#[cfg(feature = "mpi")]
+pub use mpi_comm::*;
 pub use mutexes::*;
+pub use point_to_point::*;
 pub use state::*;
 pub use strided::*;
 pub use sync::*;

@@ -23,7 +23,7 @@ pub(crate) fn malloc_all(bytes: libc::c_long) -> R<Vec<usize>> {
     let mut reg = registry_mut();
     let seq = reg.next_seq;
     reg.next_seq += 1;
-    reg.allocs.push(Alloc { seq, seg, bases: bases.clone(), sizes });
+    reg.allocs.push(Alloc { seq, seg, bases: bases.clone(), sizes, group: None });
     Ok(bases)
 }
 
@@ -38,7 +38,7 @@ pub(crate) fn free_all(ptr: *mut c_void) -> R {
         registry()
             .allocs
             .iter()
-            .find(|a| a.sizes[me] > 0 && a.bases[me] == ptr as usize)
+            .find(|a| a.group.is_none() && a.sizes[me] > 0 && a.bases[me] == ptr as usize)
             .map(|a| a.seq)
             .ok_or_else(|| format!("argument ptr = {ptr:p} is not the base of an ARMCI_Malloc allocation of this rank"))?
     };
@@ -52,7 +52,7 @@ pub(crate) fn free_all(ptr: *mut c_void) -> R {
             s
         }
         // Every rank passed NULL: the oldest allocation in which every rank got 0 bytes.
-        None => match registry().allocs.iter().find(|a| a.seg.is_none()) {
+        None => match registry().allocs.iter().find(|a| a.seg.is_none() && a.group.is_none()) {
             Some(a) => a.seq,
             None => return Ok(()),
         },
@@ -81,7 +81,7 @@ pub(crate) fn free_all(ptr: *mut c_void) -> R {
 pub unsafe extern "C" fn ARMCI_Malloc(base_ptrs: *mut *mut c_void, size: libc::c_long) -> c_int {
     entry("ARMCI_Malloc", || {
         // Indexed by the default group's ranks (the job's, unless ARMCI_Group_set_default).
-        crate::groups::malloc_into(base_ptrs, size, &crate::groups::default_order()?)
+        crate::groups::malloc_into(base_ptrs, size, &crate::groups::default_members()?)
     });
     0
 }
@@ -89,7 +89,7 @@ pub unsafe extern "C" fn ARMCI_Malloc(base_ptrs: *mut *mut c_void, size: libc::c
 /// Collective: frees the block this rank's base `ptr` belongs to.
 #[no_mangle]
 pub unsafe extern "C" fn ARMCI_Free(ptr: *mut c_void) -> c_int {
-    entry("ARMCI_Free", || free_all(ptr));
+    entry("ARMCI_Free", || crate::groups::free_matching(ptr));
     0
 }
 
@@ -112,3 +112,30 @@ pub unsafe extern "C" fn ARMCI_Free_local(ptr: *mut c_void) -> c_int {
     libc::free(ptr);
     0
 }
+
+/// ARMCI_Malloc on a named memory device (ARMCI-MPI's SICM extension): this runtime has one
+/// kind of memory, so every device name gets the ordinary allocation.
+#[no_mangle]
+pub unsafe extern "C" fn ARMCI_Malloc_memdev(base_ptrs: *mut *mut c_void, size: libc::c_long, _device: *const libc::c_char) -> c_int {
+    ARMCI_Malloc(base_ptrs, size)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ARMCI_Malloc_group_memdev(
+    base_ptrs: *mut *mut c_void,
+    size: libc::c_long,
+    group: *mut crate::groups::ArmciGroup,
+    _device: *const libc::c_char,
+) -> c_int {
+    crate::groups::ARMCI_Malloc_group(base_ptrs, size, group)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ARMCI_Free_memdev(ptr: *mut c_void) -> c_int {
+    ARMCI_Free(ptr)
+}
+
+/// Accepted and ignored: ARMCI allocations come from the job's segments, whose room is set by
+/// ACTIVERMA_SEGMENT_SIZE when the job starts, not by the program.
+#[no_mangle]
+pub extern "C" fn ARMCI_Set_shm_limit(_limit: libc::c_ulong) {}

@@ -3,7 +3,7 @@
 //! the bit-identical result, floating point included).
 
 use crate::errors::{entry, R};
-use crate::groups::{check_group, ArmciGroup};
+use crate::groups::{member_of, members_of, ArmciGroup};
 use crate::state::{nonneg, proc_arg, rt, world};
 use std::ffi::{c_char, c_double, c_float, c_int, c_long, c_longlong, c_void, CStr};
 use std::sync::OnceLock;
@@ -30,28 +30,65 @@ pub extern "C" fn armci_msg_barrier() {
     entry("armci_msg_barrier", || world()?.barrier().map_err(rt))
 }
 
+/// Who a collective runs over: the whole job, or a group's members (job ranks in group order).
+enum Over {
+    Job,
+    Members(Vec<usize>),
+}
+
+impl Over {
+    /// The group's members, or the job when the group is all of it.
+    unsafe fn group(group: *mut ArmciGroup) -> R<Over> {
+        let members = members_of(member_of(group)?);
+        Ok(if members.len() == world()?.size() { Over::Job } else { Over::Members(members) })
+    }
+
+    /// Every participant's `mine`, indexed by job rank for the job and by group rank for a
+    /// group.
+    fn allgather(&self, mine: &[u8]) -> R<Vec<Vec<u8>>> {
+        match self {
+            Over::Job => world()?.allgather(mine).map_err(rt),
+            Over::Members(m) => crate::point_to_point::group_allgather(m, mine),
+        }
+    }
+
+    /// The index `allgather` gives job rank `r`.
+    fn index_of(&self, r: usize) -> R<usize> {
+        match self {
+            Over::Job => Ok(r),
+            Over::Members(m) => m.iter().position(|&x| x == r).ok_or_else(|| format!("rank {r} is not a member of the group")),
+        }
+    }
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn armci_msg_group_barrier(group: *mut ArmciGroup) {
-    entry("armci_msg_group_barrier", || {
-        check_group(group)?;
-        world()?.barrier().map_err(rt)
+    entry("armci_msg_group_barrier", || match Over::group(group)? {
+        Over::Job => world()?.barrier().map_err(rt),
+        over => over.allgather(&[]).map(|_| ()),
     })
 }
 
-unsafe fn bcast(buf: *mut c_void, len: c_int, root: c_int) -> R {
+/// Broadcast from job rank `root` over `over`.
+unsafe fn bcast_over(over: &Over, buf: *mut c_void, len: c_int, root: usize) -> R {
     let w = world()?;
-    let r = proc_arg(w, root, "root")?;
     let n = nonneg(len.into(), "len")?;
     crate::state::local_arg(buf, n, "buffer")?;
-    let mine = if w.rank() == r && n > 0 { std::slice::from_raw_parts(buf as *const u8, n) } else { &[] };
-    let all = w.allgather(mine).map_err(rt)?;
-    if w.rank() != r {
-        if all[r].len() != n {
-            return Err(format!("root {r} broadcast {} bytes but this rank expects len = {n}", all[r].len()));
+    let mine = if w.rank() == root && n > 0 { std::slice::from_raw_parts(buf as *const u8, n) } else { &[] };
+    let all = over.allgather(mine)?;
+    let from = &all[over.index_of(root)?];
+    if w.rank() != root {
+        if from.len() != n {
+            return Err(format!("root {root} broadcast {} bytes but this rank expects len = {n}", from.len()));
         }
-        std::ptr::copy_nonoverlapping(all[r].as_ptr(), buf as *mut u8, n);
+        std::ptr::copy_nonoverlapping(from.as_ptr(), buf as *mut u8, n);
     }
     Ok(())
+}
+
+unsafe fn bcast(buf: *mut c_void, len: c_int, root: c_int) -> R {
+    let r = proc_arg(world()?, root, "root")?;
+    bcast_over(&Over::Job, buf, len, r)
 }
 
 #[no_mangle]
@@ -77,6 +114,11 @@ enum Op {
     Min,
     AbsMax,
     AbsMin,
+    /// Bitwise or ("or", "|"; integers only).
+    BitOr,
+    /// Logical and / or ("&&", "||"): 1 or 0.
+    And,
+    Or,
 }
 
 unsafe fn parse_op(op: *const c_char) -> R<Op> {
@@ -90,7 +132,15 @@ unsafe fn parse_op(op: *const c_char) -> R<Op> {
         b"min" => Op::Min,
         b"absmax" => Op::AbsMax,
         b"absmin" => Op::AbsMin,
-        o => return Err(format!("argument op = \"{}\" is not one of +, *, max, min, absmax, absmin", String::from_utf8_lossy(o))),
+        b"or" | b"|" => Op::BitOr,
+        b"&&" => Op::And,
+        b"||" => Op::Or,
+        o => {
+            return Err(format!(
+                "argument op = \"{}\" is not one of +, *, max, min, absmax, absmin, or, &&, ||",
+                String::from_utf8_lossy(o)
+            ))
+        }
     })
 }
 
@@ -102,6 +152,10 @@ trait Elem: Copy + PartialOrd {
     fn add(self, o: Self) -> Self;
     fn mul(self, o: Self) -> Self;
     fn abs(self) -> Self;
+    /// Bitwise or; None for floating-point types.
+    fn bit_or(self, o: Self) -> Option<Self>;
+    fn is_true(self) -> bool;
+    fn from_bool(b: bool) -> Self;
 }
 
 macro_rules! elem_int {
@@ -122,6 +176,15 @@ macro_rules! elem_int {
             }
             fn abs(self) -> Self {
                 self.wrapping_abs()
+            }
+            fn bit_or(self, o: Self) -> Option<Self> {
+                Some(self | o)
+            }
+            fn is_true(self) -> bool {
+                self != 0
+            }
+            fn from_bool(b: bool) -> Self {
+                b as $t
             }
         }
     };
@@ -145,6 +208,15 @@ macro_rules! elem_float {
             fn abs(self) -> Self {
                 self.abs()
             }
+            fn bit_or(self, _: Self) -> Option<Self> {
+                None
+            }
+            fn is_true(self) -> bool {
+                self != 0.0
+            }
+            fn from_bool(b: bool) -> Self {
+                b as u8 as $t
+            }
         }
     };
 }
@@ -155,26 +227,37 @@ elem_float!(c_double);
 
 /// Reduces x[0..n] over all ranks in place.
 unsafe fn gop<T: Elem>(x: *mut T, n: c_int, op: *const c_char) -> R {
-    let w = world()?;
+    gop_over(&Over::Job, x, n, op)
+}
+
+/// Reduces x[0..n] over `over` in place (contributions combined in rank order).
+unsafe fn gop_over<T: Elem>(over: &Over, x: *mut T, n: c_int, op: *const c_char) -> R {
     let n = nonneg(n.into(), "n")?;
     let op = parse_op(op)?;
     crate::state::local_arg(x as *const c_void, n, "x")?;
     let bytes = n * T::SIZE;
     let mine = if n > 0 { std::slice::from_raw_parts(x as *const u8, bytes) } else { &[] };
-    let all = w.allgather(mine).map_err(rt)?;
+    let all = over.allgather(mine)?;
     if let Some((r, b)) = all.iter().enumerate().find(|(_, b)| b.len() != bytes) {
         return Err(format!("rank {r} reduces {} elements but this rank n = {n}", b.len() / T::SIZE));
+    }
+    if matches!(op, Op::BitOr) && n > 0 && T::from_bytes(&all[0][..T::SIZE]).bit_or(T::from_bytes(&all[0][..T::SIZE])).is_none() {
+        return Err("argument op = \"or\" (bitwise) needs integer elements".into());
     }
     let out = std::slice::from_raw_parts_mut(x as *mut u8, bytes);
     for i in 0..n {
         let at = |r: usize| T::from_bytes(&all[r][i * T::SIZE..(i + 1) * T::SIZE]);
         let first = match op {
             Op::AbsMax | Op::AbsMin => at(0).abs(),
+            Op::And | Op::Or => T::from_bool(at(0).is_true()),
             _ => at(0),
         };
         let v = (1..all.len()).fold(first, |acc, r| {
             let y = at(r);
             match op {
+                Op::BitOr => acc.bit_or(y).unwrap_or(acc),
+                Op::And => T::from_bool(acc.is_true() && y.is_true()),
+                Op::Or => T::from_bool(acc.is_true() || y.is_true()),
                 Op::Sum => acc.add(y),
                 Op::Prod => acc.mul(y),
                 Op::Max => {
@@ -234,26 +317,28 @@ pub unsafe extern "C" fn armci_msg_dgop(x: *mut c_double, n: c_int, op: *mut c_c
     entry("armci_msg_dgop", || gop(x, n, op))
 }
 
-/// type is one of ARMCI_INT, ARMCI_LONG, ARMCI_LONG_LONG, ARMCI_FLOAT, ARMCI_DOUBLE.
+/// A reduction of elements of message.h's `type` (ARMCI_INT, ARMCI_LONG, ARMCI_LONG_LONG,
+/// ARMCI_FLOAT, ARMCI_DOUBLE).
+unsafe fn typed_gop(over: &Over, x: *mut c_void, n: c_int, op: *mut c_char, ty: c_int) -> R {
+    match ty {
+        0 => gop_over(over, x as *mut c_int, n, op),
+        1 | 2 => gop_over(over, x as *mut c_long, n, op),
+        3 => gop_over(over, x as *mut c_float, n, op),
+        4 => gop_over(over, x as *mut c_double, n, op),
+        _ => Err(format!("argument type = {ty} is not ARMCI_INT, ARMCI_LONG, ARMCI_LONG_LONG, ARMCI_FLOAT or ARMCI_DOUBLE")),
+    }
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn armci_msg_gop_scope(_scope: c_int, x: *mut c_void, n: c_int, op: *mut c_char, ty: c_int) {
-    entry("armci_msg_gop_scope", || match ty {
-        0 => gop(x as *mut c_int, n, op),
-        1 | 2 => gop(x as *mut c_long, n, op),
-        3 => gop(x as *mut c_float, n, op),
-        4 => gop(x as *mut c_double, n, op),
-        _ => Err(format!("argument type = {ty} is not ARMCI_INT, ARMCI_LONG, ARMCI_LONG_LONG, ARMCI_FLOAT or ARMCI_DOUBLE")),
-    })
+    entry("armci_msg_gop_scope", || typed_gop(&Over::Job, x, n, op, ty))
 }
 
 macro_rules! group_gop {
     ($name:ident, $t:ty, $as:ty) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name(x: *mut $t, n: c_int, op: *mut c_char, group: *mut ArmciGroup) {
-            entry(stringify!($name), || {
-                check_group(group)?;
-                gop(x as *mut $as, n, op)
-            })
+            entry(stringify!($name), || gop_over(&Over::group(group)?, x as *mut $as, n, op))
         }
     };
 }
@@ -262,3 +347,97 @@ group_gop!(armci_msg_group_lgop, c_long, c_long);
 group_gop!(armci_msg_group_llgop, c_longlong, c_long);
 group_gop!(armci_msg_group_fgop, c_float, c_float);
 group_gop!(armci_msg_group_dgop, c_double, c_double);
+
+/// Broadcast over `group` from its rank `root` (a group rank).
+#[no_mangle]
+pub unsafe extern "C" fn armci_msg_group_bcast_scope(_scope: c_int, buffer: *mut c_void, len: c_int, root: c_int, group: *mut ArmciGroup) {
+    entry("armci_msg_group_bcast_scope", || {
+        let g = member_of(group)?;
+        let r = match usize::try_from(root) {
+            Ok(r) if r < g.size as usize => *g.grp_to_abs.add(r) as usize,
+            _ => return Err(format!("argument root = {root} is not a rank of the group (0 to {})", g.size - 1)),
+        };
+        bcast_over(&Over::group(group)?, buffer, len, r)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn armci_msg_group_gop_scope(
+    _scope: c_int,
+    x: *mut c_void,
+    n: c_int,
+    op: *mut c_char,
+    ty: c_int,
+    group: *mut ArmciGroup,
+) {
+    entry("armci_msg_group_gop_scope", || typed_gop(&Over::group(group)?, x, n, op, ty))
+}
+
+/// The binary tree over the job that ARMCI's tree collectives use: rank r's parent is
+/// (r - 1) / 2, its children 2r + 1 and 2r + 2; -1 where there is none.
+#[no_mangle]
+pub unsafe extern "C" fn armci_msg_bintree(_scope: c_int, root: *mut c_int, up: *mut c_int, left: *mut c_int, right: *mut c_int) {
+    entry("armci_msg_bintree", || {
+        let w = world()?;
+        let (me, n) = (w.rank() as c_int, w.size() as c_int);
+        let child = |c: c_int| if c < n { c } else { -1 };
+        for (p, v, name) in [
+            (root, 0, "Root"),
+            (up, if me == 0 { -1 } else { (me - 1) / 2 }, "Up"),
+            (left, child(2 * me + 1), "Left"),
+            (right, child(2 * me + 2), "Right"),
+        ] {
+            *p.as_mut().ok_or(format!("argument {name} is NULL"))? = v;
+        }
+        Ok(())
+    })
+}
+
+/// Selection: among the ranks that `contribute`, the one whose buffer starts with the
+/// smallest ("min") or largest ("max") value of type `ty`; every rank gets that rank's `n`
+/// bytes in `x` (the lowest rank wins a tie; nothing changes if no rank contributes).
+#[no_mangle]
+pub unsafe extern "C" fn armci_msg_sel_scope(_scope: c_int, x: *mut c_void, n: c_int, op: *mut c_char, ty: c_int, contribute: c_int) {
+    entry("armci_msg_sel_scope", || {
+        let w = world()?;
+        let n = nonneg(n.into(), "n")?;
+        crate::state::local_arg(x, n, "x")?;
+        let want_max = match parse_op(op)? {
+            Op::Max => true,
+            Op::Min => false,
+            _ => return Err("argument op must be \"min\" or \"max\" for a selection".into()),
+        };
+        let width = match ty {
+            0 | 3 => 4,
+            1 | 2 | 4 => 8,
+            _ => return Err(format!("argument type = {ty} is not ARMCI_INT, ARMCI_LONG, ARMCI_LONG_LONG, ARMCI_FLOAT or ARMCI_DOUBLE")),
+        };
+        if n < width {
+            return Err(format!("argument n = {n} is smaller than the {width}-byte value the selection compares"));
+        }
+        let mine = if contribute != 0 { std::slice::from_raw_parts(x as *const u8, n) } else { &[] };
+        let all = w.allgather(mine).map_err(rt)?;
+        let value = |b: &[u8]| -> f64 {
+            match ty {
+                0 => c_int::from_bytes(&b[..4]) as f64,
+                3 => c_float::from_bytes(&b[..4]) as f64,
+                4 => c_double::from_bytes(&b[..8]),
+                _ => c_long::from_bytes(&b[..8]) as f64,
+            }
+        };
+        let mut best: Option<(usize, f64)> = None;
+        for (r, b) in all.iter().enumerate().filter(|(_, b)| !b.is_empty()) {
+            if b.len() != n {
+                return Err(format!("rank {r} selects over {} bytes but this rank n = {n}", b.len()));
+            }
+            let v = value(b);
+            if best.is_none_or(|(_, bv)| if want_max { v > bv } else { v < bv }) {
+                best = Some((r, v));
+            }
+        }
+        if let Some((r, _)) = best {
+            std::ptr::copy_nonoverlapping(all[r].as_ptr(), x as *mut u8, n);
+        }
+        Ok(())
+    })
+}

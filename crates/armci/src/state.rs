@@ -16,7 +16,8 @@ static INIT: Mutex<()> = Mutex::new(());
 /// One ticket lock per rank, used by the accumulate calls (accumulate.rs says why).
 pub(crate) static ACC_LOCKS: OnceLock<Segment> = OnceLock::new();
 
-/// One ARMCI_Malloc: the segment (None when every rank asked for 0 bytes) and every rank's
+/// One ARMCI_Malloc: the segment (None when every rank asked for 0 bytes, or over a group
+/// smaller than the job) and every rank's
 /// [base, base + size) so remote addresses can be checked without asking the target.
 pub(crate) struct Alloc {
     /// Collective sequence number: equal on every rank for the same ARMCI_Malloc, so a rank
@@ -25,6 +26,9 @@ pub(crate) struct Alloc {
     pub seg: Option<Segment>,
     pub bases: Vec<usize>,
     pub sizes: Vec<usize>,
+    /// An allocation over part of the job (group_memory.rs): its members and this rank's
+    /// block; None for the job's own (a segment, or nothing when every size was 0).
+    pub group: Option<crate::group_memory::GroupBlock>,
 }
 
 #[derive(Default)]
@@ -111,6 +115,30 @@ pub(crate) fn remote_arg(proc: usize, addr: usize, len: usize, arg: &str) -> R<R
 }
 
 fn init() -> R<()> {
+    #[cfg(feature = "mpi")]
+    return init_with(None);
+    #[cfg(not(feature = "mpi"))]
+    init_job_default()
+}
+
+/// ARMCI_Init over the job, then ARMCI's world communicator over `comm` (MPI_COMM_WORLD when
+/// None): see mpi_comm.rs.
+#[cfg(feature = "mpi")]
+pub(crate) fn init_with(comm: Option<mpi_sys::MPI_Comm>) -> R<()> {
+    init_job(|| match comm {
+        Some(c) => activerma::init_mpi_comm(c),
+        None => activerma::init(),
+    })?;
+    crate::mpi_comm::setup(world()?, comm)
+}
+
+#[cfg(not(feature = "mpi"))]
+fn init_job_default() -> R<()> {
+    init_job(activerma::init)
+}
+
+/// Joins the job through `join` (once: later calls return at once) and sets up ARMCI's state.
+fn init_job(join: impl FnOnce() -> activerma::Result<activerma::World>) -> R<()> {
     let _g = lock(&INIT);
     if WORLD.get().is_some() {
         // ARMCI allows nested initialisation; a second call is a no-op, but a finalized
@@ -121,8 +149,10 @@ fn init() -> R<()> {
             Ok(())
         };
     }
-    let w = activerma::init().map_err(rt)?;
-    // One 16-byte ticket lock per rank for accumulates (collective, so at init).
+    let w = join().map_err(rt)?;
+    crate::point_to_point::install(&w)?;
+    // One 16-byte ticket lock per rank for accumulates (collective, so at init: after it, every
+    // rank can receive armci_msg_snd's messages).
     let locks = w.alloc_segment(16).map_err(rt)?;
     let _ = ACC_LOCKS.set(locks);
     let _ = WORLD.set(w);
@@ -138,6 +168,13 @@ pub extern "C" fn ARMCI_Init() -> c_int {
 #[no_mangle]
 pub extern "C" fn ARMCI_Init_args(_argc: *mut c_int, _argv: *mut *mut *mut c_char) -> c_int {
     entry("ARMCI_Init_args", init);
+    0
+}
+
+/// ARMCI_Init; the thread level is the one MPI (or the smp conduit) provides.
+#[no_mangle]
+pub extern "C" fn ARMCI_Init_thread(_armci_requested: c_int) -> c_int {
+    entry("ARMCI_Init_thread", init);
     0
 }
 

@@ -168,3 +168,57 @@ pub unsafe extern "C" fn ARMCI_NbGetS(
     mark(hdl, proc);
     0
 }
+
+/// The strided data, then `*flag = value` on proc (`put_flag`).
+#[no_mangle]
+#[allow(clippy::too_many_arguments)] // ARMCI's signature
+pub unsafe extern "C" fn ARMCI_PutS_flag(
+    src: *mut c_void,
+    ss: *mut c_int,
+    dst: *mut c_void,
+    ds: *mut c_int,
+    count: *mut c_int,
+    levels: c_int,
+    flag: *mut c_int,
+    value: c_int,
+    proc: c_int,
+) -> c_int {
+    entry("ARMCI_PutS_flag", || {
+        puts(src, ss, dst, ds, count, levels, proc)?;
+        crate::contiguous::put_flag(flag, value, proc)
+    });
+    0
+}
+
+/// Local packing: the strided block at `ptr` (count[0] bytes per piece, stride_arr[k] bytes
+/// between pieces of dimension k+1) to or from the contiguous buffer `buf`.
+unsafe fn pack(ptr: *mut c_void, levels: c_int, stride: *mut c_int, count: *mut c_int, buf: *mut u8, into_buf: bool) -> R {
+    // The strided side is "src" of the pattern, the contiguous buffer its packed image.
+    let s = Strided::from_c(stride, stride, count, levels)?;
+    local_arg(ptr, s.src_extent()?, "ptr")?;
+    let mut at = 0usize;
+    let total = if s.is_empty() { 0 } else { s.piece * s.counts.iter().product::<usize>() };
+    local_arg(buf as *const c_void, total, "buf")?;
+    s.for_each(|o, _| {
+        let strided = (ptr as *mut u8).add(o);
+        if into_buf {
+            std::ptr::copy(strided, buf.add(at), s.piece);
+        } else {
+            std::ptr::copy(buf.add(at), strided, s.piece);
+        }
+        at += s.piece;
+        Ok(())
+    })
+}
+
+/// Copies the contiguous `buf` into the local strided block at `ptr`.
+#[no_mangle]
+pub unsafe extern "C" fn armci_write_strided(ptr: *mut c_void, levels: c_int, stride: *mut c_int, count: *mut c_int, buf: *mut u8) {
+    entry("armci_write_strided", || pack(ptr, levels, stride, count, buf, false))
+}
+
+/// Copies the local strided block at `ptr` into the contiguous `buf`.
+#[no_mangle]
+pub unsafe extern "C" fn armci_read_strided(ptr: *mut c_void, levels: c_int, stride: *mut c_int, count: *mut c_int, buf: *mut u8) {
+    entry("armci_read_strided", || pack(ptr, levels, stride, count, buf, true))
+}

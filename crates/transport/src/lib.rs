@@ -150,6 +150,12 @@ pub trait Conduit: Send + Sync {
     fn cpu_atomics_coherent(&self) -> bool {
         true
     }
+    /// Whether threads other than the caller's (progress threads) may use the conduit; an
+    /// error that says why not otherwise (an MPI the program initialized below
+    /// MPI_THREAD_SERIALIZED).
+    fn threads_may_call(&self) -> Result<()> {
+        Ok(())
+    }
     /// Orders: one-sided operations issued before are visible before any issued after.
     fn rma_fence(&self) -> Result<()> {
         self.rma_flush(None)

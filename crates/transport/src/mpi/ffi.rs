@@ -34,6 +34,22 @@ fn thread_level_name(l: c_int) -> &'static str {
     }
 }
 
+/// The size of `comm` (MPI_COMM_WORLD when None) if the program has initialized MPI; None if
+/// MPI is not initialized yet.
+pub fn initialized_comm_size(comm: Option<MPI_Comm>) -> Result<Option<usize>> {
+    // SAFETY: MPI_Initialized may be called at any time; the size query needs MPI up, checked.
+    unsafe {
+        let mut initialized: c_int = 0;
+        MPI_Initialized(&mut initialized);
+        if initialized == 0 {
+            return Ok(None);
+        }
+        let mut n: c_int = 0;
+        check("MPI_Comm_size", MPI_Comm_size(comm.unwrap_or(RSMPI_COMM_WORLD), &mut n))?;
+        Ok(Some(n as usize))
+    }
+}
+
 pub struct Mpi {
     pub comm: MPI_Comm,
     /// The dynamic window: memory outside the heap, attached on registration.
@@ -50,6 +66,12 @@ pub struct Mpi {
     sentinel: Option<usize>,
     /// Copies of implicit puts' sources (see `rma::put`), completed by `flush`.
     pub bounced: Bounced,
+    /// We called MPI_Init_thread, so we call MPI_Finalize; MPI the program initialized
+    /// itself is the program's to finalize (after its own last MPI call).
+    owns_mpi: bool,
+    /// The thread level the program initialized MPI with, when it is below
+    /// MPI_THREAD_SERIALIZED: then only the thread calling activerma may call MPI.
+    pub calling_thread_only: Option<&'static str>,
 }
 
 // SAFETY: MPI handles are plain values; every use is serialized by the conduit's lock and the
@@ -62,11 +84,18 @@ pub struct Request(pub MPI_Request);
 unsafe impl Send for Request {}
 
 impl Mpi {
-    pub fn init() -> Result<Mpi> {
+    /// Starts MPI unless the program did, and makes our communicator: a duplicate of
+    /// MPI_COMM_WORLD, or of `over` (the program's; MPI must then be initialized).
+    pub fn init(over: Option<MPI_Comm>) -> Result<Mpi> {
         // SAFETY: straightforward MPI initialization; out-parameters are ours.
         unsafe {
             let mut initialized: c_int = 0;
             MPI_Initialized(&mut initialized);
+            if over.is_some() && initialized == 0 {
+                return Err(Error::InvalidArgument(
+                    "a job over an MPI communicator needs MPI initialized first (MPI_Init before the communicator)".into(),
+                ));
+            }
             let mut provided: c_int = 0;
             if initialized == 0 {
                 check(
@@ -76,14 +105,20 @@ impl Mpi {
             } else {
                 check("MPI_Query_thread", MPI_Query_thread(&mut provided))?;
             }
-            if provided < RSMPI_THREAD_SERIALIZED {
+            let owns_mpi = initialized == 0;
+            // MPI we started must let our threads call it (the progress pump, progress
+            // threads). MPI the program started at a lower level (plain MPI_Init gives
+            // MPI_THREAD_SINGLE on Open MPI) is used from the calling thread only: no pump,
+            // and progress threads are refused (`Conduit::threads_may_call`).
+            if owns_mpi && provided < RSMPI_THREAD_SERIALIZED {
                 return Err(Error::Unsupported(format!(
                     "the MPI library provides only {}; activerma's mpi conduit needs MPI_THREAD_SERIALIZED or better (rebuild or reconfigure MPI with thread support)",
                     thread_level_name(provided)
                 )));
             }
+            let calling_thread_only = (provided < RSMPI_THREAD_SERIALIZED).then(|| thread_level_name(provided));
             let mut comm: MPI_Comm = std::mem::zeroed();
-            check("MPI_Comm_dup", MPI_Comm_dup(RSMPI_COMM_WORLD, &mut comm))?;
+            check("MPI_Comm_dup", MPI_Comm_dup(over.unwrap_or(RSMPI_COMM_WORLD), &mut comm))?;
             check("MPI_Comm_set_errhandler", MPI_Comm_set_errhandler(comm, RSMPI_ERRORS_RETURN))?;
             let (mut r, mut s) = (0, 0);
             MPI_Comm_rank(comm, &mut r);
@@ -100,6 +135,8 @@ impl Mpi {
                 attached: Vec::new(),
                 sentinel: None,
                 bounced: Bounced::default(),
+                owns_mpi,
+                calling_thread_only,
             };
             if Mpi::library_version().starts_with("Open MPI") {
                 mpi.attach_sentinel()?;
@@ -352,7 +389,10 @@ impl Mpi {
             check("MPI_Barrier", MPI_Barrier(self.comm))?;
             check("MPI_Win_free", MPI_Win_free(&mut self.win))?;
             check("MPI_Comm_free", MPI_Comm_free(&mut self.comm))?;
-            check("MPI_Finalize", MPI_Finalize())
+            if self.owns_mpi {
+                check("MPI_Finalize", MPI_Finalize())?;
+            }
+            Ok(())
         }
     }
 }

@@ -27,7 +27,10 @@ use crate::{AtomicOp, Conduit, FragHeader, PeerStatus, Window};
 use activerma_core::clock::Deadline;
 use activerma_core::page::page_size;
 use activerma_core::{settings, Error, Rank, Result};
+pub use ffi::initialized_comm_size;
 use ffi::Mpi;
+/// An MPI communicator handle of the program's (`MpiConduit::init`, `activerma::init_mpi_comm`).
+pub use mpi_sys::MPI_Comm as MpiComm;
 use rma::Target;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
@@ -41,6 +44,8 @@ pub struct MpiConduit {
     calls: Arc<std::sync::atomic::AtomicU64>,
     /// Drives MPI's progress engine in the background (see `progress_pump`).
     pump: Mutex<Option<(Arc<AtomicBool>, std::thread::JoinHandle<()>)>>,
+    /// The program's MPI thread level, if below MPI_THREAD_SERIALIZED (see `Mpi::init`).
+    calling_thread_only: Option<&'static str>,
     /// The heap window's memory (MPI owns it): page-aligned start here, and its length.
     heap_ptr: usize,
     heap_len: usize,
@@ -83,9 +88,10 @@ struct Shared {
 }
 
 impl MpiConduit {
-    /// Initializes MPI and the job: heap, table, window, active-message endpoints.
-    pub fn init(heap_size: usize, table_bytes: usize) -> Result<MpiConduit> {
-        let mut mpi = Mpi::init()?;
+    /// Initializes MPI and the job: heap, table, window, active-message endpoints. The job is
+    /// MPI_COMM_WORLD, or `over` (a communicator of a program that initialized MPI itself).
+    pub fn init(heap_size: usize, table_bytes: usize, over: Option<MpiComm>) -> Result<MpiConduit> {
+        let mut mpi = Mpi::init(over)?;
         let (rank, size) = (mpi.rank(), mpi.size());
         let ps = page_size();
         let share = settings::get_enum(settings::MPI_SHARED)? == "auto" && mpi.whole_job_on_one_host()?;
@@ -135,12 +141,15 @@ impl MpiConduit {
             None => None,
         };
         let am = am::Endpoints::new(&mut mpi, size)?;
+        let calling_thread_only = mpi.calling_thread_only;
         let mpi = Arc::new(Mutex::new(mpi));
         let calls = Arc::new(std::sync::atomic::AtomicU64::new(0));
         // On the shared heap every one-sided access is a CPU load/store or a CMA call: nothing
         // waits for MPI's progress engine, and a pump's wake-ups only cost (1 MiB puts ran
         // 1.4x slower with it).
-        let pump_us = if shared.is_some() { 0 } else { settings::get_u64(settings::MPI_ASYNC_PROGRESS_US)? };
+        // Nor is there one when only the calling thread may call MPI.
+        let pump_us =
+            if shared.is_some() || calling_thread_only.is_some() { 0 } else { settings::get_u64(settings::MPI_ASYNC_PROGRESS_US)? };
         let pump = progress_pump(mpi.clone(), calls.clone(), pump_us)?;
         Ok(MpiConduit {
             rank,
@@ -150,6 +159,7 @@ impl MpiConduit {
             mpi,
             calls,
             pump: Mutex::new(pump),
+            calling_thread_only,
             heap_ptr,
             heap_len: heap_size,
             table_ptr,
@@ -382,6 +392,14 @@ impl Conduit for MpiConduit {
 
     fn cpu_atomics_coherent(&self) -> bool {
         self.cpu_atomics_coherent
+    }
+    fn threads_may_call(&self) -> Result<()> {
+        match self.calling_thread_only {
+            None => Ok(()),
+            Some(level) => Err(Error::Unsupported(format!(
+                "the program initialized MPI with {level}, so only its own calls may enter MPI: no progress thread (use ACTIVERMA_PROGRESS=app, or initialize MPI with MPI_Init_thread(MPI_THREAD_MULTIPLE))"
+            ))),
+        }
     }
 
     fn rma_fence(&self) -> Result<()> {
