@@ -4,15 +4,17 @@
 # rustc-web when no cargo is on the PATH) and a font for the report's plots. With --mpi, also what the mpi conduit needs: Open
 # MPI and MPICH (libraries, headers, launchers) and libclang (the MPI bindings are generated
 # at build time). With --browser, also what checking the report page needs: Debian's headless
-# Chromium, its chromedriver and Selenium for Debian's /usr/bin/python3. The flags combine. Safe to run again.
+# Chromium, its chromedriver and Selenium for Debian's /usr/bin/python3. With --autotools, what
+# building Global Arrays from its source needs (tests/ga/run.sh). The flags combine. Safe to run again.
 set -euo pipefail
 
-mpi=0 browser=0
+mpi=0 browser=0 autotools=0
 for arg in "$@"; do
     case "$arg" in
         --mpi) mpi=1 ;;
         --browser) browser=1 ;;
-        *) echo "setup: unknown option $arg (known: --mpi, --browser)" >&2; exit 2 ;;
+        --autotools) autotools=1 ;;
+        *) echo "setup: unknown option $arg (known: --mpi, --browser, --autotools)" >&2; exit 2 ;;
     esac
 done
 
@@ -28,6 +30,12 @@ if [ $browser = 1 ]; then
     # Debian's interpreter, not whichever python3 is first on the PATH (it may not see
     # Debian's python3-* packages).
     { [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import selenium' >/dev/null 2>&1; } || need+=(python3 python3-selenium)
+fi
+if [ $autotools = 1 ]; then
+    command -v autoreconf >/dev/null 2>&1 || need+=(autoconf)
+    command -v automake >/dev/null 2>&1 || need+=(automake)
+    command -v libtoolize >/dev/null 2>&1 || need+=(libtool)
+    command -v make >/dev/null 2>&1 || need+=(make)
 fi
 # The report's plots name their axes: resvg draws the PNGs with the system's fonts.
 ls /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf >/dev/null 2>&1 || need+=(fonts-dejavu-core)

@@ -32,4 +32,11 @@ for mpi in "${mpis[@]}"; do
     PREFIX="$prefix" LAUNCH="$launch" bash tests/c/run.sh
     echo "== ARMCI on the mpi conduit: $mpi (libarmci and armci.h of the same prefix, built with mpicc)"
     PREFIX="$prefix" LAUNCH="$launch" CC=mpicc.$mpi bash tests/armci/run.sh
+    if [ "$mpi" = openmpi ]; then
+        # The settings of the multi-process suite's TCP run (crates/cli/tests/multiprocess/
+        # driver.rs): every byte through TCP sockets, no rank mapping another's memory.
+        echo "== ARMCI on the mpi conduit: openmpi over tcp"
+        OMPI_MCA_pml=ob1 OMPI_MCA_btl=tcp,self OMPI_MCA_osc=ucx UCX_TLS=tcp,self ACTIVERMA_MPI_SHARED=off \
+            PREFIX="$prefix" LAUNCH="$launch" CC=mpicc.$mpi bash tests/armci/run.sh
+    fi
 done

@@ -6,7 +6,7 @@ use activerma_core::counters::Counters;
 use activerma_core::{settings, Error, Rank, Result};
 use activerma_mem::symheap::SymHeap;
 use activerma_mem::{AccessKind, Registrar, RegistrationStats, Strategy, TableLayout, TargetTable};
-use activerma_proto::{AtomicOp, OpHandle, Proto, Protocol};
+use activerma_proto::{AtomicOp, OpHandle, Proto, Protocol, StridedPattern};
 use activerma_transport::netmodel::NetModel;
 use activerma_transport::smp::SmpConduit;
 use activerma_transport::Conduit;
@@ -365,6 +365,17 @@ impl World {
     #[inline]
     pub fn get(&self, src: RemotePtr, dst: &mut [u8]) -> Result<()> {
         self.live()?.proto.get(src.rank, src.addr, dst)
+    }
+    /// Blocking strided get: the pieces of `pattern` from `src`'s rank, starting at its
+    /// address, into `dst` laid out by the pattern's local strides. To a segment of a rank on
+    /// this host, one check of the whole pattern and a CPU copy per piece.
+    pub fn get_strided(&self, src: RemotePtr, pattern: &StridedPattern, dst: &mut [u8]) -> Result<()> {
+        self.live()?.proto.get_strided(src.rank, src.addr, pattern, dst)
+    }
+    /// Blocking strided put: `src` laid out by the pattern's local strides, to the pieces of
+    /// `pattern` at `dst`.
+    pub fn put_strided(&self, dst: RemotePtr, pattern: &StridedPattern, src: &[u8]) -> Result<()> {
+        self.live()?.proto.put_strided(dst.rank, dst.addr, pattern, src)
     }
     /// Non-blocking put: the source may be reused when this returns; the handle says when the
     /// data is remotely visible.

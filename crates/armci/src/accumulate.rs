@@ -10,7 +10,7 @@
 use crate::contiguous::{get_bytes, put_bytes};
 use crate::errors::{entry, R};
 use crate::state::{local_arg, nonneg, proc_arg, remote_arg, world, ACC_LOCKS};
-use crate::strided::Strided;
+use crate::strided::{extent, pattern_from_c};
 use crate::sync::{mark, ArmciHdl};
 use crate::ticket;
 use crate::vector::{pieces, ArmciGiov};
@@ -171,13 +171,13 @@ unsafe fn accs(
     let w = world()?;
     let t = AccType::from_c(datatype)?;
     let p = proc_arg(w, proc, "proc")?;
-    let s = Strided::from_c(ss, ds, count, levels)?;
+    let s = pattern_from_c(ds, ss, count, levels)?;
     whole_elements(t, s.piece, "count[0]")?;
     let sc = read_scale(t, scale)?;
-    local_arg(src, s.src_extent()?, "src_ptr")?;
-    remote_arg(p, dst as usize, s.dst_extent()?, "dst_ptr")?;
+    local_arg(src, extent(s.local_extent())?, "src_ptr")?;
+    remote_arg(p, dst as usize, extent(s.remote_extent())?, "dst_ptr")?;
     let mut list = Vec::new();
-    s.for_each(|so, d| {
+    s.for_each(|d, so| -> R {
         list.push((src as usize + so, dst as usize + d, s.piece));
         Ok(())
     })?;

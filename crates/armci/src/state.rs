@@ -4,7 +4,7 @@
 use crate::errors::{entry, R};
 use activerma::{RemotePtr, Segment, World};
 use std::ffi::{c_char, c_int, c_void};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock, RwLock};
 
 /// Set once by ARMCI_Init.
@@ -44,8 +44,66 @@ static REGISTRY: RwLock<Registry> = RwLock::new(Registry { allocs: Vec::new(), n
 pub(crate) fn registry() -> std::sync::RwLockReadGuard<'static, Registry> {
     REGISTRY.read().unwrap_or_else(|p| p.into_inner())
 }
-pub(crate) fn registry_mut() -> std::sync::RwLockWriteGuard<'static, Registry> {
-    REGISTRY.write().unwrap_or_else(|p| p.into_inner())
+pub(crate) fn registry_mut() -> RegistryWrite {
+    RegistryWrite(REGISTRY.write().unwrap_or_else(|p| p.into_inner()))
+}
+
+/// Bumped by every change of the registry, so that each thread's copy of the allocation
+/// ranges (`inside_allocation`) is rebuilt only after one.
+static GENERATION: AtomicU64 = AtomicU64::new(1);
+
+/// The registry, locked for a change; the generation moves on when the change is done (still
+/// under the lock, so a thread that sees the new generation and then reads, waits for it).
+pub(crate) struct RegistryWrite(std::sync::RwLockWriteGuard<'static, Registry>);
+
+impl std::ops::Deref for RegistryWrite {
+    type Target = Registry;
+    fn deref(&self) -> &Registry {
+        &self.0
+    }
+}
+impl std::ops::DerefMut for RegistryWrite {
+    fn deref_mut(&mut self) -> &mut Registry {
+        &mut self.0
+    }
+}
+impl Drop for RegistryWrite {
+    fn drop(&mut self) {
+        GENERATION.fetch_add(1, Ordering::Release);
+    }
+}
+
+thread_local! {
+    /// This thread's copy of every rank's allocation ranges, sorted by base, and the
+    /// generation it was made at: the check of every remote address takes no lock.
+    static RANGES: std::cell::RefCell<(u64, Vec<Vec<(usize, usize)>>)> = const { std::cell::RefCell::new((0, Vec::new())) };
+}
+
+/// Whether rank `proc`'s [addr, addr + len) lies inside one of its ARMCI allocations.
+fn inside_allocation(proc: usize, addr: usize, len: usize) -> bool {
+    let generation = GENERATION.load(Ordering::Acquire);
+    RANGES.with(|cell| {
+        let mut c = cell.borrow_mut();
+        if c.0 != generation {
+            let reg = registry();
+            let ranks = reg.allocs.first().map_or(0, |a| a.bases.len());
+            let mut ranges = vec![Vec::new(); ranks];
+            for a in &reg.allocs {
+                for (r, list) in ranges.iter_mut().enumerate() {
+                    if a.sizes[r] > 0 {
+                        list.push((a.bases[r], a.bases[r] + a.sizes[r]));
+                    }
+                }
+            }
+            for list in &mut ranges {
+                list.sort_unstable();
+            }
+            *c = (generation, ranges);
+        }
+        let Some(list) = c.1.get(proc) else { return false };
+        let i = list.partition_point(|&(base, _)| base <= addr);
+        i > 0 && addr.checked_add(len).is_some_and(|e| e <= list[i - 1].1)
+    })
 }
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -93,14 +151,10 @@ pub(crate) fn remote_arg(proc: usize, addr: usize, len: usize, arg: &str) -> R<R
     if len == 0 {
         return Ok(RemotePtr::new(proc, addr));
     }
-    let reg = registry();
-    let inside = |a: &Alloc| {
-        let (b, s) = (a.bases[proc], a.sizes[proc]);
-        s > 0 && addr >= b && addr.checked_add(len).is_some_and(|e| e <= b + s)
-    };
-    if reg.allocs.iter().any(inside) {
+    if inside_allocation(proc, addr, len) {
         return Ok(RemotePtr::new(proc, addr));
     }
+    let reg = registry();
     let ranges: Vec<String> = reg
         .allocs
         .iter()

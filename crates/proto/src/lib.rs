@@ -45,11 +45,13 @@ mod rendezvous;
 mod rendezvous_rma;
 mod rma_conduit;
 mod select;
+mod strided;
 
 pub use completion::OpHandle;
 pub use firehose::config_from_settings as firehose_config;
 pub use remote_marks::RemoteMarks;
 pub use select::{Choice, Protocol};
+pub use strided::StridedPattern;
 
 use activerma_am::Am;
 use activerma_core::counters::{bump, Counters};

@@ -1,0 +1,191 @@
+//! Strided puts and gets: many pieces of one size at regular distances, described once. To a
+//! segment mapped in this process the whole pattern is checked in one translation (its
+//! bounding range) and every piece is one CPU copy, instead of one checked operation per
+//! piece; anything else (private memory, Active Access pages, other hosts) moves piece by
+//! piece through the ordinary put/get, each with its own protocol.
+//!
+//! ```text
+//! pattern: piece bytes; dimension k (1..levels) has counts[k-1] pieces,
+//!          remote_strides[k-1] / local_strides[k-1] bytes apart; the first dimension fastest
+//! get_strided(rank, addr, pattern, dst):
+//!     extent = bounding range of the remote pieces
+//!     segment_fast(rank, addr, extent) is plain memory -> copy each piece; one op counted
+//!     otherwise                                         -> get(rank, addr + r, dst[l..]) per piece
+//! put_strided: the same the other way
+//! ```
+
+use crate::Proto;
+use activerma_core::counters::bump;
+use activerma_core::{Error, Rank, Result};
+use activerma_mem::{AccessKind, HeapFast};
+use std::sync::atomic::{fence, Ordering};
+
+/// A strided pattern (see the module's notes). Strides of each side must keep every piece of
+/// a dimension apart from the next (no check: overlapping remote pieces are the caller's).
+#[derive(Clone, Debug)]
+pub struct StridedPattern {
+    pub piece: usize,
+    pub counts: Vec<usize>,
+    pub remote_strides: Vec<usize>,
+    pub local_strides: Vec<usize>,
+}
+
+impl StridedPattern {
+    /// Fails if the arrays' lengths disagree.
+    pub fn new(piece: usize, counts: Vec<usize>, remote_strides: Vec<usize>, local_strides: Vec<usize>) -> Result<StridedPattern> {
+        if remote_strides.len() != counts.len() || local_strides.len() != counts.len() {
+            return Err(Error::InvalidArgument(format!(
+                "a strided pattern of {} levels needs that many strides on each side ({} remote, {} local)",
+                counts.len(),
+                remote_strides.len(),
+                local_strides.len()
+            )));
+        }
+        Ok(StridedPattern { piece, counts, remote_strides, local_strides })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.piece == 0 || self.counts.contains(&0)
+    }
+
+    /// Pieces in the pattern.
+    pub fn pieces(&self) -> usize {
+        if self.is_empty() {
+            0
+        } else {
+            self.counts.iter().product()
+        }
+    }
+
+    /// Bytes from the first byte to one past the last byte the pattern touches with these
+    /// strides: every piece lies inside [base, base + extent).
+    fn extent(&self, strides: &[usize]) -> Result<usize> {
+        if self.is_empty() {
+            return Ok(0);
+        }
+        let mut e = self.piece;
+        for (c, s) in self.counts.iter().zip(strides) {
+            e = (c - 1)
+                .checked_mul(*s)
+                .and_then(|x| x.checked_add(e))
+                .ok_or_else(|| Error::InvalidArgument("the strided pattern spans more than the address space".into()))?;
+        }
+        Ok(e)
+    }
+    pub fn remote_extent(&self) -> Result<usize> {
+        self.extent(&self.remote_strides)
+    }
+    pub fn local_extent(&self) -> Result<usize> {
+        self.extent(&self.local_strides)
+    }
+
+    /// Calls f(remote offset, local offset) for every piece, the first dimension fastest.
+    pub fn for_each<E>(&self, mut f: impl FnMut(usize, usize) -> std::result::Result<(), E>) -> std::result::Result<(), E> {
+        if self.is_empty() {
+            return Ok(());
+        }
+        let mut idx = vec![0usize; self.counts.len()];
+        loop {
+            let (mut r, mut l) = (0, 0);
+            for (k, &i) in idx.iter().enumerate() {
+                r += i * self.remote_strides[k];
+                l += i * self.local_strides[k];
+            }
+            f(r, l)?;
+            // Odometer step: the lowest dimension that is not at its end advances.
+            let mut k = 0;
+            loop {
+                if k == idx.len() {
+                    return Ok(());
+                }
+                idx[k] += 1;
+                if idx[k] < self.counts[k] {
+                    break;
+                }
+                idx[k] = 0;
+                k += 1;
+            }
+        }
+    }
+
+    /// Checks that the local buffer holds the pattern's local side.
+    fn check_local(&self, len: usize) -> Result<()> {
+        let need = self.local_extent()?;
+        if len < need {
+            return Err(Error::InvalidArgument(format!("the local buffer has {len} bytes but the strided pattern reaches {need}")));
+        }
+        Ok(())
+    }
+}
+
+impl Proto {
+    /// Blocking strided get from `rank`'s `addr` into `dst` (laid out by the local strides).
+    pub fn get_strided(&self, rank: Rank, addr: usize, pattern: &StridedPattern, dst: &mut [u8]) -> Result<()> {
+        pattern.check_local(dst.len())?;
+        let extent = pattern.remote_extent()?;
+        if extent == 0 {
+            return Ok(());
+        }
+        if let Some((local, HeapFast::Plain)) = self.segment_fast(rank, addr, extent, AccessKind::Get) {
+            fence(Ordering::Acquire);
+            let piece = pattern.piece;
+            pattern.for_each(|r, l| {
+                // SAFETY: r + piece <= extent (inside the checked mapping), l + piece <= dst.len().
+                unsafe { std::ptr::copy(local.add(r), dst.as_mut_ptr().add(l), piece) };
+                Ok::<(), Error>(())
+            })?;
+            bump(&self.counters.get_direct, 1);
+            bump(&self.counters.bytes_got, (piece * pattern.pieces()) as u64);
+            crate::completion::spin_until(self.net.completion_time(piece * pattern.pieces()));
+            return Ok(());
+        }
+        pattern.for_each(|r, l| self.get(rank, addr + r, &mut dst[l..l + pattern.piece]))
+    }
+
+    /// Blocking strided put of `src` (laid out by the local strides) to `rank`'s `addr`.
+    pub fn put_strided(&self, rank: Rank, addr: usize, pattern: &StridedPattern, src: &[u8]) -> Result<()> {
+        pattern.check_local(src.len())?;
+        let extent = pattern.remote_extent()?;
+        if extent == 0 {
+            return Ok(());
+        }
+        if let Some((local, HeapFast::Plain)) = self.segment_fast(rank, addr, extent, AccessKind::Put) {
+            let piece = pattern.piece;
+            pattern.for_each(|r, l| {
+                // SAFETY: r + piece <= extent (inside the checked mapping), l + piece <= src.len().
+                unsafe { std::ptr::copy(src.as_ptr().add(l), local.add(r), piece) };
+                Ok::<(), Error>(())
+            })?;
+            fence(Ordering::Release);
+            bump(&self.counters.put_direct, 1);
+            bump(&self.counters.bytes_put, (piece * pattern.pieces()) as u64);
+            crate::completion::spin_until(self.net.completion_time(piece * pattern.pieces()));
+            return Ok(());
+        }
+        pattern.for_each(|r, l| self.put(rank, addr + r, &src[l..l + pattern.piece]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strided_pattern_visits_every_piece_first_dimension_fastest() {
+        let p = StridedPattern::new(8, vec![3, 2], vec![100, 1000], vec![8, 24]).unwrap();
+        let mut seen = Vec::new();
+        p.for_each(|r, l| {
+            seen.push((r, l));
+            Ok::<(), Error>(())
+        })
+        .unwrap();
+        assert_eq!(seen, vec![(0, 0), (100, 8), (200, 16), (1000, 24), (1100, 32), (1200, 40)]);
+        assert_eq!((p.pieces(), p.remote_extent().unwrap(), p.local_extent().unwrap()), (6, 1208, 48));
+        assert!(p.check_local(47).is_err() && p.check_local(48).is_ok());
+        let empty = StridedPattern::new(8, vec![0], vec![8], vec![8]).unwrap();
+        assert_eq!((empty.pieces(), empty.remote_extent().unwrap()), (0, 0));
+        assert!(StridedPattern::new(8, vec![2], vec![], vec![8]).is_err(), "strides must match the levels");
+        let huge = StridedPattern::new(8, vec![usize::MAX], vec![usize::MAX], vec![8]).unwrap();
+        assert!(huge.remote_extent().is_err(), "overflow is an error");
+    }
+}
