@@ -73,10 +73,12 @@ impl Drop for RegistryWrite {
     }
 }
 
+/// Every rank's allocation ranges [base, end), sorted by base, as of a registry generation.
+type RangesAt = (u64, Vec<Vec<(usize, usize)>>);
+
 thread_local! {
-    /// This thread's copy of every rank's allocation ranges, sorted by base, and the
-    /// generation it was made at: the check of every remote address takes no lock.
-    static RANGES: std::cell::RefCell<(u64, Vec<Vec<(usize, usize)>>)> = const { std::cell::RefCell::new((0, Vec::new())) };
+    /// This thread's copy of the ranges: the check of every remote address takes no lock.
+    static RANGES: std::cell::RefCell<RangesAt> = const { std::cell::RefCell::new((0, Vec::new())) };
 }
 
 /// Whether rank `proc`'s [addr, addr + len) lies inside one of its ARMCI allocations.
