@@ -99,11 +99,11 @@ pub unsafe extern "C" fn ARMCI_Put_flag(
     0
 }
 
-/// After a put of data to `proc`: completes it there, then stores `value` into the int `flag`
-/// at `proc`, so a rank that sees the flag sees the data (the `_flag` calls).
+/// After a put of data to `proc`: stores `value` into the int `flag` at `proc`. The data put
+/// was blocking (complete at the target), so a rank that sees the flag sees the data (the
+/// `_flag` calls).
 pub(crate) unsafe fn put_flag(flag: *mut c_int, value: c_int, proc: c_int) -> R {
     let w = world()?;
     let p = proc_arg(w, proc, "proc")?;
-    w.flush(p).map_err(rt)?;
     put_bytes(w, (&value as *const c_int).cast(), flag as usize, 4, p, "flag")
 }

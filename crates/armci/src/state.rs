@@ -4,11 +4,13 @@
 use crate::errors::{entry, R};
 use activerma::{RemotePtr, Segment, World};
 use std::ffi::{c_char, c_int, c_void};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock, RwLock};
 
 /// Set once by ARMCI_Init.
 pub(crate) static WORLD: OnceLock<World> = OnceLock::new();
+/// The World's size, set with it.
+static JOB_SIZE: AtomicUsize = AtomicUsize::new(0);
 /// Set by ARMCI_Finalize: later calls fail with a clear message instead of a runtime error.
 static FINALIZED: AtomicBool = AtomicBool::new(false);
 /// Serializes ARMCI_Init (two threads racing must not both join the job).
@@ -48,8 +50,8 @@ pub(crate) fn registry_mut() -> RegistryWrite {
     RegistryWrite(REGISTRY.write().unwrap_or_else(|p| p.into_inner()))
 }
 
-/// Bumped by every change of the registry, so that each thread's copy of the allocation
-/// ranges (`inside_allocation`) is rebuilt only after one.
+/// Bumped by every change of the registry: a range `inside_allocation` recorded under an
+/// older generation is not trusted.
 static GENERATION: AtomicU64 = AtomicU64::new(1);
 
 /// The registry, locked for a change; the generation moves on when the change is done (still
@@ -73,40 +75,68 @@ impl Drop for RegistryWrite {
     }
 }
 
-/// Every rank's allocation ranges [base, end), sorted by base, as of a registry generation.
-type RangesAt = (u64, Vec<Vec<(usize, usize)>>);
+/// The last allocation a check found on one rank, as of a registry generation, under a
+/// sequence lock: the check of a remote address is then a few plain loads, no locked
+/// instruction and no thread-local lookup (in a shared library that is a call into the
+/// dynamic linker) — for a loop of 8-byte puts, those were most of ARMCI's own time.
+#[derive(Default)]
+struct LastHit {
+    /// Odd while a thread writes the slot.
+    seq: AtomicU64,
+    generation: AtomicU64,
+    base: AtomicUsize,
+    end: AtomicUsize,
+}
 
-thread_local! {
-    /// This thread's copy of the ranges: the check of every remote address takes no lock.
-    static RANGES: std::cell::RefCell<RangesAt> = const { std::cell::RefCell::new((0, Vec::new())) };
+/// One slot per rank, made at ARMCI_Init.
+static LAST_HITS: OnceLock<Box<[LastHit]>> = OnceLock::new();
+
+impl LastHit {
+    /// Whether the slot holds a range of `generation` that contains [addr, addr + len).
+    fn covers(&self, generation: u64, addr: usize, len: usize) -> bool {
+        let s1 = self.seq.load(Ordering::Acquire);
+        if s1 & 1 != 0 {
+            return false;
+        }
+        let (g, base, end) = (self.generation.load(Ordering::Relaxed), self.base.load(Ordering::Relaxed), self.end.load(Ordering::Relaxed));
+        std::sync::atomic::fence(Ordering::Acquire);
+        self.seq.load(Ordering::Relaxed) == s1 && g == generation && addr >= base && addr.checked_add(len).is_some_and(|e| e <= end)
+    }
+
+    /// Records a range found at `generation` (skipped if another thread is writing the slot).
+    fn record(&self, generation: u64, base: usize, end: usize) {
+        let s = self.seq.load(Ordering::Relaxed);
+        if s & 1 == 0 && self.seq.compare_exchange(s, s + 1, Ordering::Acquire, Ordering::Relaxed).is_ok() {
+            self.generation.store(generation, Ordering::Relaxed);
+            self.base.store(base, Ordering::Relaxed);
+            self.end.store(end, Ordering::Relaxed);
+            self.seq.store(s + 2, Ordering::Release);
+        }
+    }
 }
 
 /// Whether rank `proc`'s [addr, addr + len) lies inside one of its ARMCI allocations.
 fn inside_allocation(proc: usize, addr: usize, len: usize) -> bool {
+    // Read before the registry: a change after it moves the generation on, so a range
+    // recorded below never passes for a later state.
     let generation = GENERATION.load(Ordering::Acquire);
-    RANGES.with(|cell| {
-        let mut c = cell.borrow_mut();
-        if c.0 != generation {
-            let reg = registry();
-            let ranks = reg.allocs.first().map_or(0, |a| a.bases.len());
-            let mut ranges = vec![Vec::new(); ranks];
-            for a in &reg.allocs {
-                for (r, list) in ranges.iter_mut().enumerate() {
-                    if a.sizes[r] > 0 {
-                        list.push((a.bases[r], a.bases[r] + a.sizes[r]));
-                    }
-                }
-            }
-            for list in &mut ranges {
-                list.sort_unstable();
-            }
-            *c = (generation, ranges);
+    let slot = LAST_HITS.get().and_then(|h| h.get(proc));
+    if slot.is_some_and(|h| h.covers(generation, addr, len)) {
+        return true;
+    }
+    let found = registry().allocs.iter().find_map(|a| {
+        let (b, s) = (a.bases[proc], a.sizes[proc]);
+        (s > 0 && addr >= b && addr.checked_add(len).is_some_and(|e| e <= b + s)).then_some((b, b + s))
+    });
+    match (found, slot) {
+        (Some((base, end)), Some(h)) => {
+            h.record(generation, base, end);
+            true
         }
-        let Some(list) = c.1.get(proc) else { return false };
-        let i = list.partition_point(|&(base, _)| base <= addr);
-        i > 0 && addr.checked_add(len).is_some_and(|e| e <= list[i - 1].1)
-    })
+        (found, _) => found.is_some(),
+    }
 }
+
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -127,8 +157,10 @@ pub(crate) fn rt(e: activerma::Error) -> String {
 
 /// A rank argument checked against the job.
 pub(crate) fn proc_arg(w: &World, proc: c_int, arg: &str) -> R<usize> {
+    // The job's size, read once at init: World::size asks the conduit (a dynamic call), and
+    // every transfer checks its rank.
     match usize::try_from(proc) {
-        Ok(p) if p < w.size() => Ok(p),
+        Ok(p) if p < JOB_SIZE.load(Ordering::Relaxed) => Ok(p),
         _ => Err(format!("argument {arg} = {proc} is not a rank of this job ({} ranks, 0 to {})", w.size(), w.size() - 1)),
     }
 }
@@ -211,6 +243,8 @@ fn init_job(join: impl FnOnce() -> activerma::Result<activerma::World>) -> R<()>
     // rank can receive armci_msg_snd's messages).
     let locks = w.alloc_segment(16).map_err(rt)?;
     let _ = ACC_LOCKS.set(locks);
+    JOB_SIZE.store(w.size(), Ordering::Relaxed);
+    let _ = LAST_HITS.set((0..w.size()).map(|_| LastHit::default()).collect());
     let _ = WORLD.set(w);
     Ok(())
 }

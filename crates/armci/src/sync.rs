@@ -1,8 +1,11 @@
 //! Completion: fences, barriers and the handles of the non-blocking calls.
 //!
-//! The "non-blocking" calls complete before they return (contiguous.rs says why), so a handle
-//! only records the target; Wait/Test still flush it, so they stay correct if a later version
-//! makes the calls truly non-blocking.
+//! Every call of this library moves its data with blocking activerma operations, which are
+//! complete at the target when they return (contiguous.rs says why), the "non-blocking" ones
+//! too. So nothing is ever outstanding: Fence, AllFence, Wait, WaitProc and WaitAll check their
+//! arguments and return. (A flush would only add a full memory fence, about as long as the
+//! 8-byte put it follows.) Calls that become truly non-blocking must record what they leave
+//! outstanding per target, and these must complete it.
 
 use crate::errors::entry;
 use crate::state::{proc_arg, rt, world};
@@ -51,8 +54,7 @@ pub unsafe extern "C" fn ARMCI_Wait(hdl: *mut ArmciHdl) -> c_int {
         let w = world()?;
         match hdl.as_mut() {
             Some(h) if h.target >= 0 => {
-                let p = proc_arg(w, h.target, "hdl->target")?;
-                w.flush(p).map_err(rt)?;
+                proc_arg(w, h.target, "hdl->target")?;
                 h.target = -1;
             }
             _ => {}
@@ -70,43 +72,32 @@ pub unsafe extern "C" fn ARMCI_Test(hdl: *mut ArmciHdl) -> c_int {
 
 #[no_mangle]
 pub extern "C" fn ARMCI_WaitProc(proc: c_int) -> c_int {
-    entry("ARMCI_WaitProc", || {
-        let w = world()?;
-        let p = proc_arg(w, proc, "proc")?;
-        w.flush(p).map_err(rt)
-    });
+    entry("ARMCI_WaitProc", || proc_arg(world()?, proc, "proc").map(|_| ()));
     0
 }
 
 #[no_mangle]
 pub extern "C" fn ARMCI_WaitAll() -> c_int {
-    entry("ARMCI_WaitAll", || world()?.flush_all().map_err(rt));
+    entry("ARMCI_WaitAll", || world().map(|_| ()));
     0
 }
 
-/// Completes every operation of this rank to proc.
+/// Completes every operation of this rank to proc: all are complete already.
 #[no_mangle]
 pub extern "C" fn ARMCI_Fence(proc: c_int) {
-    entry("ARMCI_Fence", || {
-        let w = world()?;
-        let p = proc_arg(w, proc, "proc")?;
-        w.flush(p).map_err(rt)
-    })
+    entry("ARMCI_Fence", || proc_arg(world()?, proc, "proc").map(|_| ()))
 }
 
 #[no_mangle]
 pub extern "C" fn ARMCI_AllFence() {
-    entry("ARMCI_AllFence", || world()?.flush_all().map_err(rt))
+    entry("ARMCI_AllFence", || world().map(|_| ()))
 }
 
-/// Completes everything everywhere: every rank's operations, then a barrier.
+/// Completes everything everywhere: activerma's barrier completes this rank's operations
+/// and waits for every rank.
 #[no_mangle]
 pub extern "C" fn ARMCI_Barrier() {
-    entry("ARMCI_Barrier", || {
-        let w = world()?;
-        w.flush_all().map_err(rt)?;
-        w.barrier().map_err(rt)
-    })
+    entry("ARMCI_Barrier", || world()?.barrier().map_err(rt))
 }
 
 /// No-ops: smp memory is coherent, a rank may load and store its own ARMCI memory any time.
