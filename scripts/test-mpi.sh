@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The multi-process suite on the mpi conduit, under each MPI's own launcher: Open MPI and
 # MPICH over their shared-memory paths, and Open MPI with all traffic forced through TCP; then
-# the C API and ARMCI installed for each MPI, their C tests built with its mpicc.
+# the C API and ARMCI installed for each MPI, their C tests built with its mpicc, and Global
+# Arrays' own test suite on the Open MPI build.
 # (Not MPICH over TCP: Debian's MPICH 4.0.2 with UCX_TLS=tcp,self hangs in MPI_Finalize even
 # for a program that only creates and frees a window — see docs/NOTES.md.)
 #   scripts/test-mpi.sh [openmpi|mpich ...]     (default: both)
@@ -38,5 +39,9 @@ for mpi in "${mpis[@]}"; do
         echo "== ARMCI on the mpi conduit: openmpi over tcp"
         OMPI_MCA_pml=ob1 OMPI_MCA_btl=tcp,self OMPI_MCA_osc=ucx UCX_TLS=tcp,self ACTIVERMA_MPI_SHARED=off \
             PREFIX="$prefix" LAUNCH="$launch" CC=mpicc.$mpi bash tests/armci/run.sh
+        # The real client: Global Arrays built on this libarmci, its own make check (says SKIP
+        # when GA's source archive is not beside the repository; tests/ga/run.sh).
+        echo "== Global Arrays on ARMCI: openmpi"
+        PREFIX="$prefix" MPI=openmpi bash tests/ga/run.sh
     fi
 done
