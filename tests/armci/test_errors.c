@@ -43,6 +43,8 @@ static void run_case(const char *what, const char *want, void (*f)(void)) {
         printf("  %-40s -> %s", what, text);
 }
 
+static void fence_rank_too_big(void) { ARMCI_Fence(n); }
+static void wait_proc_negative(void) { ARMCI_WaitProc(-2); }
 static void put_rank_too_big(void) { ARMCI_Put(buf, base[0], 8, n); }
 static void put_rank_negative(void) { ARMCI_Put(buf, base[0], 8, -1); }
 static void put_null_src(void) { ARMCI_Put(NULL, base[0], 8, 0); }
@@ -87,6 +89,8 @@ int main(int argc, char **argv) {
     ARMCI_Malloc(base, 1024);
     run_case("ARMCI_Put to rank n", "ARMCI_Put: argument proc", put_rank_too_big);
     run_case("ARMCI_Put to rank -1", "argument proc = -1 is not a rank", put_rank_negative);
+    run_case("ARMCI_Fence of rank n", "ARMCI_Fence: argument proc", fence_rank_too_big);
+    run_case("ARMCI_WaitProc of rank -2", "ARMCI_WaitProc: argument proc = -2 is not a rank", wait_proc_negative);
     run_case("ARMCI_Put from NULL", "argument src is NULL", put_null_src);
     run_case("ARMCI_Put of -4 bytes", "argument bytes = -4 is negative", put_negative_size);
     run_case("ARMCI_Put to a non-ARMCI address", "is not inside an ARMCI_Malloc allocation of rank 0", put_outside);

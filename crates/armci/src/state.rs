@@ -150,6 +150,14 @@ pub(crate) fn world() -> R<&'static World> {
     Ok(w)
 }
 
+/// Whether `proc` is a rank of a live job, with no error path: the calls that only check
+/// their argument (ARMCI_Fence) answer from it and take the full path (with its message) only
+/// when it says no.
+#[inline]
+pub(crate) fn is_live_rank(proc: c_int) -> bool {
+    WORLD.get().is_some() && !FINALIZED.load(Ordering::Relaxed) && usize::try_from(proc).is_ok_and(|p| p < JOB_SIZE.load(Ordering::Relaxed))
+}
+
 /// An activerma error as the text of an ARMCI failure.
 pub(crate) fn rt(e: activerma::Error) -> String {
     e.to_string()
