@@ -23,20 +23,23 @@ use activerma_core::{Error, Result};
 use activerma_mem::{Entry, LogArena, TargetTable, FAULT_SLOT, MAX_LOGS};
 use notify::LogThread;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 
 /// Runs for every log entry; entries of one log never run concurrently. One origin's entries
 /// run in the order it made its accesses; different origins' interleave (a lane each).
 pub type LogHandler = Arc<dyn Fn(&LogEntry) + Send + Sync>;
 
+/// A log with a handler: its ring (a view made once: the ring lives until the job ends) and
+/// the handler. Set once per slot, read by every poll without a lock.
 struct Log {
+    ring: activerma_core::log_ring::LogRing,
     handler: LogHandler,
 }
 
 /// The Active Access state of one rank.
 pub struct Access {
     arena: LogArena,
-    logs: RwLock<Vec<Option<Arc<Log>>>>,
+    logs: Box<[std::sync::OnceLock<Log>]>,
     /// Slots handled by `poll` (mode Poll), as a bit mask.
     polled: std::sync::atomic::AtomicU64,
     threads: Mutex<Vec<LogThread>>,
@@ -49,7 +52,7 @@ impl Access {
     pub fn new(table: &TargetTable, am: &Am, counters: Arc<Counters>) -> Arc<Access> {
         let a = Arc::new(Access {
             arena: *table.logs().arena(),
-            logs: RwLock::new(vec![None; MAX_LOGS]),
+            logs: (0..MAX_LOGS).map(|_| std::sync::OnceLock::new()).collect(),
             polled: Default::default(),
             threads: Mutex::new(Vec::new()),
             counters,
@@ -77,14 +80,17 @@ impl Access {
 
     /// Sets the handler of the default fault log (pages marked with no domain: E=0).
     pub fn set_fault_handler(self: &Arc<Self>, notify: Notify, handler: LogHandler) -> Result<()> {
-        if self.logs.read().unwrap()[FAULT_SLOT].is_some() {
+        if self.logs[FAULT_SLOT].get().is_some() {
             return Err(Error::InvalidArgument("the fault log has a handler already".into()));
         }
         self.install(FAULT_SLOT, notify, handler)
     }
 
     fn install(self: &Arc<Self>, slot: usize, notify: Notify, handler: LogHandler) -> Result<()> {
-        self.logs.write().unwrap()[slot] = Some(Arc::new(Log { handler }));
+        let ring = self.arena.ring(slot).ok_or_else(|| Error::InvalidArgument(format!("access log {slot} is not set up")))?;
+        if self.logs[slot].set(Log { ring, handler }).is_err() {
+            return Err(Error::InvalidArgument(format!("access log {slot} has a handler already")));
+        }
         self.start_notify(slot, notify)
     }
 
@@ -93,7 +99,7 @@ impl Access {
     /// meanwhile wait in the log (nothing is lost, and handlers of one log never overlap).
     pub fn set_notify(self: &Arc<Self>, table: &TargetTable, me: activerma_core::Rank, domain: Option<u16>, notify: Notify) -> Result<()> {
         let slot = table.logs().arena().slot_of(domain, me)?;
-        if self.logs.read().unwrap()[slot].is_none() {
+        if self.logs[slot].get().is_none() {
             return Err(Error::InvalidArgument("set_notify on a log without a handler".into()));
         }
         self.polled.fetch_and(!(1 << slot), Ordering::AcqRel);
@@ -137,13 +143,12 @@ impl Access {
     /// Runs the slot's handler over every complete entry at the head of its log. One consumer
     /// at a time: if another thread is draining it, returns 0.
     pub(crate) fn drain(&self, slot: usize) -> usize {
-        let Some(ring) = self.arena.ring(slot) else { return 0 };
-        // Polling an empty log must stay cheap: no lock or reference count before it has work.
-        if !ring.has_entry() {
+        let Some(log) = self.logs[slot].get() else { return 0 };
+        // Polling an empty log must stay cheap: a look at each lane's tail, no lock.
+        if !log.ring.has_entry() {
             return 0;
         }
-        let Some(log) = self.logs.read().unwrap()[slot].clone() else { return 0 };
-        let n = ring.drain(|e| (log.handler)(e));
+        let n = log.ring.drain(|e| (log.handler)(e));
         if n > 0 {
             bump(&self.counters.log_entries_handled, n as u64);
         }
