@@ -54,7 +54,7 @@ pub(crate) fn malloc(members: &[c_int], bytes: libc::c_long) -> R<Vec<usize>> {
     let mut block = GroupBlock { members: members.to_vec(), exposed: None, map: (0, 0) };
     if mine > 0 {
         // Rounded up to 8 bytes, as the job's allocations are (a 32-bit Rmw works on the word).
-        let len = (mine.div_ceil(8) * 8).next_multiple_of(activerma_page_size());
+        let len = (mine.div_ceil(8) * 8).next_multiple_of(page_size());
         // SAFETY: a fresh anonymous mapping of ours.
         let p = unsafe {
             libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
@@ -148,7 +148,7 @@ pub(crate) fn free(members: &[c_int], ptr: *mut c_void) -> R {
     Ok(())
 }
 
-fn activerma_page_size() -> usize {
+fn page_size() -> usize {
     // SAFETY: sysconf has no preconditions.
     (unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).max(4096) as usize
 }
