@@ -32,6 +32,26 @@ def fmt(v, kind):
     return f"{v:.4f}" if v < 10 else f"{v:.2f}"
 
 
+def fmt_ratio(ratio):
+    """A ratio for a table cell: three decimals below 0.1, two above; "n/a" when missing."""
+    if ratio is None:
+        return "n/a"
+    return f"{ratio:.3f}" if ratio < 0.1 else f"{ratio:.2f}"
+
+
+def print_tally(counts, width):
+    """The closing rule of a check table (`width` wide) and its PASS / MISS / info / n/a count."""
+    print("-" * width)
+    print(f"# {counts['PASS']} PASS, {counts['MISS']} MISS, {counts['info']} info, {counts['n/a']} n/a")
+
+
+def append_rows(path, rows):
+    """Appends report-schema rows to a JSON-lines file."""
+    with open(path, "a", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+
+
 def activerma_rows(rows):
     """`activerma bench --json` rows (the report's schema: benchmark, case, params, value, unit,
     ...) as the comparison scripts index them: (bench, target, size) keys with latency_us or

@@ -16,12 +16,11 @@ which `activerma report` draws.
 """
 
 import argparse
-import json
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_rows import activerma_rows, fmt, read_jsonl  # noqa: E402
+from bench_rows import activerma_rows, append_rows, fmt, fmt_ratio, print_tally, read_jsonl  # noqa: E402
 
 MIB = 1 << 20
 
@@ -116,15 +115,12 @@ def main():
                     "machine": first.get("machine"), "commit": first.get("commit", "unknown"),
                     "settings": first.get("settings", {}),
                 })
-            ratio_text = "n/a" if ratio is None else (f"{ratio:.3f}" if ratio < 0.1 else f"{ratio:.2f}")
+            ratio_text = fmt_ratio(ratio)
             name = IMPL_NAMES.get(impl, impl)
             print(f"{label:<30}{name:<18}{fmt(mine, kind):>12}{fmt(theirs, kind):>12}{ratio_text:>9}{tgt_text:>10}{status:>8}")
-    print("-" * len(hdr))
-    print(f"# {counts['PASS']} PASS, {counts['MISS']} MISS, {counts['info']} info, {counts['n/a']} n/a")
+    print_tally(counts, len(hdr))
     if a.rows_out and first.get("machine"):
-        with open(a.rows_out, "a", encoding="utf-8") as f:
-            for r in report_rows:
-                f.write(json.dumps(r) + "\n")
+        append_rows(a.rows_out, report_rows)
     return 0
 
 

@@ -28,7 +28,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_rows import activerma_rows, fmt, read_jsonl  # noqa: E402
+from bench_rows import activerma_rows, fmt, print_tally, read_jsonl  # noqa: E402
 
 KIB, MIB = 1 << 10, 1 << 20
 
@@ -154,8 +154,7 @@ def main():
         out_lines.append({"case": a.case, "impl": impl, "metric": label, "ours": mine, "mpi": theirs,
                           "ratio": None if ratio is None else round(ratio, 4), "target": tgt_text, "status": status,
                           "load_start": a.load_start, "load_end": a.load_end})
-    print("-" * len(hdr))
-    print(f"# {counts['PASS']} PASS, {counts['MISS']} MISS, {counts['info']} info, {counts['n/a']} n/a")
+    print_tally(counts, len(hdr))
     if a.json_out:
         try:
             with open(a.json_out, "a", encoding="utf-8") as f:

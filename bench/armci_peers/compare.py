@@ -15,12 +15,11 @@ don't gate; missing rows show as n/a), 2 when our file cannot be read or holds n
 """
 
 import argparse
-import json
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from bench_rows import fmt, read_jsonl  # noqa: E402
+from bench_rows import append_rows, fmt, fmt_ratio, print_tally, read_jsonl  # noqa: E402
 
 # label (the row's case), (test, size), kind, target (None: for information)
 METRICS = [
@@ -98,15 +97,12 @@ def main():
                 "value": ratio, "unit": "x", "reps": 1, "min": ratio, "median": ratio, "max": ratio,
                 "machine": machine, "commit": a.commit, "settings": {},
             })
-        ratio_text = "n/a" if ratio is None else (f"{ratio:.3f}" if ratio < 0.1 else f"{ratio:.2f}")
+        ratio_text = fmt_ratio(ratio)
         print(f"{label + ' (' + unit + ')':<32}{fmt(mine, kind):>12}{fmt(other, kind):>12}{ratio_text:>9}"
               f"{tgt_text:>10}{status:>8}")
-    print("-" * len(hdr))
-    print(f"# {counts['PASS']} PASS, {counts['MISS']} MISS, {counts['info']} info, {counts['n/a']} n/a")
+    print_tally(counts, len(hdr))
     if a.rows_out:
-        with open(a.rows_out, "a", encoding="utf-8") as f:
-            for r in report_rows:
-                f.write(json.dumps(r) + "\n")
+        append_rows(a.rows_out, report_rows)
     return 0
 
 

@@ -14,16 +14,24 @@ here=$(cd "$(dirname "$0")" && pwd)
 prefix_setup armci
 build_and_run "test_contiguous test_strided test_vector test_accumulate test_rmw test_mutex test_values test_handles test_msg test_subgroups
                test_consistency test_errors" -lm
+# job_fails WHAT MESSAGE LOG N PROG [ARGS]: the job on N ranks must end with a non-zero status
+# (not a timeout) and print MESSAGE.
+job_fails() {
+    what=$1 want=$2 log=$3 n=$4
+    shift 4
+    launch "$n" "$log" "$@"
+    st=$?
+    if [ $st -ne 0 ] && [ $st -ne 124 ] && grep -q "$want" "$log"; then
+        report "$what" "$log" 0
+    else
+        echo "(the job exited $st; want non-zero, not a timeout, and the message)" >>"$log"
+        report "$what" "$log" 1
+    fi
+}
 # ARMCI_Error on one rank ends the whole job with a non-zero status and the message.
 for n in 2 4; do
-    launch "$n" "$build/abort.$n.log" "$build/test_errors" abort
-    st=$?
-    if [ $st -ne 0 ] && [ $st -ne 124 ] && grep -q "deliberate failure of rank 1 (code 7)" "$build/abort.$n.log"; then
-        report "ARMCI_Error on one rank fails the job ($n ranks)" "$build/abort.$n.log" 0
-    else
-        echo "(the job exited $st; want non-zero, not a timeout, and the message)" >>"$build/abort.$n.log"
-        report "ARMCI_Error on one rank fails the job ($n ranks)" "$build/abort.$n.log" 1
-    fi
+    job_fails "ARMCI_Error on one rank fails the job ($n ranks)" "deliberate failure of rank 1 (code 7)" \
+        "$build/abort.$n.log" "$n" "$build/test_errors" abort
 done
 # The MPI builds (armci.h with ARMCI_ACTIVERMA_MPI 1): the program's own MPI beside ARMCI.
 if printf '#include <armci.h>\nARMCI_ACTIVERMA_MPI\n' >"$build/is_mpi.c" &&
@@ -45,19 +53,10 @@ if printf '#include <armci.h>\nARMCI_ACTIVERMA_MPI\n' >"$build/is_mpi.c" &&
     done
     # Refused with a message: a progress thread when the program initialized MPI with
     # MPI_THREAD_SINGLE.
-    for case in "thread:only its own calls may enter MPI:a progress thread under MPI_THREAD_SINGLE is refused"; do
-        [ $built -eq 0 ] || break
-        arg=${case%%:*} rest=${case#*:}
-        want=${rest%%:*} what=${rest#*:}
-        launch 4 "$build/$arg.log" "$build/$t" "$arg"
-        st=$?
-        if [ $st -ne 0 ] && [ $st -ne 124 ] && grep -q "$want" "$build/$arg.log"; then
-            report "$what" "$build/$arg.log" 0
-        else
-            echo "(the job exited $st; want non-zero, not a timeout, and the message)" >>"$build/$arg.log"
-            report "$what" "$build/$arg.log" 1
-        fi
-    done
+    if [ $built -eq 0 ]; then
+        job_fails "a progress thread under MPI_THREAD_SINGLE is refused" "only its own calls may enter MPI" \
+            "$build/thread.log" 4 "$build/$t" thread
+    fi
 fi
 # Every declared function links: a C file that takes each one's address (header and library
 # agree on names and the static archive works too).

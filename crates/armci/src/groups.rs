@@ -108,8 +108,8 @@ pub(crate) unsafe fn member_of(group: *const ArmciGroup) -> R<&'static ArmciGrou
 }
 
 /// The job ranks of a group's members, in group order.
-pub(crate) unsafe fn members_of(g: &ArmciGroup) -> Vec<usize> {
-    (0..g.size as usize).map(|i| *g.grp_to_abs.add(i) as usize).collect()
+pub(crate) unsafe fn members_of(g: &ArmciGroup) -> Vec<c_int> {
+    std::slice::from_raw_parts(g.grp_to_abs, g.size as usize).to_vec()
 }
 
 /// The job ranks of the new group's members, from a list of `parent` group ranks.
@@ -188,7 +188,7 @@ pub unsafe extern "C" fn ARMCI_Group_create_child(
 ) {
     entry("ARMCI_Group_create_child", || {
         let p = check_group(group_parent)?;
-        let parent: Vec<c_int> = members_of(p).into_iter().map(|m| m as c_int).collect();
+        let parent = members_of(p);
         let members = members(grp_size, pid_list, &parent)?;
         create(group_out, &members, &parent, comm_of(p))
     })
@@ -236,7 +236,7 @@ pub unsafe extern "C" fn ARMCI_Group_size(group: *mut ArmciGroup, size: *mut c_i
 pub unsafe extern "C" fn ARMCI_Group_set_default(group: *mut ArmciGroup) {
     entry("ARMCI_Group_set_default", || {
         let g = member_of(group)?;
-        let members = members_of(g).into_iter().map(|m| m as c_int).collect();
+        let members = members_of(g);
         *lock(&DEFAULT) = Some(Default { members, comm: comm_of(g) });
         Ok(())
     })
@@ -293,7 +293,7 @@ pub unsafe extern "C" fn ARMCI_Absolute_id(group: *mut ArmciGroup, group_rank: c
 pub unsafe extern "C" fn ARMCI_Malloc_group(ptr_arr: *mut *mut c_void, bytes: libc::c_long, group: *mut ArmciGroup) -> c_int {
     entry("ARMCI_Malloc_group", || {
         let g = member_of(group)?;
-        let members: Vec<c_int> = members_of(g).into_iter().map(|m| m as c_int).collect();
+        let members = members_of(g);
         malloc_into(ptr_arr, bytes, &members)
     });
     0
@@ -304,7 +304,7 @@ pub unsafe extern "C" fn ARMCI_Malloc_group(ptr_arr: *mut *mut c_void, bytes: li
 pub unsafe extern "C" fn ARMCI_Free_group(ptr: *mut c_void, group: *mut ArmciGroup) -> c_int {
     entry("ARMCI_Free_group", || {
         let g = member_of(group)?;
-        let members: Vec<c_int> = members_of(g).into_iter().map(|m| m as c_int).collect();
+        let members = members_of(g);
         free_over(ptr, &members)
     });
     0

@@ -40,7 +40,11 @@ impl Over {
     /// The group's members, or the job when the group is all of it.
     unsafe fn group(group: *mut ArmciGroup) -> R<Over> {
         let members = members_of(member_of(group)?);
-        Ok(if members.len() == world()?.size() { Over::Job } else { Over::Members(members) })
+        Ok(if crate::groups::is_whole_job(&members)? {
+            Over::Job
+        } else {
+            Over::Members(members.into_iter().map(|m| m as usize).collect())
+        })
     }
 
     /// Every participant's `mine`, indexed by job rank for the job and by group rank for a

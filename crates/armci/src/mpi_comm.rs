@@ -46,21 +46,21 @@ fn check(call: &str, code: c_int) -> R {
     }
 }
 
-/// Sets ARMCI's world communicator once the job is up: a duplicate of `given` (the job's
-/// ranks, see ARMCI_Init_mpi_comm) or of MPI_COMM_WORLD on the mpi conduit; none on the smp
-/// conduit.
+/// Sets ARMCI's world communicator once the job is up: a duplicate of `given` (see
+/// ARMCI_Init_mpi_comm) or of MPI_COMM_WORLD when that communicator holds the job, which is
+/// so on the mpi conduit and for a one-rank job of the program's MPI (run on the smp
+/// conduit); none otherwise (MPI not initialized, or ranks under `activerma run` that each
+/// started an MPI of their own).
 pub(crate) fn setup(w: &activerma::World, given: Option<MPI_Comm>) -> R {
     if WORLD_COMM.get().is_some() {
         return Ok(());
     }
-    // A one-rank job over the program's MPI runs on the smp conduit but has a communicator.
-    let one_rank_mpi = w.size() == 1 && activerma::mpi_comm_size(given).map_err(crate::state::rt)? == Some(1);
-    if w.conduit_name() != "mpi" && !one_rank_mpi {
+    if activerma::mpi_comm_size(given).map_err(crate::state::rt)? != Some(w.size()) {
         let _ = WORLD_COMM.set(Comm(null()));
         return Ok(());
     }
     let mut dup: MPI_Comm = null();
-    // SAFETY: MPI is initialized (the conduit runs on it); every rank of the job calls this.
+    // SAFETY: MPI is initialized (the size query said so); every rank of the job calls this.
     check("MPI_Comm_dup", unsafe { MPI_Comm_dup(given.unwrap_or(RSMPI_COMM_WORLD), &mut dup) })?;
     let _ = WORLD_COMM.set(Comm(dup));
     Ok(())
