@@ -6,7 +6,7 @@ use activerma_core::counters::Counters;
 use activerma_core::{settings, Error, Rank, Result};
 use activerma_mem::symheap::SymHeap;
 use activerma_mem::{AccessKind, Registrar, RegistrationStats, Strategy, TableLayout, TargetTable};
-use activerma_proto::{AtomicOp, OpHandle, Proto, Protocol, StridedPattern};
+use activerma_proto::{AtomicOp, Noncontig, OpHandle, Proto, Protocol, StridedPattern};
 use activerma_transport::netmodel::NetModel;
 use activerma_transport::smp::SmpConduit;
 use activerma_transport::Conduit;
@@ -376,6 +376,31 @@ impl World {
     /// `pattern` at `dst`.
     pub fn put_strided(&self, dst: RemotePtr, pattern: &StridedPattern, src: &[u8]) -> Result<()> {
         self.live()?.proto.put_strided(dst.rank, dst.addr, pattern, src)
+    }
+    /// Blocking vector put: every `(address, bytes)` piece to `rank`, returning once all are
+    /// written. The whole list is checked before anything moves; how it moves is
+    /// ACTIVERMA_NONCONTIG's choice (host-assisted: CPU copies to a segment on this host, a
+    /// scatter/gather list of process_vm_writev calls to private memory on this host, one
+    /// flush for the pieces' one-sided operations to another host; per piece; or packed into
+    /// one active message).
+    pub fn put_vector(&self, rank: Rank, pieces: &[(usize, &[u8])]) -> Result<()> {
+        self.live()?.proto.put_pieces(rank, pieces)
+    }
+    /// Blocking vector get: every `(address, buffer)` piece from `rank` (see `put_vector`).
+    pub fn get_vector(&self, rank: Rank, pieces: &mut [(usize, &mut [u8])]) -> Result<()> {
+        self.live()?.proto.get_pieces(rank, pieces)
+    }
+    /// `put_vector` by the given method, whatever ACTIVERMA_NONCONTIG says (to compare them).
+    pub fn put_vector_by(&self, method: Noncontig, rank: Rank, pieces: &[(usize, &[u8])]) -> Result<()> {
+        self.live()?.proto.put_pieces_by(method, rank, pieces)
+    }
+    /// `get_vector` by the given method.
+    pub fn get_vector_by(&self, method: Noncontig, rank: Rank, pieces: &mut [(usize, &mut [u8])]) -> Result<()> {
+        self.live()?.proto.get_pieces_by(method, rank, pieces)
+    }
+    /// How this run moves strided and vector transfers (ACTIVERMA_NONCONTIG).
+    pub fn noncontig(&self) -> Result<Noncontig> {
+        Ok(self.live()?.proto.noncontig())
     }
     /// Non-blocking put: the source may be reused when this returns; the handle says when the
     /// data is remotely visible.

@@ -1,8 +1,9 @@
-//! I/O-vector transfers: lists of equally sized pieces at arbitrary addresses.
+//! I/O-vector transfers: lists of equally sized pieces at arbitrary addresses, checked here
+//! against ARMCI's allocations, then moved as one list by activerma's `put_vector` /
+//! `get_vector` (host-assisted scatter/gather by default: ACTIVERMA_NONCONTIG).
 
-use crate::contiguous::{get_bytes, put_bytes};
 use crate::errors::{entry, R};
-use crate::state::{local_arg, nonneg, proc_arg, remote_arg, world};
+use crate::state::{local_arg, nonneg, proc_arg, remote_arg, rt, world};
 use crate::sync::{mark, ArmciHdl};
 use std::ffi::{c_int, c_void};
 
@@ -45,19 +46,28 @@ pub(crate) unsafe fn pieces(iov: *const ArmciGiov, iov_len: c_int, proc: usize, 
 unsafe fn putv(iov: *mut ArmciGiov, iov_len: c_int, proc: c_int) -> R {
     let w = world()?;
     let p = proc_arg(w, proc, "proc")?;
-    for (s, d, n) in pieces(iov, iov_len, p, true)? {
-        put_bytes(w, s as *const u8, d, n, p, "dst_ptr_array")?;
-    }
-    Ok(())
+    let list: Vec<(usize, &[u8])> =
+        pieces(iov, iov_len, p, true)?.into_iter().map(|(s, d, n)| (d, std::slice::from_raw_parts(s as *const u8, n))).collect();
+    w.put_vector(p, &list).map_err(rt)
 }
 
 unsafe fn getv(iov: *mut ArmciGiov, iov_len: c_int, proc: c_int) -> R {
     let w = world()?;
     let p = proc_arg(w, proc, "proc")?;
-    for (s, d, n) in pieces(iov, iov_len, p, false)? {
-        get_bytes(w, s, d as *mut u8, n, p, "src_ptr_array")?;
+    let triples = pieces(iov, iov_len, p, false)?;
+    // Two local pieces over the same bytes cannot be lent out at once: they go one by one, in
+    // order, as ARMCI would write them.
+    let mut starts: Vec<(usize, usize)> = triples.iter().map(|&(_, d, n)| (d, n)).collect();
+    starts.sort_unstable();
+    if starts.windows(2).any(|x| x[0].0 + x[0].1 > x[1].0) {
+        for (s, d, n) in triples {
+            let mut one = [(s, std::slice::from_raw_parts_mut(d as *mut u8, n))];
+            w.get_vector(p, &mut one).map_err(rt)?;
+        }
+        return Ok(());
     }
-    Ok(())
+    let mut list: Vec<(usize, &mut [u8])> = triples.into_iter().map(|(s, d, n)| (s, std::slice::from_raw_parts_mut(d as *mut u8, n))).collect();
+    w.get_vector(p, &mut list).map_err(rt)
 }
 
 #[no_mangle]

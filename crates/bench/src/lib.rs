@@ -28,6 +28,7 @@ mod report_runner;
 mod rma;
 mod rows;
 mod shm;
+mod strided;
 mod timing;
 
 use activerma::{Actions, AmCtx, HandlerId, LogEntry, Notify, Prot, RemotePtr, Segment, World, FIRST_USER_HANDLER};
@@ -78,6 +79,10 @@ pub enum Which {
     /// 8-byte active put (W=0, WL=1, WLD=1) into rank 1's access log; its poll-mode handler
     /// acknowledges with a put (one host only)
     ActivePut,
+    /// A 2-D patch (256-1024 rows of 8 B - 8 KiB) to and from rank 1's segment and private
+    /// memory by every ACTIVERMA_NONCONTIG method side by side: host-assisted scatter/gather,
+    /// one operation per row, packed into one message (not part of the default set)
+    Strided,
     /// Print the physical limits' tables (they are measured in every run: the ratios need them).
     Limits,
     /// The Active Access hash table: every variant (AA-Poll/Int/SP, RMA, AM, AM-Exp,
@@ -451,6 +456,7 @@ impl Origin<'_> {
                 Which::AtomicLatency => self.atomics()?,
                 Which::AmRoundtrip => self.am_roundtrip()?,
                 Which::ActivePut => self.active_put()?,
+                Which::Strided => self.strided()?,
                 Which::Limits
                 | Which::Dht
                 | Which::Counter

@@ -25,7 +25,7 @@ impl Origin<'_> {
     }
 
     /// Who runs handlers on rank 1, for the table notes.
-    fn target_progress(&self) -> String {
+    pub(crate) fn target_progress(&self) -> String {
         let mode = self.world.progress_mode().name();
         let thread = if mode == "app" { "" } else { " and from its progress thread" };
         format!("its idle loop of World::progress() calls (progress mode {mode}{thread})")
@@ -40,7 +40,7 @@ impl Origin<'_> {
     }
 
     /// Reads `len` bytes at `at` back (untimed) and compares them with our buffer at `off`.
-    fn verify(&mut self, at: RemotePtr, off: usize, len: usize, what: &str) -> BResult<()> {
+    pub(crate) fn verify(&mut self, at: RemotePtr, off: usize, len: usize, what: &str) -> BResult<()> {
         let check = &mut self.scratch[..len];
         check.fill(!self.local[off]);
         self.world.get(at, check)?;

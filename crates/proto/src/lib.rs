@@ -16,6 +16,8 @@
 //! | rendezvous    | registration miss: the target pins the pages, then put_cma/get_cma   |
 //! | part          | PART (nothing pinned): cross-memory attach block by block; NACK, page-in, ERR, resend |
 //! | firehose      | registration miss: move this origin's firehoses (pinned buckets), then put_cma/get_cma |
+//! | strided       | strided patterns: one check of the whole extent, CPU copies to a mapped segment  |
+//! | noncontig     | lists of pieces: host-assisted (scatter/gather lists), per piece, or packed     |
 //!
 //! Registration misses under the bounce strategy take put_am/get_am's code, named put_bounce /
 //! get_bounce so that `explain` and the verbose log say why.
@@ -34,6 +36,7 @@ mod get_am;
 mod get_cma;
 mod get_direct;
 mod log_append;
+mod noncontig;
 mod part;
 mod put_active;
 mod put_am;
@@ -49,6 +52,7 @@ mod strided;
 
 pub use completion::OpHandle;
 pub use firehose::config_from_settings as firehose_config;
+pub use noncontig::Noncontig;
 pub use remote_marks::RemoteMarks;
 pub use select::{Choice, Protocol};
 pub use strided::StridedPattern;
@@ -114,6 +118,8 @@ pub struct Proto {
     rma_exposures: Option<Arc<rendezvous_rma::RmaExposures>>,
     /// Smallest private transfer to another host that takes the rendezvous (0 = none).
     rma_rendezvous_min: usize,
+    /// How lists of pieces (strided, vector) move: ACTIVERMA_NONCONTIG, ACTIVERMA_SGE_MAX.
+    noncontig: noncontig::NoncontigSettings,
 }
 
 /// The implicit puts to one target since its last flush, for the choice to stream them.
@@ -147,6 +153,7 @@ impl Proto {
         put_am::register(am, posted.clone())?;
         am_request::register_active_flush(am)?;
         get_am::register(am)?;
+        noncontig::register(am)?;
         Ok(ProtoHandlers { marks, posted })
     }
 
@@ -246,6 +253,7 @@ impl Proto {
             stream_after: settings::get_u64(settings::PUT_STREAM_AFTER)?,
             verbose,
             rma_rendezvous_min: settings::get_u64(settings::RMA_RENDEZVOUS_MIN)? as usize,
+            noncontig: noncontig::NoncontigSettings::from_settings()?,
             seen: Default::default(),
             conduit,
             am,

@@ -1,20 +1,22 @@
 //! Strided puts and gets: many pieces of one size at regular distances, described once. To a
 //! segment mapped in this process the whole pattern is checked in one translation (its
 //! bounding range) and every piece is one CPU copy, instead of one checked operation per
-//! piece; anything else (private memory, Active Access pages, other hosts) moves piece by
-//! piece through the ordinary put/get, each with its own protocol.
+//! piece; anything else (private memory, Active Access pages, other hosts) becomes a list of
+//! pieces for `noncontig` (host-assisted scatter/gather, per piece or packed, as
+//! ACTIVERMA_NONCONTIG says).
 //!
 //! ```text
 //! pattern: piece bytes; dimension k (1..levels) has counts[k-1] pieces,
 //!          remote_strides[k-1] / local_strides[k-1] bytes apart; the first dimension fastest
 //! get_strided(rank, addr, pattern, dst):
 //!     extent = bounding range of the remote pieces
-//!     segment_fast(rank, addr, extent) is plain memory -> copy each piece; one op counted
-//!     otherwise                                         -> get(rank, addr + r, dst[l..]) per piece
+//!     host-assisted and segment_fast(rank, addr, extent) is plain memory
+//!                    -> copy each piece; one op counted
+//!     otherwise      -> get_pieces(rank, [(addr + r, dst[l..l + piece]) for each piece])
 //! put_strided: the same the other way
 //! ```
 
-use crate::Proto;
+use crate::{Noncontig, Proto};
 use activerma_core::counters::bump;
 use activerma_core::{Error, Rank, Result};
 use activerma_mem::{AccessKind, HeapFast};
@@ -126,7 +128,7 @@ impl Proto {
         if extent == 0 {
             return Ok(());
         }
-        if let Some((local, HeapFast::Plain)) = self.segment_fast(rank, addr, extent, AccessKind::Get) {
+        if let Some((local, HeapFast::Plain)) = self.shortcut(rank, addr, extent, AccessKind::Get) {
             fence(Ordering::Acquire);
             let piece = pattern.piece;
             pattern.for_each(|r, l| {
@@ -134,12 +136,45 @@ impl Proto {
                 unsafe { std::ptr::copy(local.add(r), dst.as_mut_ptr().add(l), piece) };
                 Ok::<(), Error>(())
             })?;
+            self.count_shortcut(pattern);
             bump(&self.counters.get_direct, 1);
             bump(&self.counters.bytes_got, (piece * pattern.pieces()) as u64);
             crate::completion::spin_until(self.net.completion_time(piece * pattern.pieces()));
             return Ok(());
         }
-        pattern.for_each(|r, l| self.get(rank, addr + r, &mut dst[l..l + pattern.piece]))
+        // The pieces may overlap on the local side (a stride below the piece): take them apart
+        // from the buffer one at a time, so that no two pieces borrow the same bytes.
+        let piece = pattern.piece;
+        let mut offsets = Vec::with_capacity(pattern.pieces());
+        pattern.for_each(|r, l| {
+            offsets.push((r, l));
+            Ok::<(), Error>(())
+        })?;
+        if disjoint(&offsets, piece) {
+            let base = dst.as_mut_ptr();
+            let mut pieces: Vec<(usize, &mut [u8])> = offsets
+                .iter()
+                // SAFETY: l + piece <= dst.len() (check_local), and no two local ranges overlap.
+                .map(|&(r, l)| (addr + r, unsafe { std::slice::from_raw_parts_mut(base.add(l), piece) }))
+                .collect();
+            return self.get_pieces(rank, &mut pieces);
+        }
+        offsets.iter().try_for_each(|&(r, l)| self.get(rank, addr + r, &mut dst[l..l + piece]))
+    }
+
+    /// A pattern moved by the shortcut is a host-assisted list too.
+    fn count_shortcut(&self, pattern: &StridedPattern) {
+        bump(&self.counters.noncontig_host_assisted, 1);
+        bump(&self.counters.noncontig_pieces, pattern.pieces() as u64);
+    }
+
+    /// The whole pattern in one check, when it lies in plain memory of a segment mapped here
+    /// and lists are moved host-assisted (the other methods are there to be compared).
+    fn shortcut(&self, rank: Rank, addr: usize, extent: usize, kind: AccessKind) -> Option<(*mut u8, HeapFast<'_>)> {
+        if self.noncontig() != Noncontig::HostAssisted {
+            return None;
+        }
+        self.segment_fast(rank, addr, extent, kind)
     }
 
     /// Blocking strided put of `src` (laid out by the local strides) to `rank`'s `addr`.
@@ -149,7 +184,7 @@ impl Proto {
         if extent == 0 {
             return Ok(());
         }
-        if let Some((local, HeapFast::Plain)) = self.segment_fast(rank, addr, extent, AccessKind::Put) {
+        if let Some((local, HeapFast::Plain)) = self.shortcut(rank, addr, extent, AccessKind::Put) {
             let piece = pattern.piece;
             pattern.for_each(|r, l| {
                 // SAFETY: r + piece <= extent (inside the checked mapping), l + piece <= src.len().
@@ -157,13 +192,27 @@ impl Proto {
                 Ok::<(), Error>(())
             })?;
             fence(Ordering::Release);
+            self.count_shortcut(pattern);
             bump(&self.counters.put_direct, 1);
             bump(&self.counters.bytes_put, (piece * pattern.pieces()) as u64);
             crate::completion::spin_until(self.net.completion_time(piece * pattern.pieces()));
             return Ok(());
         }
-        pattern.for_each(|r, l| self.put(rank, addr + r, &src[l..l + pattern.piece]))
+        let piece = pattern.piece;
+        let mut pieces = Vec::with_capacity(pattern.pieces());
+        pattern.for_each(|r, l| {
+            pieces.push((addr + r, &src[l..l + piece]));
+            Ok::<(), Error>(())
+        })?;
+        self.put_pieces(rank, &pieces)
     }
+}
+
+/// Whether the local ranges [l, l + piece) of the offsets are pairwise apart.
+fn disjoint(offsets: &[(usize, usize)], piece: usize) -> bool {
+    let mut starts: Vec<usize> = offsets.iter().map(|o| o.1).collect();
+    starts.sort_unstable();
+    starts.windows(2).all(|w| w[0] + piece <= w[1])
 }
 
 #[cfg(test)]

@@ -163,6 +163,23 @@ pub trait Conduit: Send + Sync {
     /// Copies into / out of a range of another process's private memory.
     fn cma_write(&self, rank: Rank, addr: usize, src: &[u8]) -> Result<()>;
     fn cma_read(&self, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<()>;
+    /// Copies many pieces — (remote address, bytes) — into another process's private memory
+    /// with as few kernel calls as `max_iov` descriptors per call allow (one scatter/gather
+    /// list, the paper's host-assisted zero-copy); returns the calls made. The default moves
+    /// one piece per call.
+    fn cma_writev(&self, rank: Rank, pieces: &[(usize, &[u8])], _max_iov: usize) -> Result<usize> {
+        for &(addr, src) in pieces {
+            self.cma_write(rank, addr, src)?;
+        }
+        Ok(pieces.len())
+    }
+    /// Reads many pieces out of another process's private memory (see `cma_writev`).
+    fn cma_readv(&self, rank: Rank, pieces: &mut [(usize, &mut [u8])], _max_iov: usize) -> Result<usize> {
+        for (addr, dst) in pieces.iter_mut() {
+            self.cma_read(rank, *addr, dst)?;
+        }
+        Ok(pieces.len())
+    }
     /// The process id of `rank`, when it runs on this host and cross-memory attach can reach it
     /// (PART moves data with its own process_vm_writev/readv calls, to see where a copy stopped).
     fn peer_pid(&self, _rank: Rank) -> Option<i32> {

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 pub const LAUNCHER: &str = env!("CARGO_BIN_EXE_activerma");
 
 /// The cases every conduit runs with 2, 3 and 4 ranks.
-const CORE_CASES: [&str; 9] = [
+const CORE_CASES: [&str; 10] = [
     "put_get_segment",
     "nonblocking_and_flush",
     "passive_target_spins",
@@ -17,7 +17,11 @@ const CORE_CASES: [&str; 9] = [
     "active_messages",
     "bad_input",
     "randomized",
+    "lists_of_pieces",
 ];
+
+/// Every value of ACTIVERMA_NONCONTIG: how strided and vector transfers move.
+const NONCONTIG_METHODS: [&str; 3] = ["host-assisted", "per-piece", "packed"];
 
 /// Every value of ACTIVERMA_REGISTRATION: contract tests that a strategy can break run under each.
 const REGISTRATION_STRATEGIES: [&str; 7] = ["none", "pin-all", "bounce", "rendezvous", "rendezvous-unpin", "firehose", "part"];
@@ -251,6 +255,18 @@ pub fn main() -> i32 {
         jobs.push(Job { case, ranks: 3, env: modelled_interrupt.to_vec() });
     }
     jobs.push(Job { case: "active_messages", ranks: 2, env: vec![("ACTIVERMA_PROGRESS", "wake"), ("ACTIVERMA_NET_INTERRUPT_NS", "3000")] });
+    // Lists of pieces: every method, on one host and across emulated hosts, with a small
+    // scatter/gather limit (many kernel calls per list), under every registration strategy.
+    for method in NONCONTIG_METHODS {
+        for remote in ["0", "1"] {
+            jobs.push(Job { case: "lists_of_pieces", ranks: 3, env: vec![("ACTIVERMA_NONCONTIG", method), ("ACTIVERMA_SMP_EMULATE_REMOTE", remote)] });
+        }
+    }
+    jobs.push(Job { case: "lists_of_pieces", ranks: 2, env: vec![("ACTIVERMA_SGE_MAX", "7")] });
+    jobs.push(Job { case: "lists_of_pieces", ranks: 3, env: vec![("ACTIVERMA_NONCONTIG", "packed"), ("ACTIVERMA_PROGRESS", "thread")] });
+    for strategy in REGISTRATION_STRATEGIES {
+        jobs.push(Job { case: "lists_of_pieces", ranks: 3, env: vec![("ACTIVERMA_REGISTRATION", strategy)] });
+    }
     // Registration strategies: the same programs, unchanged, under each of them.
     // Active flush on marked private memory takes each strategy's path (bounce and part go
     // through the target): its guarantee must hold on every one.
@@ -415,6 +431,9 @@ fn run_under_mpi(mpi: &str, filter: Option<&str>, t: &mut Tally) -> i32 {
     }
     jobs.push(Job { case: "dht_variants_agree", ranks: 2, env: vec![] });
     jobs.push(Job { case: "counter_variants_agree", ranks: 2, env: vec![] });
+    for method in NONCONTIG_METHODS {
+        jobs.push(Job { case: "lists_of_pieces", ranks: 3, env: vec![("ACTIVERMA_NONCONTIG", method), ("ACTIVERMA_MPI_SHARED", "off")] });
+    }
     for job in &jobs {
         let name = format!(
             "{}: {} ({} ranks{})",

@@ -220,6 +220,16 @@ impl MpiConduit {
         Ok(())
     }
 
+    /// The process id of `rank` for cross-memory attach: ranks of the one-host shared heap only.
+    fn shared_pid(&self, rank: Rank) -> Result<i32> {
+        match &self.shared {
+            Some(s) => Ok(s.pids[rank]),
+            None => Err(Error::Unsupported(format!(
+                "cross-memory attach to rank {rank}: the mpi conduit reaches private memory through the target"
+            ))),
+        }
+    }
+
     fn live(&self) -> Result<std::sync::MutexGuard<'_, Mpi>> {
         if self.finalized.load(Ordering::Acquire) {
             return Err(Error::Finalized);
@@ -408,21 +418,19 @@ impl Conduit for MpiConduit {
     }
 
     fn cma_write(&self, rank: Rank, addr: usize, src: &[u8]) -> Result<()> {
-        match &self.shared {
-            Some(s) => crate::smp::cma::write(s.pids[rank], rank, addr, src),
-            None => Err(Error::Unsupported(format!(
-                "cross-memory attach to rank {rank}: the mpi conduit reaches private memory through the target"
-            ))),
-        }
+        crate::smp::cma::write(self.shared_pid(rank)?, rank, addr, src)
     }
 
     fn cma_read(&self, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<()> {
-        match &self.shared {
-            Some(s) => crate::smp::cma::read(s.pids[rank], rank, addr, dst),
-            None => Err(Error::Unsupported(format!(
-                "cross-memory attach to rank {rank}: the mpi conduit reaches private memory through the target"
-            ))),
-        }
+        crate::smp::cma::read(self.shared_pid(rank)?, rank, addr, dst)
+    }
+
+    fn cma_writev(&self, rank: Rank, pieces: &[(usize, &[u8])], max_iov: usize) -> Result<usize> {
+        crate::smp::cma::writev(self.shared_pid(rank)?, rank, pieces, max_iov)
+    }
+
+    fn cma_readv(&self, rank: Rank, pieces: &mut [(usize, &mut [u8])], max_iov: usize) -> Result<usize> {
+        crate::smp::cma::readv(self.shared_pid(rank)?, rank, pieces, max_iov)
     }
 
     fn wake(&self, _rank: Rank) {

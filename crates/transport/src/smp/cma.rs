@@ -42,3 +42,73 @@ pub fn read(pid: i32, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<()> {
     }
     Ok(())
 }
+
+/// Pieces of one scatter/gather call: (remote address, local bytes).
+pub type IoPieces<'a> = [(usize, &'a [u8])];
+
+/// The most descriptors one process_vm_writev/readv takes on each side (the kernel's IOV_MAX,
+/// `UIO_MAXIOV`).
+pub const KERNEL_IOV_MAX: usize = 1024;
+
+/// Writes every piece into `pid`'s memory with as few process_vm_writev calls as the kernel
+/// allows: up to `max_iov` pieces per call (both sides' descriptor lists), resuming after a
+/// partial transfer where it stopped. Returns how many calls it made.
+pub fn writev(pid: i32, rank: Rank, pieces: &IoPieces, max_iov: usize) -> Result<usize> {
+    scatter_gather(rank, pieces.iter().map(|&(a, s)| (a, s.as_ptr() as *mut u8, s.len())).collect(), max_iov, |l, r| {
+        // SAFETY: the local iovecs cover our own slices; the kernel checks the remote ones.
+        unsafe { libc::process_vm_writev(pid, l.as_ptr(), l.len() as u64, r.as_ptr(), r.len() as u64, 0) }
+    }, "process_vm_writev")
+}
+
+/// Reads every piece out of `pid`'s memory into the local buffers (see `writev`).
+pub fn readv(pid: i32, rank: Rank, pieces: &mut [(usize, &mut [u8])], max_iov: usize) -> Result<usize> {
+    scatter_gather(rank, pieces.iter_mut().map(|(a, d)| (*a, d.as_mut_ptr(), d.len())).collect(), max_iov, |l, r| {
+        // SAFETY: the local iovecs cover our own mutable slices; the kernel checks the remote ones.
+        unsafe { libc::process_vm_readv(pid, l.as_ptr(), l.len() as u64, r.as_ptr(), r.len() as u64, 0) }
+    }, "process_vm_readv")
+}
+
+/// The loop both directions share: `pieces` are (remote address, local pointer, length).
+fn scatter_gather(
+    rank: Rank,
+    mut pieces: Vec<(usize, *mut u8, usize)>,
+    max_iov: usize,
+    call: impl Fn(&[libc::iovec], &[libc::iovec]) -> isize,
+    name: &'static str,
+) -> Result<usize> {
+    pieces.retain(|p| p.2 > 0);
+    let max_iov = max_iov.clamp(1, KERNEL_IOV_MAX);
+    let (mut next, mut calls) = (0, 0);
+    let (mut local, mut remote) = (Vec::with_capacity(max_iov), Vec::with_capacity(max_iov));
+    while next < pieces.len() {
+        let batch = &pieces[next..(next + max_iov).min(pieces.len())];
+        local.clear();
+        remote.clear();
+        for &(addr, ptr, len) in batch {
+            local.push(libc::iovec { iov_base: ptr as *mut _, iov_len: len });
+            remote.push(libc::iovec { iov_base: addr as *mut _, iov_len: len });
+        }
+        let want: usize = batch.iter().map(|p| p.2).sum();
+        let n = call(&local, &remote);
+        calls += 1;
+        if n <= 0 {
+            let (addr, _, len) = batch[0];
+            return Err(map_errno(rank, addr, len, name));
+        }
+        let mut moved = n as usize;
+        if moved == want {
+            next += batch.len();
+            continue;
+        }
+        // A partial transfer (the kernel stops at a remote page it cannot reach, or moves less
+        // than asked): skip what moved, then go on from the piece it stopped in.
+        while moved >= pieces[next].2 {
+            moved -= pieces[next].2;
+            next += 1;
+        }
+        let p = &mut pieces[next];
+        // SAFETY: moved < p.2: still inside the piece's local buffer.
+        *p = (p.0 + moved, unsafe { p.1.add(moved) }, p.2 - moved);
+    }
+    Ok(calls)
+}

@@ -467,6 +467,14 @@ impl Conduit for SmpConduit {
         cma::read(self.info(rank).pid.load(Ordering::Acquire) as i32, rank, addr, dst)
     }
 
+    fn cma_writev(&self, rank: Rank, pieces: &[(usize, &[u8])], max_iov: usize) -> Result<usize> {
+        cma::writev(self.info(rank).pid.load(Ordering::Acquire) as i32, rank, pieces, max_iov)
+    }
+
+    fn cma_readv(&self, rank: Rank, pieces: &mut [(usize, &mut [u8])], max_iov: usize) -> Result<usize> {
+        cma::readv(self.info(rank).pid.load(Ordering::Acquire) as i32, rank, pieces, max_iov)
+    }
+
     fn peer_pid(&self, rank: Rank) -> Option<i32> {
         Some(self.info(rank).pid.load(Ordering::Acquire) as i32)
     }

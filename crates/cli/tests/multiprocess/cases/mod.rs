@@ -5,6 +5,7 @@ mod am;
 mod apps;
 mod faults;
 mod firehose;
+mod noncontig;
 pub mod output;
 mod part;
 mod randomized;
@@ -25,6 +26,7 @@ pub fn run(case: &str) -> i32 {
         "small_queues" => am::active_messages(),
         "progress_without_target_calls" => am::progress_without_target_calls(),
         "randomized" => randomized::run(),
+        "lists_of_pieces" => noncontig::lists_of_pieces(),
         "bad_input" => faults::bad_input(),
         "modelled_network" => faults::modelled_network(),
         "peer_exits_early" => faults::peer_exits_early(),

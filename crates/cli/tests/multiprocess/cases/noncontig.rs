@@ -1,0 +1,151 @@
+//! Strided and vector transfers (lists of pieces) under every ACTIVERMA_NONCONTIG method, to
+//! segments and to exposed private memory: every byte arrives where the pattern says and
+//! nowhere else, a refused piece is named by its own address, and — where the whole list is
+//! checked first (host-assisted on one host, packed) — a refused list writes nothing.
+
+use super::{expect_protocol, pattern, share_u64};
+use activerma::{Error, Noncontig, Prot, RemotePtr, Result, StridedPattern, World};
+use std::sync::atomic::Ordering;
+
+/// Bytes of target memory each origin owns (its pieces stay inside).
+const REGION: usize = 128 << 10;
+/// A 2-D patch: ROWS rows of PIECE bytes, STRIDE bytes apart at the target, packed locally.
+const ROWS: usize = 300;
+const PIECE: usize = 24;
+const STRIDE: usize = 200;
+/// A vector of more pieces than the kernel's IOV_MAX (1024), so lists are chunked even at the
+/// default SGE_MAX; pieces of odd sizes at scattered offsets.
+const VECTOR_PIECES: usize = 1500;
+const VECTOR_PIECE: usize = 13;
+
+fn counter(w: &World, name: &str) -> u64 {
+    w.counters().snapshot().into_iter().find(|&(k, _)| k == name).map(|(_, v)| v).unwrap()
+}
+
+/// Offsets (inside one origin's region) of the vector's pieces: every 40th byte, reversed in
+/// pairs so the list is not sorted.
+fn vector_offsets() -> Vec<usize> {
+    (0..VECTOR_PIECES).map(|i| (i ^ 1) * 40 + 3).collect()
+}
+
+pub fn lists_of_pieces() -> Result<()> {
+    let w = activerma::init()?;
+    let (me, n) = (w.rank(), w.size());
+    let mut private = vec![0u8; n * REGION];
+    let exposed = w.expose(&mut private, Prot::ReadWrite)?;
+    let read_only = vec![7u8; 4096];
+    let ro = w.expose_read_only(&read_only)?;
+    let seg = w.alloc_segment(n * REGION)?;
+    let priv_addr = share_u64(&w, exposed.addr() as u64)?;
+    let ro_addr = share_u64(&w, ro.addr() as u64)?;
+    let method = w.noncontig()?;
+    let sge_max: u64 = activerma::settings::get_u64(activerma::settings::SGE_MAX)?;
+    let same_host = expect_protocol("local", "remote") == "local";
+    let strategy = std::env::var("ACTIVERMA_REGISTRATION").unwrap_or_default();
+    w.barrier()?;
+
+    let patch = StridedPattern::new(PIECE, vec![ROWS], vec![STRIDE], vec![PIECE])?;
+    let offsets = vector_offsets();
+    for (t, &priv_base) in priv_addr.iter().enumerate() {
+        for (kind, base) in [("segment", seg.remote(t, 0).addr), ("private", priv_base as usize)] {
+            let mine = base + me * REGION;
+            // Strided: ROWS rows into the first half of our region, read back the same way.
+            let src: Vec<u8> = (0..ROWS * PIECE).map(|i| pattern(me, t, i)).collect();
+            w.put_strided(RemotePtr::new(t, mine), &patch, &src)?;
+            let mut back = vec![0u8; ROWS * PIECE];
+            w.get_strided(RemotePtr::new(t, mine), &patch, &mut back)?;
+            assert_eq!(back, src, "rank {me}: strided round trip with rank {t}'s {kind} memory");
+            // Vector: many small pieces into the second half, counted where the method shows.
+            let vbase = mine + REGION / 2;
+            let data: Vec<Vec<u8>> = (0..VECTOR_PIECES).map(|i| (0..VECTOR_PIECE).map(|j| pattern(me, i, j + 1000)).collect()).collect();
+            let list: Vec<(usize, &[u8])> = offsets.iter().zip(&data).map(|(&o, d)| (vbase + o, &d[..])).collect();
+            let (calls, packed) = (counter(&w, "noncontig_sg_calls"), counter(&w, "noncontig_packed"));
+            w.put_vector(t, &list)?;
+            let calls = counter(&w, "noncontig_sg_calls") - calls;
+            let packed = counter(&w, "noncontig_packed") - packed;
+            let mut got = vec![vec![0u8; VECTOR_PIECE]; VECTOR_PIECES];
+            let mut glist: Vec<(usize, &mut [u8])> = offsets.iter().zip(got.iter_mut()).map(|(&o, d)| (vbase + o, &mut d[..])).collect();
+            w.get_vector(t, &mut glist)?;
+            assert_eq!(got, data, "rank {me}: vector round trip with rank {t}'s {kind} memory");
+            match method {
+                // Registered private memory of another rank on this host: one kernel call per
+                // SGE_MAX pieces (strategies that register on first use may miss the first time).
+                Noncontig::HostAssisted if kind == "private" && t != me && same_host && ["", "none", "pin-all"].contains(&strategy.as_str()) => {
+                    assert_eq!(calls, (VECTOR_PIECES as u64).div_ceil(sge_max), "rank {me}: scatter/gather calls for {VECTOR_PIECES} pieces")
+                }
+                Noncontig::Packed if t != me => assert_eq!(packed, 1, "rank {me}: one packed message to rank {t}"),
+                _ => {}
+            }
+        }
+    }
+    w.barrier()?;
+    // Every target checks what each origin left in its memory: the patch rows and the vector
+    // pieces hold the origin's bytes, and the gaps between them were never written.
+    let mut local = vec![0u8; n * REGION];
+    exposed.read(0, &mut local);
+    let mut seg_local = vec![0u8; n * REGION];
+    seg.read_local(0, &mut seg_local);
+    for (kind, mem) in [("private", &local[..]), ("segment", &seg_local[..])] {
+        for src in 0..n {
+            let region = &mem[src * REGION..(src + 1) * REGION];
+            let mut expect = vec![0u8; REGION];
+            for r in 0..ROWS {
+                for j in 0..PIECE {
+                    expect[r * STRIDE + j] = pattern(src, me, r * PIECE + j);
+                }
+            }
+            for (i, &o) in offsets.iter().enumerate() {
+                for j in 0..VECTOR_PIECE {
+                    expect[REGION / 2 + o + j] = pattern(src, i, j + 1000);
+                }
+            }
+            if let Some(i) = (0..REGION).find(|&i| region[i] != expect[i]) {
+                panic!("rank {me}: byte {i} of rank {src}'s {kind} region is {} not {}", region[i], expect[i]);
+            }
+        }
+    }
+    w.barrier()?;
+
+    // Refusals: a piece past the exposure, and a put into read-only memory, each named by
+    // the refused piece's own address.
+    for t in 0..n {
+        let mine = priv_addr[t] as usize + me * REGION;
+        let bad_at = priv_addr[t] as usize + n * REGION + 64;
+        let mut before = [0u8; 64];
+        w.get(RemotePtr::new(t, mine), &mut before)?;
+        let fresh = [0xA5u8; 8];
+        let list: Vec<(usize, &[u8])> = vec![(mine, &fresh), (mine + 8, &fresh), (bad_at, &fresh)];
+        match w.put_vector(t, &list) {
+            Err(Error::NotExposed { addr, .. }) => assert_eq!(addr, bad_at, "rank {me}: the error names the refused piece"),
+            other => panic!("rank {me}: a vector put past rank {t}'s exposure gave {other:?}"),
+        }
+        // Nothing moved where the list is checked whole before it moves.
+        let whole_list_checked = method == Noncontig::Packed && t != me || method == Noncontig::HostAssisted && (same_host || t == me);
+        if whole_list_checked {
+            let mut after = [0u8; 64];
+            w.get(RemotePtr::new(t, mine), &mut after)?;
+            assert_eq!(after, before, "rank {me}: a refused list wrote to rank {t}");
+        }
+        let list: Vec<(usize, &[u8])> = vec![(ro_addr[t] as usize, &fresh)];
+        match w.put_vector(t, &list) {
+            Err(Error::Protection { .. }) => {}
+            other => panic!("rank {me}: a vector put into rank {t}'s read-only memory gave {other:?}"),
+        }
+        let mut one = [0u8; 8];
+        let mut glist: Vec<(usize, &mut [u8])> = vec![(bad_at, &mut one[..])];
+        match w.get_vector(t, &mut glist) {
+            Err(Error::NotExposed { addr, .. }) => assert_eq!(addr, bad_at),
+            other => panic!("rank {me}: a vector get past rank {t}'s exposure gave {other:?}"),
+        }
+        w.flush(t)?;
+    }
+    w.barrier()?;
+    // The read-only memory still holds what its owner put there.
+    assert!(read_only.iter().all(|&b| b == 7), "rank {me}: read-only memory was written");
+    let pieces = w.counters().noncontig_pieces.load(Ordering::Relaxed);
+    assert!(pieces >= (n * 2 * (2 * ROWS + 2 * VECTOR_PIECES)) as u64, "rank {me}: pieces counted: {pieces}");
+    drop(ro);
+    drop(exposed);
+    w.barrier()?;
+    w.finalize()
+}

@@ -1,0 +1,493 @@
+//! Non-contiguous puts and gets: a list of pieces — (address at the target, local bytes) — to
+//! one rank, as strided and vector transfers produce them. ARMCI's paper (§5) compares three
+//! ways to move such a list, and `ACTIVERMA_NONCONTIG` picks one per run:
+//!
+//! ```text
+//! host-assisted (default): check every piece first (nothing moves if one is refused), then
+//!     all pieces plain memory of a segment mapped here  -> one CPU copy each, one fence
+//!     all pieces private memory on this host            -> process_vm_writev/readv with the
+//!         whole list: ceil(pieces / SGE_MAX) kernel calls instead of one per piece
+//!     anything else (another host, Active Access pages, a registration miss, a mix)
+//!                                                       -> an implicit put/get per piece,
+//!         then one flush of the rank (one round of completions, not one per piece)
+//! per-piece: a blocking put/get per piece (what a layer without list support does)
+//! packed:    the pieces and their bytes in one active message; the target's progress engine
+//!     checks every piece in its own table, then scatters (put) or gathers and answers (get)
+//!     — the buffered protocol: one message, two copies, needs the target's progress
+//! ```
+//!
+//! On one host the origin itself plays the paper's "host" (the target's helper that turns the
+//! description into one scatter/gather list): cross-memory attach reaches the target's
+//! memory without its CPU, so the list goes straight to the kernel.
+
+use crate::am_request::{self, Asked, OwnTable};
+use crate::log_append::{self, Logged};
+use crate::select::{Choice, Pass, Protocol};
+use crate::{get_cma, put_cma, Proto};
+use activerma_am::{Am, AmCtx, HandlerId};
+use activerma_core::counters::bump;
+use activerma_core::log_ring::LogOp;
+use activerma_core::{settings, Error, Rank, Result};
+use activerma_mem::{AccessKind, Lookup, Strategy};
+use std::sync::atomic::{fence, Ordering};
+use std::sync::Arc;
+
+pub const PUT_PACKED: HandlerId = 18;
+pub const GET_PACKED: HandlerId = 19;
+
+/// How a list of pieces moves (ACTIVERMA_NONCONTIG).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Noncontig {
+    HostAssisted,
+    PerPiece,
+    Packed,
+}
+
+impl Noncontig {
+    pub const ALL: [Noncontig; 3] = [Noncontig::HostAssisted, Noncontig::PerPiece, Noncontig::Packed];
+
+    /// The setting's word for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Noncontig::HostAssisted => "host-assisted",
+            Noncontig::PerPiece => "per-piece",
+            Noncontig::Packed => "packed",
+        }
+    }
+}
+
+/// The run's method and the scatter/gather limit, read once at init.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct NoncontigSettings {
+    pub method: Noncontig,
+    pub sge_max: usize,
+}
+
+impl NoncontigSettings {
+    pub fn from_settings() -> Result<NoncontigSettings> {
+        let word = settings::get_enum(settings::NONCONTIG)?;
+        let method = Noncontig::ALL.into_iter().find(|m| m.name() == word).expect("the setting's words are the methods' names");
+        let sge_max = settings::get_u64(settings::SGE_MAX)?;
+        let kernel = activerma_transport::smp::cma::KERNEL_IOV_MAX as u64;
+        if sge_max == 0 || sge_max > kernel {
+            return Err(Error::BadSetting {
+                name: settings::SGE_MAX.into(),
+                value: sge_max.to_string(),
+                why: format!("expected 1 to {kernel} pieces per scatter/gather call (the kernel's IOV_MAX)"),
+            });
+        }
+        Ok(NoncontigSettings { method, sge_max: sge_max as usize })
+    }
+}
+
+impl Proto {
+    /// The method this run uses for lists of pieces.
+    pub fn noncontig(&self) -> Noncontig {
+        self.noncontig.method
+    }
+
+    /// Blocking put of every piece `(addr, bytes)` to `rank`; returns once all are written.
+    /// Every piece is checked before any moves (host-assisted and packed), so a refused piece
+    /// leaves the target's memory untouched.
+    pub fn put_pieces(&self, rank: Rank, pieces: &[(usize, &[u8])]) -> Result<()> {
+        self.put_pieces_by(self.noncontig.method, rank, pieces)
+    }
+
+    /// `put_pieces` by a method of the caller's choice (benchmarks compare them in one run).
+    pub fn put_pieces_by(&self, method: Noncontig, rank: Rank, pieces: &[(usize, &[u8])]) -> Result<()> {
+        self.check_rank(rank)?;
+        let pieces: Vec<(usize, &[u8])> = pieces.iter().copied().filter(|p| !p.1.is_empty()).collect();
+        if pieces.is_empty() {
+            return Ok(());
+        }
+        bump(&self.counters.noncontig_pieces, pieces.len() as u64);
+        match method {
+            Noncontig::PerPiece => {
+                bump(&self.counters.noncontig_per_piece, 1);
+                pieces.iter().try_for_each(|&(addr, src)| self.put(rank, addr, src))
+            }
+            Noncontig::Packed if rank != self.conduit.rank() => put_packed(self, rank, &pieces),
+            _ => self.put_host_assisted(rank, &pieces),
+        }
+    }
+
+    /// Blocking get of every piece `(addr, buffer)` from `rank` (see `put_pieces`).
+    pub fn get_pieces(&self, rank: Rank, pieces: &mut [(usize, &mut [u8])]) -> Result<()> {
+        self.get_pieces_by(self.noncontig.method, rank, pieces)
+    }
+
+    /// `get_pieces` by a method of the caller's choice.
+    pub fn get_pieces_by(&self, method: Noncontig, rank: Rank, pieces: &mut [(usize, &mut [u8])]) -> Result<()> {
+        self.check_rank(rank)?;
+        let mut pieces: Vec<(usize, &mut [u8])> = pieces.iter_mut().filter(|p| !p.1.is_empty()).map(|(a, d)| (*a, &mut **d)).collect();
+        if pieces.is_empty() {
+            return Ok(());
+        }
+        bump(&self.counters.noncontig_pieces, pieces.len() as u64);
+        match method {
+            Noncontig::PerPiece => {
+                bump(&self.counters.noncontig_per_piece, 1);
+                pieces.iter_mut().try_for_each(|(addr, dst)| self.get(rank, *addr, dst))
+            }
+            Noncontig::Packed if rank != self.conduit.rank() => get_packed(self, rank, &mut pieces),
+            _ => self.get_host_assisted(rank, &mut pieces),
+        }
+    }
+
+    /// Where each piece goes, checked before anything moves (no registration is counted: the
+    /// path taken counts it). First one check of the list's bounding range: when it lies in one
+    /// segment or one exposure, plainly reachable, that check covers every piece (the usual
+    /// strided case: one translation instead of one per piece). Otherwise every piece is
+    /// checked by itself, which also names the piece that is refused.
+    fn choose_list<'a>(&'a self, rank: Rank, pieces: &[(usize, usize)], kind: AccessKind) -> Result<Placed<'a>> {
+        let lo = pieces.iter().map(|p| p.0).min().unwrap_or(0);
+        let hi = pieces.iter().map(|p| p.0.saturating_add(p.1)).max().unwrap_or(0);
+        if let Ok(c) = self.choose_for(rank, lo, hi - lo, kind, Pass::Explain) {
+            if matches!(c.protocol, Protocol::PutDirect | Protocol::GetDirect | Protocol::PutCma | Protocol::GetCma) {
+                return Ok(Placed::Bounding { lo, choice: c });
+            }
+        }
+        let each = pieces.iter().map(|&(addr, len)| self.choose_for(rank, addr, len, kind, Pass::Explain)).collect::<Result<Vec<_>>>()?;
+        Ok(Placed::Each(each))
+    }
+
+    /// A list moved into or out of private memory by `calls` scatter/gather calls: one cma
+    /// operation (`op`), and — every piece was registered, or it would not have come here —
+    /// the registration hits the per-piece path would have counted.
+    fn count_scatter_gather(&self, pieces: usize, calls: usize, op: &std::sync::atomic::AtomicU64) {
+        if !matches!(self.strategy, Strategy::None | Strategy::Firehose) {
+            bump(&self.reg_stats.hits, pieces as u64);
+        }
+        bump(&self.counters.noncontig_sg_calls, calls as u64);
+        bump(op, 1);
+    }
+
+    fn put_host_assisted(&self, rank: Rank, pieces: &[(usize, &[u8])]) -> Result<()> {
+        let spans: Vec<(usize, usize)> = pieces.iter().map(|p| (p.0, p.1.len())).collect();
+        let placed = self.choose_list(rank, &spans, AccessKind::Put)?;
+        let bytes: usize = spans.iter().map(|p| p.1).sum();
+        match placed.protocol() {
+            Some(Protocol::PutDirect) => {
+                for (i, (addr, src)) in pieces.iter().enumerate() {
+                    // SAFETY: the check translated this piece into our mapping of the segment.
+                    unsafe { std::ptr::copy(src.as_ptr(), placed.local(i, *addr), src.len()) };
+                }
+                fence(Ordering::Release);
+                bump(&self.counters.put_direct, 1);
+            }
+            Some(Protocol::PutCma) => {
+                let calls = if rank == self.conduit.rank() {
+                    pieces.iter().try_for_each(|&(addr, src)| put_cma::copy_in(self, rank, addr, src))?;
+                    0
+                } else {
+                    self.conduit.cma_writev(rank, pieces, self.noncontig.sge_max)?
+                };
+                drop(placed);
+                self.count_scatter_gather(pieces.len(), calls, &self.counters.put_cma);
+            }
+            _ => {
+                drop(placed);
+                for &(addr, src) in pieces {
+                    self.put_nbi(rank, addr, src)?;
+                }
+                return self.flushed_list(rank);
+            }
+        }
+        self.moved_list(bytes, &self.counters.bytes_put);
+        Ok(())
+    }
+
+    fn get_host_assisted(&self, rank: Rank, pieces: &mut [(usize, &mut [u8])]) -> Result<()> {
+        let spans: Vec<(usize, usize)> = pieces.iter().map(|p| (p.0, p.1.len())).collect();
+        let placed = self.choose_list(rank, &spans, AccessKind::Get)?;
+        let bytes: usize = spans.iter().map(|p| p.1).sum();
+        match placed.protocol() {
+            Some(Protocol::GetDirect) => {
+                fence(Ordering::Acquire);
+                for (i, (addr, dst)) in pieces.iter_mut().enumerate() {
+                    // SAFETY: the check translated this piece into our mapping of the segment.
+                    unsafe { std::ptr::copy(placed.local(i, *addr) as *const u8, dst.as_mut_ptr(), dst.len()) };
+                }
+                bump(&self.counters.get_direct, 1);
+            }
+            Some(Protocol::GetCma) => {
+                let calls = if rank == self.conduit.rank() {
+                    pieces.iter_mut().try_for_each(|(addr, dst)| get_cma::copy_out(self, rank, *addr, dst))?;
+                    0
+                } else if let (true, Placed::Bounding { lo, .. }) = (sieve_pays(&spans, bytes), &placed) {
+                    // Small pieces close together: the kernel pins and walks the pages of each
+                    // descriptor by itself (~0.1 us each), so one read of the whole checked
+                    // range and a scatter here beats a descriptor per piece (data sieving).
+                    let hi = spans.iter().map(|p| p.0 + p.1).max().unwrap_or(*lo);
+                    let mut range = vec![0u8; hi - lo];
+                    self.conduit.cma_read(rank, *lo, &mut range)?;
+                    for (addr, dst) in pieces.iter_mut() {
+                        dst.copy_from_slice(&range[*addr - lo..*addr - lo + dst.len()]);
+                    }
+                    bump(&self.counters.noncontig_sieved, 1);
+                    1
+                } else {
+                    self.conduit.cma_readv(rank, pieces, self.noncontig.sge_max)?
+                };
+                drop(placed);
+                self.count_scatter_gather(pieces.len(), calls, &self.counters.get_cma);
+            }
+            _ => {
+                drop(placed);
+                for (addr, dst) in pieces.iter_mut() {
+                    self.get_nbi(rank, *addr, dst)?;
+                }
+                return self.flushed_list(rank);
+            }
+        }
+        self.moved_list(bytes, &self.counters.bytes_got);
+        Ok(())
+    }
+
+    /// A list moved here (CPU copies or scatter/gather): counted, and complete once the
+    /// modelled network would have delivered its bytes.
+    fn moved_list(&self, bytes: usize, byte_counter: &std::sync::atomic::AtomicU64) {
+        bump(byte_counter, bytes as u64);
+        bump(&self.counters.noncontig_host_assisted, 1);
+        crate::completion::spin_until(self.net.completion_time(bytes));
+    }
+
+    /// A list whose pieces were started one by one (their own protocols): one flush ends them.
+    fn flushed_list(&self, rank: Rank) -> Result<()> {
+        self.flush(rank)?;
+        bump(&self.counters.noncontig_host_assisted, 1);
+        Ok(())
+    }
+}
+
+/// Where a list's pieces go (`choose_list`): one choice for the bounding range, or one per piece.
+enum Placed<'a> {
+    Bounding { lo: usize, choice: Choice<'a> },
+    Each(Vec<Choice<'a>>),
+}
+
+/// Whether a get should read the list's whole bounding range at once: its pieces are small
+/// (a descriptor each would cost more than copying the gaps) and the range is at most four
+/// times the bytes wanted and at most SIEVE_MAX.
+fn sieve_pays(spans: &[(usize, usize)], bytes: usize) -> bool {
+    const SMALL_PIECE: usize = 4096;
+    const SIEVE_MAX: usize = 4 << 20;
+    let lo = spans.iter().map(|p| p.0).min().unwrap_or(0);
+    let hi = spans.iter().map(|p| p.0 + p.1).max().unwrap_or(0);
+    let range = hi - lo;
+    spans.len() > 1 && bytes / spans.len() < SMALL_PIECE && range <= SIEVE_MAX && range <= 4 * bytes
+}
+
+impl Placed<'_> {
+
+    /// The protocol every piece takes, if they all take the same one.
+    fn protocol(&self) -> Option<Protocol> {
+        match self {
+            Placed::Bounding { choice, .. } => Some(choice.protocol),
+            Placed::Each(each) => {
+                let first = each.first()?.protocol;
+                each.iter().all(|c| c.protocol == first).then_some(first)
+            }
+        }
+    }
+
+    /// Where piece `i` (at `addr`) lies in this process's mapping (direct protocols).
+    fn local(&self, i: usize, addr: usize) -> *mut u8 {
+        match self {
+            // SAFETY (for callers): addr - lo lies inside the checked bounding range.
+            Placed::Bounding { lo, choice } => choice.local.wrapping_add(addr - lo),
+            Placed::Each(each) => each[i].local,
+        }
+    }
+}
+
+/// A packed request: the sequence number (for Active Access logs), the piece count, each
+/// piece's (address, length), then (puts) every piece's bytes in order.
+fn encode_request(seq: u64, pieces: impl ExactSizeIterator<Item = (usize, usize)>, data: &[&[u8]]) -> Vec<u8> {
+    let n = pieces.len();
+    let mut msg = Vec::with_capacity(16 + 16 * n + data.iter().map(|d| d.len()).sum::<usize>());
+    msg.extend_from_slice(&seq.to_le_bytes());
+    msg.extend_from_slice(&(n as u64).to_le_bytes());
+    for (addr, len) in pieces {
+        msg.extend_from_slice(&(addr as u64).to_le_bytes());
+        msg.extend_from_slice(&(len as u64).to_le_bytes());
+    }
+    for d in data {
+        msg.extend_from_slice(d);
+    }
+    msg
+}
+
+/// (seq, pieces, the bytes after the list) of a packed request; an error if it is malformed.
+/// A decoded packed request: (seq, pieces as (address, length), the bytes after the list).
+type Request<'m> = (u64, Vec<(usize, usize)>, &'m [u8]);
+
+fn decode_request(msg: &[u8]) -> Result<Request<'_>> {
+    let bad = || Error::InvalidArgument("malformed packed request".into());
+    let word = |i: usize| msg.get(i..i + 8).map(|b| u64::from_le_bytes(b.try_into().unwrap())).ok_or_else(bad);
+    let (seq, n) = (word(0)?, word(8)? as usize);
+    let list_end = n.checked_mul(16).and_then(|b| b.checked_add(16)).filter(|&e| e <= msg.len()).ok_or_else(bad)?;
+    let pieces = (0..n).map(|i| Ok((word(16 + 16 * i)? as usize, word(24 + 16 * i)? as usize))).collect::<Result<Vec<_>>>()?;
+    Ok((seq, pieces, &msg[list_end..]))
+}
+
+/// The target's refusal of piece `i`: answered as a success whose value names the piece
+/// (1-based) and whose bytes hold the error's own outcome, so that the origin can name the
+/// piece's address in its error.
+fn refuse(ctx: &AmCtx, i: usize, e: Error) {
+    let said = e.to_string();
+    let (status, bits) = am_request::status_of::<()>(Err(e));
+    am_request::respond(ctx, Ok((i as u64 + 1, &am_request::encode_outcome(status, bits, &[said.as_bytes()]))));
+}
+
+/// The origin's side of an answer: Ok, or the refused piece's error in the origin's words.
+fn answered(rank: Rank, op: &'static str, pieces: &[(usize, usize)], value: u64, bytes: &[u8]) -> Result<()> {
+    if value == 0 {
+        return Ok(());
+    }
+    let (addr, len) = pieces.get(value as usize - 1).copied().unwrap_or_default();
+    let (status, bits, said) = am_request::decode_outcome(bytes);
+    Err(am_request::rebuild_error(status, bits, &Asked { rank, addr, len, op }, &String::from_utf8_lossy(said)))
+}
+
+/// The target checks every piece of a packed request (and that the logs of Active Access
+/// pages have room) before it touches any: None when it has already answered (a refused piece)
+/// or asked to be retried (a full log).
+fn check_pieces<'t>(table: &'t OwnTable, ctx: &AmCtx, seq: u64, pieces: &[(usize, usize)], op: LogOp) -> Option<Vec<Lookup<'t>>> {
+    let kind = if op == LogOp::Put { AccessKind::Put } else { AccessKind::Get };
+    let mut lookups = Vec::with_capacity(pieces.len());
+    for (i, &(addr, len)) in pieces.iter().enumerate() {
+        match table.check(addr, len, kind) {
+            Ok(l) => lookups.push(l),
+            Err(e) => {
+                refuse(ctx, i, e);
+                return None;
+            }
+        }
+    }
+    let me = ctx.am().conduit().rank();
+    for (l, &(addr, len)) in lookups.iter().zip(pieces) {
+        let logged = Logged::at_target(table.get(), l, me, ctx.src, seq);
+        if l.active && !log_append::has_room(&logged, op, addr, len).unwrap_or(true) {
+            ctx.retry_later();
+            return None;
+        }
+    }
+    Some(lookups)
+}
+
+pub(crate) fn register(am: &Am) -> Result<()> {
+    let table = Arc::new(OwnTable::new(am.conduit().clone()));
+    let t = table.clone();
+    am.register(
+        PUT_PACKED,
+        Arc::new(move |ctx: &AmCtx, msg: &[u8]| {
+            let (seq, pieces, data) = match decode_request(msg) {
+                Ok(r) => r,
+                Err(e) => return am_request::respond(ctx, Err(e)),
+            };
+            if data.len() != pieces.iter().map(|p| p.1).sum::<usize>() {
+                return am_request::respond(ctx, Err(Error::InvalidArgument("packed put: the bytes do not match the pieces".into())));
+            }
+            let Some(lookups) = check_pieces(&t, ctx, seq, &pieces, LogOp::Put) else { return };
+            let me = ctx.am().conduit().rank();
+            let mut at = 0;
+            for (i, (l, &(addr, len))) in lookups.iter().zip(&pieces).enumerate() {
+                let bytes = &data[at..at + len];
+                at += len;
+                let mut write = |to: usize, b: &[u8]| {
+                    // SAFETY: the table says this range is our memory, exposed writable.
+                    unsafe { std::ptr::copy(b.as_ptr(), to as *mut u8, b.len()) };
+                    Ok(())
+                };
+                let done = if l.active {
+                    let logged = Logged::at_target(t.get(), l, me, ctx.src, seq);
+                    let mut w = activerma_am::Waiter::default();
+                    log_append::put(&logged, addr, bytes, &mut write, &mut || w.step_in_handler(ctx.am(), ctx.src, "room in an access log"))
+                        .map(|_| ())
+                } else {
+                    write(addr, bytes)
+                };
+                if let Err(e) = done {
+                    return refuse(ctx, i, e);
+                }
+            }
+            am_request::respond(ctx, Ok((0, &[][..])))
+        }),
+    )?;
+    am.register(
+        GET_PACKED,
+        Arc::new(move |ctx: &AmCtx, msg: &[u8]| {
+            let (seq, pieces, _) = match decode_request(msg) {
+                Ok(r) => r,
+                Err(e) => return am_request::respond(ctx, Err(e)),
+            };
+            let Some(lookups) = check_pieces(&table, ctx, seq, &pieces, LogOp::Get) else { return };
+            let me = ctx.am().conduit().rank();
+            let mut out = Vec::with_capacity(pieces.iter().map(|p| p.1).sum());
+            for (i, (l, &(addr, len))) in lookups.iter().zip(&pieces).enumerate() {
+                // SAFETY: the table says [addr, addr+len) is our memory, exposed readable.
+                let bytes = unsafe { std::slice::from_raw_parts(addr as *const u8, len) };
+                out.extend_from_slice(bytes);
+                if l.active {
+                    let logged = Logged::at_target(table.get(), l, me, ctx.src, seq);
+                    let mut w = activerma_am::Waiter::default();
+                    if let Err(e) = log_append::get(&logged, addr, bytes, &mut || w.step_in_handler(ctx.am(), ctx.src, "room in an access log")) {
+                        return refuse(ctx, i, e);
+                    }
+                }
+            }
+            am_request::respond(ctx, Ok((0, &out)))
+        }),
+    )
+}
+
+fn put_packed(p: &Proto, rank: Rank, pieces: &[(usize, &[u8])]) -> Result<()> {
+    let list: Vec<(usize, usize)> = pieces.iter().map(|x| (x.0, x.1.len())).collect();
+    let data: Vec<&[u8]> = pieces.iter().map(|x| x.1).collect();
+    let msg = encode_request(p.next_seq(rank), list.iter().copied(), &data);
+    let bytes: usize = list.iter().map(|x| x.1).sum();
+    let (value, answer) = am_request::request(p, PUT_PACKED, &msg, Asked { rank, addr: list[0].0, len: bytes, op: "packed put" })?;
+    answered(rank, "put", &list, value, &answer)?;
+    bump(&p.counters.noncontig_packed, 1);
+    bump(&p.counters.put_am, 1);
+    bump(&p.counters.bytes_put, bytes as u64);
+    Ok(())
+}
+
+fn get_packed(p: &Proto, rank: Rank, pieces: &mut [(usize, &mut [u8])]) -> Result<()> {
+    let list: Vec<(usize, usize)> = pieces.iter().map(|x| (x.0, x.1.len())).collect();
+    let msg = encode_request(p.next_seq(rank), list.iter().copied(), &[]);
+    let bytes: usize = list.iter().map(|x| x.1).sum();
+    let (value, answer) = am_request::request(p, GET_PACKED, &msg, Asked { rank, addr: list[0].0, len: bytes, op: "packed get" })?;
+    answered(rank, "get", &list, value, &answer)?;
+    if answer.len() != bytes {
+        return Err(Error::InvalidArgument(format!("rank {rank} answered a packed get of {bytes} bytes with {}", answer.len())));
+    }
+    let mut at = 0;
+    for (_, dst) in pieces.iter_mut() {
+        dst.copy_from_slice(&answer[at..at + dst.len()]);
+        at += dst.len();
+    }
+    bump(&p.counters.noncontig_packed, 1);
+    bump(&p.counters.get_am, 1);
+    bump(&p.counters.bytes_got, bytes as u64);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packed_requests_round_trip_and_reject_malformed_lists() {
+        let data: [&[u8]; 2] = [b"abc", b"de"];
+        let msg = encode_request(7, [(0x1000, 3), (0x2000, 2)].into_iter(), &data);
+        let (seq, pieces, rest) = decode_request(&msg).unwrap();
+        assert_eq!((seq, pieces, rest), (7, vec![(0x1000, 3), (0x2000, 2)], &b"abcde"[..]));
+        assert!(decode_request(&msg[..20]).is_err(), "a list cut short is refused");
+        let mut huge = msg.clone();
+        huge[8..16].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(decode_request(&huge).is_err(), "a piece count past the message is refused");
+    }
+}
