@@ -12,7 +12,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../prefix_tests.sh"
 prefix_setup armci
-build_and_run "test_contiguous test_strided test_vector test_accumulate test_rmw test_mutex test_values test_handles test_msg test_subgroups
+build_and_run "test_contiguous test_strided test_vector test_accumulate test_rmw test_mutex test_values test_handles test_msg test_subgroups test_group_noncontig
                test_consistency test_errors" -lm
 # job_fails WHAT MESSAGE LOG N PROG [ARGS]: the job on N ranks must end with a non-zero status
 # (not a timeout) and print MESSAGE.
