@@ -2,7 +2,7 @@
 """Ratio table: activerma's ARMCI vs ARMCI-MPI (Open MPI), from the JSON lines of one run.
 
 usage: compare.py OURS.jsonl THEIRS.jsonl [--commit HASH] [--load-start TEXT] [--load-end TEXT]
-                  [--rows-out FILE]
+                  [--rows-out FILE] [--across-hosts]
 
 Both files come from bench/armci_peers/armci_bench.c (run.sh runs it). Every value is a median
 over timed batches. Ratios are ours / theirs: latencies (lower is better) as latency ratios,
@@ -11,7 +11,9 @@ issue 16's. Exit status: 0 when the table was printed (MISS included: benchmarks
 don't gate; missing rows show as n/a), 2 when our file cannot be read or holds no rows.
 --rows-out appends every compared ratio as a row of activerma's report schema (benchmark
 "armci-check", case the metric, params impl / target / what / ours / theirs), which
-`activerma report` draws.
+`activerma report` draws. --across-hosts: both ran on the MPI conduit with all traffic through
+TCP (run.sh --tcp), judged by issue 16's targets for other hosts (latency <= 1.1x, bandwidth >=
+1.0x ARMCI-MPI), with the cases labelled "(TCP)".
 """
 
 import argparse
@@ -36,6 +38,9 @@ METRICS = [
     ("mutex lock+unlock", ("mutex", 0), "lat", None),
 ]
 
+# Across hosts (both over TCP): the same metrics, issue 16's targets for other hosts.
+ACROSS_TARGETS = {"lat": 1.1, "bw": 1.0}
+
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -45,7 +50,12 @@ def main():
     ap.add_argument("--load-start", default="")
     ap.add_argument("--load-end", default="")
     ap.add_argument("--rows-out", default=None)
+    ap.add_argument("--across-hosts", action="store_true")
     a = ap.parse_args()
+    metrics = METRICS
+    if a.across_hosts:
+        metrics = [(f"{label} (TCP)", key, kind, ACROSS_TARGETS[kind] if key[0] != "mutex" else None)
+                   for label, key, kind, _ in METRICS]
 
     ours_rows = read_jsonl(a.ours)
     if not ours_rows:
@@ -58,7 +68,11 @@ def main():
     impl = next((r.get("impl") for r in theirs_rows if "impl" in r), "armci-mpi-openmpi")
 
     print()
-    print("# activerma ARMCI (smp conduit) vs ARMCI-MPI over Open MPI, 2 ranks on this host, same run")
+    if a.across_hosts:
+        print("# activerma ARMCI (mpi conduit, ACTIVERMA_MPI_SHARED=off) vs ARMCI-MPI, both on Open MPI with"
+              " every byte through TCP (standing for two hosts), 2 ranks, same run")
+    else:
+        print("# activerma ARMCI (smp conduit) vs ARMCI-MPI over Open MPI, 2 ranks on this host, same run")
     if machine:
         print(f"# machine: {machine.get('cpu', '?')}, {machine.get('cpus', '?')} CPUs; memcpy 1 MiB: "
               f"{machine.get('memcpy_gbs', '?')} GB/s (measured in this run)")
@@ -72,7 +86,7 @@ def main():
     print("-" * len(hdr))
     counts = {"PASS": 0, "MISS": 0, "info": 0, "n/a": 0}
     report_rows = []
-    for label, key, kind, tgt in METRICS:
+    for label, key, kind, tgt in metrics:
         field = "median_mbs" if kind == "bw" else "median_us"
         mine = ours.get(key, {}).get(field)
         other = theirs.get(key, {}).get(field)

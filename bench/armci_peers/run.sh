@@ -4,8 +4,12 @@
 # and ARMCI-MPI under `mpirun.openmpi -n 2` back to back, then prints the ratio table
 # (bench/armci_peers/compare.py) with PASS/MISS per target.
 #
-# usage: bench/armci_peers/run.sh [--quick] [--json FILE]
+# usage: bench/armci_peers/run.sh [--quick] [--tcp] [--json FILE]
 #   --quick      smoke run: fewer iterations and repetitions (a few seconds)
+#   --tcp        across hosts: ours from an Open MPI build of libarmci (scripts/install.sh --mpi
+#                openmpi, into a temporary prefix) on the mpi conduit with ACTIVERMA_MPI_SHARED=off,
+#                both under mpirun.openmpi with every byte through TCP (pml ob1, btl tcp, osc ucx
+#                over UCX tcp), judged by the across-host targets
 #   --json FILE  append the ratios as rows of the report schema to FILE (benchmark "armci-check";
 #                `activerma report` runs it so)
 # environment:
@@ -22,12 +26,14 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 quick=()
 rows=""
+tcp=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick) quick=(--quick) ;;
+        --tcp) tcp=1 ;;
         --json) [ $# -ge 2 ] || { echo "run.sh: --json needs a file" >&2; exit 2; }
                 rows="$2"; shift ;;
-        -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
         *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -54,7 +60,18 @@ fail=0
 cflags=(-O2 -std=c11 -Wall -Wextra)
 
 # ---- ours: against an installed prefix, or the libarmci.so next to the launcher -------------
-if [ -n "${ACTIVERMA_PREFIX:-}" ]; then
+if [ $tcp = 1 ] && [ -z "${ACTIVERMA_PREFIX:-}" ]; then
+    log "installing the Open MPI build of libarmci into $work/prefix (scripts/install.sh --mpi openmpi)"
+    bash "$root/scripts/install.sh" --prefix "$work/prefix" --mpi openmpi >"$work/install.log" 2>&1 ||
+        { cat "$work/install.log" >&2; log "ERROR: installing the MPI build failed"; exit 1; }
+    ACTIVERMA_PREFIX="$work/prefix"
+fi
+if [ $tcp = 1 ]; then
+    export PKG_CONFIG_PATH="$ACTIVERMA_PREFIX/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+    # shellcheck disable=SC2046 # pkg-config output is a list of flags
+    ours_cc=(mpicc.openmpi "${cflags[@]}" -DWITH_MPI "$here/armci_bench.c" -o "$work/armci_bench.activerma"
+             $(pkg-config --cflags --libs armci))
+elif [ -n "${ACTIVERMA_PREFIX:-}" ]; then
     export PKG_CONFIG_PATH="$ACTIVERMA_PREFIX/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
     # shellcheck disable=SC2046 # pkg-config output is a list of flags
     ours_cc=(cc "${cflags[@]}" "$here/armci_bench.c" -o "$work/armci_bench.activerma"
@@ -99,15 +116,26 @@ fi
 
 load_start="$(loadavg)"
 log "load average at start: $load_start"
+# Across hosts: both under Open MPI's launcher, every byte through TCP sockets (the settings of
+# the multi-process suite's TCP run); ours also keeps every access on MPI (no shared heap).
+mpirun=(mpirun.openmpi --allow-run-as-root --oversubscribe)
+[ $tcp = 1 ] && mpirun+=(-x OMPI_MCA_pml=ob1 -x OMPI_MCA_btl=tcp,self -x OMPI_MCA_osc=ucx -x UCX_TLS=tcp,self)
 if [ -x "$work/armci_bench.activerma" ]; then
-    log "running ours: activerma run -n 2 armci_bench ${quick[*]} (timeout ${limit}s)"
-    timeout -k 5 "$limit" "$bin" run -n 2 --timeout "$((limit - 5))" -- \
-        "$work/armci_bench.activerma" "${quick[@]}" -i activerma >"$work/activerma.jsonl" ||
-        { log "ERROR: the activerma run failed"; fail=1; }
+    if [ $tcp = 1 ]; then
+        log "running ours: ${mpirun[*]} -x ACTIVERMA_MPI_SHARED=off -n 2 armci_bench ${quick[*]} (timeout ${limit}s)"
+        timeout -k 5 "$limit" "${mpirun[@]}" -x ACTIVERMA_MPI_SHARED=off -n 2 \
+            "$work/armci_bench.activerma" "${quick[@]}" -i activerma >"$work/activerma.jsonl" ||
+            { log "ERROR: the activerma run failed"; fail=1; }
+    else
+        log "running ours: activerma run -n 2 armci_bench ${quick[*]} (timeout ${limit}s)"
+        timeout -k 5 "$limit" "$bin" run -n 2 --timeout "$((limit - 5))" -- \
+            "$work/armci_bench.activerma" "${quick[@]}" -i activerma >"$work/activerma.jsonl" ||
+            { log "ERROR: the activerma run failed"; fail=1; }
+    fi
 fi
 if [ -x "$work/armci_bench.armci-mpi" ]; then
-    log "running ARMCI-MPI: mpirun.openmpi -n 2 armci_bench ${quick[*]} (timeout ${limit}s)"
-    timeout -k 5 "$limit" mpirun.openmpi --allow-run-as-root --oversubscribe -n 2 \
+    log "running ARMCI-MPI: ${mpirun[*]} -n 2 armci_bench ${quick[*]} (timeout ${limit}s)"
+    timeout -k 5 "$limit" "${mpirun[@]}" -n 2 \
         "$work/armci_bench.armci-mpi" "${quick[@]}" -i armci-mpi-openmpi >"$work/armci-mpi.jsonl" ||
         { log "ERROR: the ARMCI-MPI run failed"; fail=1; }
 fi
@@ -115,6 +143,7 @@ load_end="$(loadavg)"
 
 rows_out=()
 [ -n "$rows" ] && rows_out=(--rows-out "$rows")
+[ $tcp = 1 ] && rows_out+=(--across-hosts)
 commit="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
 if ! python3 "$here/compare.py" "$work/activerma.jsonl" "$work/armci-mpi.jsonl" --commit "$commit" \
         --load-start "$load_start" --load-end "$load_end" "${rows_out[@]}"; then

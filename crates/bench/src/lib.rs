@@ -57,10 +57,14 @@ const CMD_OFF: usize = 0;
 const ATOMIC_OFF: usize = 2048;
 /// Where rank 1's access-log handler acknowledges active puts, in rank 0's control segment.
 const ACK_OFF: usize = 1024;
-const CMD_SERVE: u64 = 0;
+pub(crate) const CMD_SERVE: u64 = 0;
 const CMD_ECHO: u64 = 1;
 const CMD_EXIT: u64 = 2;
 const CMD_PONG: u64 = 3;
+/// Rank 1 computes (a busy target, the ARMCI paper's Figure 10): BUSY_SLICE_US of work that
+/// never calls the runtime, then one progress call, again and again.
+pub(crate) const CMD_BUSY: u64 = 4;
+pub(crate) const BUSY_SLICE_US: u64 = 100;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
 pub enum Which {
@@ -661,6 +665,17 @@ fn mark_active_page(world: &World, ctrl: &Segment, aa: &Segment) -> BResult<Remo
 }
 
 /// Rank 1: make progress (app mode) and follow rank 0's commands until told to exit.
+/// Work that touches no runtime state: a dependent chain of multiplications for `us`.
+fn compute_for_us(us: u64) {
+    let end = activerma_core::clock::now_ns() + us * 1000;
+    let mut x = 1u64;
+    while activerma_core::clock::now_ns() < end {
+        for _ in 0..64 {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
+    }
+}
+
 fn serve(world: &World, ctrl: &Segment, shm: Option<&SharedPage>) {
     // SAFETY: the command word is 8-aligned in our own segment; rank 0 changes it only with
     // remote atomics (atomic_direct), so an atomic view is the right one.
@@ -671,6 +686,10 @@ fn serve(world: &World, ctrl: &Segment, shm: Option<&SharedPage>) {
             CMD_EXIT => return,
             CMD_ECHO if shm.is_some() => shm.unwrap().echo(&mut buf, || cmd.load(Ordering::Relaxed) == CMD_ECHO),
             CMD_PONG if shm.is_some() => shm.unwrap().pong(|| cmd.load(Ordering::Relaxed) == CMD_PONG),
+            CMD_BUSY => {
+                compute_for_us(BUSY_SLICE_US);
+                world.progress();
+            }
             _ => {
                 world.progress();
             }

@@ -50,6 +50,7 @@ crate::counter_set! {
         iotlb_misses: "modelled IOTLB misses",
         noncontig_host_assisted: "strided/vector transfers moved as one list (ACTIVERMA_NONCONTIG=host-assisted)",
         noncontig_sg_calls: "scatter/gather kernel calls those made (process_vm_writev/readv of up to ACTIVERMA_SGE_MAX pieces)",
+        noncontig_rma_lists: "of the host-assisted lists to another host's segments, those moved as one one-sided operation (MPI: an hindexed datatype)",
         noncontig_sieved: "of the host-assisted gets, those of small pieces read as their whole bounding range, then scattered here (data sieving)",
         noncontig_per_piece: "strided/vector transfers moved one blocking put/get per piece (per-piece)",
         noncontig_packed: "strided/vector transfers packed into one active message the target unpacks (packed)",

@@ -143,7 +143,8 @@ impl Proto {
         let lo = pieces.iter().map(|p| p.0).min().unwrap_or(0);
         let hi = pieces.iter().map(|p| p.0.saturating_add(p.1)).max().unwrap_or(0);
         if let Ok(c) = self.choose_for(rank, lo, hi - lo, kind, Pass::Explain) {
-            if matches!(c.protocol, Protocol::PutDirect | Protocol::GetDirect | Protocol::PutCma | Protocol::GetCma) {
+            let covers = [Protocol::PutDirect, Protocol::GetDirect, Protocol::PutCma, Protocol::GetCma, Protocol::PutRma, Protocol::GetRma];
+            if covers.contains(&c.protocol) {
                 return Ok(Placed::Bounding { lo, choice: c });
             }
         }
@@ -184,6 +185,18 @@ impl Proto {
                 };
                 drop(placed);
                 self.count_scatter_gather(pieces.len(), calls, &self.counters.put_cma);
+            }
+            // Segments of another host: one operation for the list where the conduit has one.
+            Some(Protocol::PutRma) if self.conduit.rma_put_list(rank, pieces)? => {
+                drop(placed);
+                bump(&self.counters.noncontig_rma_lists, 1);
+                bump(&self.counters.put_rma, 1);
+            }
+            // Private memory of another host: its target copies the pieces in anyway, so they
+            // travel together in one message rather than one message each.
+            Some(Protocol::PutAm) => {
+                drop(placed);
+                return put_packed(self, rank, pieces).map(|()| bump(&self.counters.noncontig_host_assisted, 1));
             }
             _ => {
                 drop(placed);
@@ -231,6 +244,15 @@ impl Proto {
                 };
                 drop(placed);
                 self.count_scatter_gather(pieces.len(), calls, &self.counters.get_cma);
+            }
+            Some(Protocol::GetRma) if self.conduit.rma_get_list(rank, pieces)? => {
+                drop(placed);
+                bump(&self.counters.noncontig_rma_lists, 1);
+                bump(&self.counters.get_rma, 1);
+            }
+            Some(Protocol::GetAm) => {
+                drop(placed);
+                return get_packed(self, rank, pieces).map(|()| bump(&self.counters.noncontig_host_assisted, 1));
             }
             _ => {
                 drop(placed);
@@ -443,6 +465,9 @@ pub(crate) fn register(am: &Am) -> Result<()> {
 }
 
 fn put_packed(p: &Proto, rank: Rank, pieces: &[(usize, &[u8])]) -> Result<()> {
+    // The target logs pieces on pages it marked for Active Access itself: the next active
+    // flush there must ask it.
+    p.note_bounced(rank);
     let list: Vec<(usize, usize)> = pieces.iter().map(|x| (x.0, x.1.len())).collect();
     let data: Vec<&[u8]> = pieces.iter().map(|x| x.1).collect();
     let msg = encode_request(p.next_seq(rank), list.iter().copied(), &data);
@@ -456,6 +481,7 @@ fn put_packed(p: &Proto, rank: Rank, pieces: &[(usize, &[u8])]) -> Result<()> {
 }
 
 fn get_packed(p: &Proto, rank: Rank, pieces: &mut [(usize, &mut [u8])]) -> Result<()> {
+    p.note_bounced(rank);
     let list: Vec<(usize, usize)> = pieces.iter().map(|x| (x.0, x.1.len())).collect();
     let msg = encode_request(p.next_seq(rank), list.iter().copied(), &[]);
     let bytes: usize = list.iter().map(|x| x.1).sum();

@@ -131,6 +131,17 @@ pub trait Conduit: Send + Sync {
     fn rma_put(&self, _rank: Rank, _addr: usize, _src: &[u8], _complete: bool) -> Result<()> {
         Err(activerma_core::Error::Unsupported(format!("conduit {} has no one-sided put", self.name())))
     }
+    /// One-sided put of many pieces — (address, bytes) — to `rank` as one operation (MPI: one
+    /// MPI_Put whose target side is an hindexed datatype of the pieces), complete at the
+    /// target on return. Ok(false): the conduit has no such operation, or these pieces do not
+    /// fit one (different windows, more than `int` counts); the caller moves them one by one.
+    fn rma_put_list(&self, _rank: Rank, _pieces: &[(usize, &[u8])]) -> Result<bool> {
+        Ok(false)
+    }
+    /// One-sided get of many pieces as one operation (see `rma_put_list`).
+    fn rma_get_list(&self, _rank: Rank, _pieces: &mut [(usize, &mut [u8])]) -> Result<bool> {
+        Ok(false)
+    }
     /// One-sided get; `dst` holds the data on return.
     fn rma_get(&self, _rank: Rank, _addr: usize, _dst: &mut [u8]) -> Result<()> {
         Err(activerma_core::Error::Unsupported(format!("conduit {} has no one-sided get", self.name())))

@@ -188,6 +188,24 @@ impl MpiConduit {
         }
     }
 
+    /// The one window every piece of a list lands in, with each piece's (displacement, length)
+    /// there; None when they span both windows or a count would overflow MPI's `int`.
+    fn list_target(&self, mpi: &Mpi, rank: Rank, pieces: impl Iterator<Item = (usize, usize)>) -> Option<(mpi_sys::MPI_Win, Vec<(usize, usize)>)> {
+        let mut win = None;
+        let mut disps = Vec::new();
+        let mut total = 0usize;
+        for (addr, len) in pieces {
+            let (t, _) = self.target(mpi, rank, addr);
+            if *win.get_or_insert(t.win) != t.win {
+                return None;
+            }
+            total += len;
+            disps.push((t.disp, len));
+        }
+        let fits = total <= i32::MAX as usize && disps.len() <= i32::MAX as usize;
+        Some((win?, disps)).filter(|_| fits)
+    }
+
     /// Whether our memory at `addr` belongs in the dynamic window: everything outside the heap,
     /// and segments too where atomics go through it (see `cpu_atomics_coherent`).
     fn in_dynamic_window(&self, addr: usize) -> bool {
@@ -387,6 +405,34 @@ impl Conduit for MpiConduit {
         self.flush_pending(&mut mpi, Some(rank))?;
         let (t, _) = self.target(&mpi, rank, addr);
         rma::get(&mut mpi, t, dst)
+    }
+
+    fn rma_put_list(&self, rank: Rank, pieces: &[(usize, &[u8])]) -> Result<bool> {
+        let mut mpi = self.live()?;
+        let Some((win, disps)) = self.list_target(&mpi, rank, pieces.iter().map(|p| (p.0, p.1.len()))) else {
+            return Ok(false);
+        };
+        // Puts still pending to the rank go first: MPI does not order puts.
+        self.flush_pending(&mut mpi, Some(rank))?;
+        let packed: Vec<u8> = pieces.iter().flat_map(|p| p.1.iter().copied()).collect();
+        rma::put_list(&mut mpi, win, rank, &disps, &packed)?;
+        Ok(true)
+    }
+
+    fn rma_get_list(&self, rank: Rank, pieces: &mut [(usize, &mut [u8])]) -> Result<bool> {
+        let mut mpi = self.live()?;
+        let Some((win, disps)) = self.list_target(&mpi, rank, pieces.iter().map(|p| (p.0, p.1.len()))) else {
+            return Ok(false);
+        };
+        self.flush_pending(&mut mpi, Some(rank))?;
+        let mut packed = vec![0u8; disps.iter().map(|d| d.1).sum()];
+        rma::get_list(&mut mpi, win, rank, &disps, &mut packed)?;
+        let mut at = 0;
+        for (_, dst) in pieces.iter_mut() {
+            dst.copy_from_slice(&packed[at..at + dst.len()]);
+            at += dst.len();
+        }
+        Ok(true)
     }
 
     fn rma_atomic(&self, rank: Rank, addr: usize, op: AtomicOp) -> Result<u64> {

@@ -79,6 +79,44 @@ pub fn get(m: &mut Mpi, t: Target, dst: &mut [u8]) -> Result<()> {
     m.flush(win, Some(rank))
 }
 
+/// One MPI_Put of `packed` (the pieces' bytes back to back) to the pieces at `disps` (each a
+/// displacement in `win` and a length): the target side is one hindexed datatype, so the
+/// library moves the whole list as one operation. Complete at the target on return.
+pub fn put_list(m: &mut Mpi, win: MPI_Win, rank: Rank, disps: &[(usize, usize)], packed: &[u8]) -> Result<()> {
+    with_hindexed(disps, |ty| {
+        // SAFETY: `packed` holds every piece's bytes and outlives the flush below.
+        check("MPI_Put", unsafe { MPI_Put(packed.as_ptr() as *const _, packed.len() as c_int, RSMPI_UINT8_T, rank as c_int, 0, 1, ty, win) })
+    })?;
+    m.flush(win, Some(rank))
+}
+
+/// One MPI_Get of the pieces at `disps` into `packed`, back to back (see `put_list`).
+pub fn get_list(m: &mut Mpi, win: MPI_Win, rank: Rank, disps: &[(usize, usize)], packed: &mut [u8]) -> Result<()> {
+    let (base, len) = (packed.as_mut_ptr(), packed.len());
+    with_hindexed(disps, |ty| {
+        // SAFETY: `packed` is ours and filled by the flush below.
+        check("MPI_Get", unsafe { MPI_Get(base as *mut _, len as c_int, RSMPI_UINT8_T, rank as c_int, 0, 1, ty, win) })
+    })?;
+    m.flush(win, Some(rank))
+}
+
+/// Runs `f` with a committed hindexed datatype of bytes at `disps`, freed afterwards (MPI keeps
+/// what pending operations need of it).
+fn with_hindexed(disps: &[(usize, usize)], f: impl FnOnce(MPI_Datatype) -> Result<()>) -> Result<()> {
+    let lens: Vec<c_int> = disps.iter().map(|d| d.1 as c_int).collect();
+    let offs: Vec<MPI_Aint> = disps.iter().map(|d| d.0 as MPI_Aint).collect();
+    // SAFETY: a handle MPI fills in; an all-zero value is never read before that.
+    let mut ty: MPI_Datatype = unsafe { std::mem::zeroed() };
+    // SAFETY: both arrays hold `disps.len()` entries and live across the call.
+    check("MPI_Type_create_hindexed", unsafe { MPI_Type_create_hindexed(lens.len() as c_int, lens.as_ptr(), offs.as_ptr(), RSMPI_UINT8_T, &mut ty) })?;
+    // SAFETY: `ty` was just created.
+    let committed = check("MPI_Type_commit", unsafe { MPI_Type_commit(&mut ty) });
+    let r = committed.and_then(|()| f(ty));
+    // SAFETY: our own datatype, freed once.
+    unsafe { MPI_Type_free(&mut ty) };
+    r
+}
+
 fn fetch_add(m: &mut Mpi, t: Target, v: u64) -> Result<u64> {
     let mut old = 0u64;
     // SAFETY: one u64 in and out, completed by the flush.

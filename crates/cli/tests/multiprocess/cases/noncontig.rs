@@ -1,7 +1,7 @@
 //! Strided and vector transfers (lists of pieces) under every ACTIVERMA_NONCONTIG method, to
 //! segments and to exposed private memory: every byte arrives where the pattern says and
 //! nowhere else, a refused piece is named by its own address, and — where the whole list is
-//! checked first (host-assisted on one host, packed) — a refused list writes nothing.
+//! checked first (host-assisted, packed) — a refused list writes nothing.
 
 use super::{expect_protocol, pattern, share_u64};
 use activerma::{Error, Noncontig, Prot, RemotePtr, Result, StridedPattern, World};
@@ -17,6 +17,10 @@ const STRIDE: usize = 200;
 /// default SGE_MAX; pieces of odd sizes at scattered offsets.
 const VECTOR_PIECES: usize = 1500;
 const VECTOR_PIECE: usize = 13;
+
+/// The counters that say how a list moved: scatter/gather calls, packed messages, one-sided
+/// list operations.
+const LIST_COUNTERS: [&str; 3] = ["noncontig_sg_calls", "noncontig_packed", "noncontig_rma_lists"];
 
 fn counter(w: &World, name: &str) -> u64 {
     w.counters().snapshot().into_iter().find(|&(k, _)| k == name).map(|(_, v)| v).unwrap()
@@ -59,10 +63,9 @@ pub fn lists_of_pieces() -> Result<()> {
             let vbase = mine + REGION / 2;
             let data: Vec<Vec<u8>> = (0..VECTOR_PIECES).map(|i| (0..VECTOR_PIECE).map(|j| pattern(me, i, j + 1000)).collect()).collect();
             let list: Vec<(usize, &[u8])> = offsets.iter().zip(&data).map(|(&o, d)| (vbase + o, &d[..])).collect();
-            let (calls, packed) = (counter(&w, "noncontig_sg_calls"), counter(&w, "noncontig_packed"));
+            let before: Vec<u64> = LIST_COUNTERS.iter().map(|c| counter(&w, c)).collect();
             w.put_vector(t, &list)?;
-            let calls = counter(&w, "noncontig_sg_calls") - calls;
-            let packed = counter(&w, "noncontig_packed") - packed;
+            let [calls, packed, rma_lists] = std::array::from_fn(|i| counter(&w, LIST_COUNTERS[i]) - before[i]);
             let mut got = vec![vec![0u8; VECTOR_PIECE]; VECTOR_PIECES];
             let mut glist: Vec<(usize, &mut [u8])> = offsets.iter().zip(got.iter_mut()).map(|(&o, d)| (vbase + o, &mut d[..])).collect();
             w.get_vector(t, &mut glist)?;
@@ -74,6 +77,11 @@ pub fn lists_of_pieces() -> Result<()> {
                     assert_eq!(calls, (VECTOR_PIECES as u64).div_ceil(sge_max), "rank {me}: scatter/gather calls for {VECTOR_PIECES} pieces")
                 }
                 Noncontig::Packed if t != me => assert_eq!(packed, 1, "rank {me}: one packed message to rank {t}"),
+                // Another host: private memory travels packed, a segment as one MPI operation.
+                Noncontig::HostAssisted if t != me && !same_host && kind == "private" => assert_eq!(packed, 1, "rank {me}: packed to rank {t}"),
+                Noncontig::HostAssisted if t != me && !same_host && w.conduit_name() == "mpi" => {
+                    assert_eq!(rma_lists, 1, "rank {me}: one MPI operation for the list to rank {t}")
+                }
                 _ => {}
             }
         }
@@ -119,9 +127,9 @@ pub fn lists_of_pieces() -> Result<()> {
             Err(Error::NotExposed { addr, .. }) => assert_eq!(addr, bad_at, "rank {me}: the error names the refused piece"),
             other => panic!("rank {me}: a vector put past rank {t}'s exposure gave {other:?}"),
         }
-        // Nothing moved where the list is checked whole before it moves.
-        let whole_list_checked = method == Noncontig::Packed && t != me || method == Noncontig::HostAssisted && (same_host || t == me);
-        if whole_list_checked {
+        // Nothing moved: host-assisted and packed lists are checked whole before anything moves
+        // (private memory of another host travels packed under host-assisted too).
+        if method != Noncontig::PerPiece {
             let mut after = [0u8; 64];
             w.get(RemotePtr::new(t, mine), &mut after)?;
             assert_eq!(after, before, "rank {me}: a refused list wrote to rank {t}");
