@@ -6,7 +6,7 @@ use activerma_core::counters::Counters;
 use activerma_core::{settings, Error, Rank, Result};
 use activerma_mem::symheap::SymHeap;
 use activerma_mem::{AccessKind, Registrar, RegistrationStats, Strategy, TableLayout, TargetTable};
-use activerma_proto::{AtomicOp, Noncontig, OpHandle, Proto, Protocol, StridedPattern};
+use activerma_proto::{AtomicOp, Noncontig, OpHandle, Proto, Protocol, StridedPattern, Width};
 use activerma_transport::netmodel::NetModel;
 use activerma_transport::smp::SmpConduit;
 use activerma_transport::Conduit;
@@ -460,6 +460,28 @@ impl World {
     #[inline]
     pub fn fetch(&self, at: RemotePtr) -> Result<u64> {
         self.atomic(at, AtomicOp::Fetch)
+    }
+    /// A 32-bit atomic on a 4-byte aligned word (an `int`): operands are truncated to 32 bits,
+    /// the neighbouring bytes are never touched; rules as for `atomic`.
+    #[inline]
+    pub fn atomic32(&self, at: RemotePtr, op: AtomicOp) -> Result<u32> {
+        self.live()?.proto.atomic_sized(at.rank, at.addr, op, Width::W32).map(|v| v as u32)
+    }
+    #[inline]
+    pub fn fetch_add_u32(&self, at: RemotePtr, v: u32) -> Result<u32> {
+        self.atomic32(at, AtomicOp::FetchAdd(v as u64))
+    }
+    #[inline]
+    pub fn swap_u32(&self, at: RemotePtr, v: u32) -> Result<u32> {
+        self.atomic32(at, AtomicOp::Swap(v as u64))
+    }
+    #[inline]
+    pub fn compare_swap_u32(&self, at: RemotePtr, expected: u32, new: u32) -> Result<u32> {
+        self.atomic32(at, AtomicOp::CompareSwap { expected: expected as u64, new: new as u64 })
+    }
+    #[inline]
+    pub fn fetch_u32(&self, at: RemotePtr) -> Result<u32> {
+        self.atomic32(at, AtomicOp::Fetch)
     }
 
     /// The protocol a put/get/atomic to `at` would use, and why.

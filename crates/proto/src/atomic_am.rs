@@ -4,16 +4,18 @@
 //! calling into the runtime (any call that waits progresses).
 
 use crate::am_request::{self, Asked, OwnTable, ATOMIC};
-use crate::atomic_direct::apply;
 use crate::{AtomicOp, Proto};
+use activerma_transport::Width;
 use activerma_am::{Am, AmCtx};
 use activerma_core::counters::bump;
 use activerma_core::{Error, Rank, Result};
 use activerma_mem::AccessKind;
-use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
-fn encode(addr: usize, op: AtomicOp) -> [u8; 25] {
+/// Set in the op code of a request on a 32-bit word.
+const W32: u8 = 0x10;
+
+fn encode(addr: usize, op: AtomicOp, width: Width) -> [u8; 25] {
     let (code, a, b) = match op {
         AtomicOp::Fetch => (0u8, 0, 0),
         AtomicOp::FetchAdd(v) => (1, v, 0),
@@ -21,26 +23,27 @@ fn encode(addr: usize, op: AtomicOp) -> [u8; 25] {
         AtomicOp::CompareSwap { expected, new } => (3, expected, new),
     };
     let mut m = [0u8; 25];
-    m[0] = code;
+    m[0] = code | if width == Width::W32 { W32 } else { 0 };
     m[1..9].copy_from_slice(&(addr as u64).to_le_bytes());
     m[9..17].copy_from_slice(&a.to_le_bytes());
     m[17..25].copy_from_slice(&b.to_le_bytes());
     m
 }
 
-fn decode(m: &[u8]) -> Option<(usize, AtomicOp)> {
+fn decode(m: &[u8]) -> Option<(usize, AtomicOp, Width)> {
     if m.len() != 25 {
         return None;
     }
     let word = |i: usize| u64::from_le_bytes(m[i..i + 8].try_into().unwrap());
-    let op = match m[0] {
+    let width = if m[0] & W32 != 0 { Width::W32 } else { Width::W64 };
+    let op = match m[0] & !W32 {
         0 => AtomicOp::Fetch,
         1 => AtomicOp::FetchAdd(word(9)),
         2 => AtomicOp::Swap(word(9)),
         3 => AtomicOp::CompareSwap { expected: word(9), new: word(17) },
         _ => return None,
     };
-    Some((word(1) as usize, op))
+    Some((word(1) as usize, op, width))
 }
 
 #[inline]
@@ -57,22 +60,21 @@ pub(crate) fn register(am: &Am) -> Result<()> {
     am.register(
         ATOMIC,
         Arc::new(move |ctx: &AmCtx, msg: &[u8]| {
-            let outcome = decode(msg).ok_or_else(|| Error::InvalidArgument("malformed atomic request".into())).and_then(|(addr, op)| {
-                if addr % 8 != 0 {
+            let outcome = decode(msg).ok_or_else(|| Error::InvalidArgument("malformed atomic request".into())).and_then(|(addr, op, width)| {
+                if !addr.is_multiple_of(width.bytes()) {
                     return Err(Error::Misaligned { rank: ctx.am().conduit().rank(), addr });
                 }
-                let _inside = table.check(addr, 8, kind(op))?;
+                let _inside = table.check(addr, width.bytes(), kind(op))?;
                 // SAFETY: the table says the aligned word is exposed by us with the needed rights.
-                let word = unsafe { &*(addr as *const AtomicU64) };
-                Ok((apply(word, op), &[][..]))
+                Ok((unsafe { activerma_transport::apply_atomic_at(addr as *mut u8, op, width) }, &[][..]))
             });
             am_request::respond(ctx, outcome);
         }),
     )
 }
 
-pub(crate) fn run(p: &Proto, rank: Rank, addr: usize, op: AtomicOp) -> Result<u64> {
-    let r = am_request::request(p, ATOMIC, &encode(addr, op), Asked { rank, addr, len: 8, op: "atomic" });
+pub(crate) fn run(p: &Proto, rank: Rank, addr: usize, op: AtomicOp, width: Width) -> Result<u64> {
+    let r = am_request::request(p, ATOMIC, &encode(addr, op, width), Asked { rank, addr, len: width.bytes(), op: "atomic" });
     bump(&p.counters.atomic_am, 1);
     r.map(|(old, _)| old)
 }

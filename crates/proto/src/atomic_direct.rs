@@ -3,14 +3,11 @@
 
 use crate::{AtomicOp, Proto};
 use activerma_core::counters::bump;
-use std::sync::atomic::AtomicU64;
-
-pub(crate) use activerma_transport::apply_atomic as apply;
+use activerma_transport::Width;
 
 #[inline]
-pub(crate) fn run(p: &Proto, local: *mut u8, op: AtomicOp) -> u64 {
-    // SAFETY: `local` is 8-byte aligned (checked) inside a checked read-write segment range.
-    let word = unsafe { &*(local as *const AtomicU64) };
+pub(crate) fn run(p: &Proto, local: *mut u8, op: AtomicOp, width: Width) -> u64 {
     bump(&p.counters.atomic_direct, 1);
-    apply(word, op)
+    // SAFETY: `local` is aligned to the width (checked) inside a checked segment range.
+    unsafe { activerma_transport::apply_atomic_at(local, op, width) }
 }

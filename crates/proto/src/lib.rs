@@ -66,7 +66,7 @@ use activerma_transport::{Conduit, Window};
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 use std::sync::Arc;
 
-pub use activerma_transport::AtomicOp;
+pub use activerma_transport::{AtomicOp, Width};
 
 pub struct Proto {
     conduit: Arc<dyn Conduit>,
@@ -384,33 +384,40 @@ impl Proto {
     /// 64-bit atomic on the target; returns the previous value (for `Fetch`: the value).
     #[inline]
     pub fn atomic(&self, rank: Rank, addr: usize, op: AtomicOp) -> Result<u64> {
-        if self.cpu_atomics_coherent && addr.is_multiple_of(8) {
-            if let Some((local, HeapFast::Plain)) = self.segment_fast(rank, addr, 8, atomic_am::kind(op)) {
-                let old = atomic_direct::run(self, local, op);
-                completion::spin_until(self.net.completion_time(8));
+        self.atomic_sized(rank, addr, op, Width::W64)
+    }
+
+    /// An atomic on a word of `width` at the target (aligned to it); returns the previous
+    /// value, zero-extended (32-bit operands are truncated).
+    #[inline(always)]
+    pub fn atomic_sized(&self, rank: Rank, addr: usize, op: AtomicOp, width: Width) -> Result<u64> {
+        if self.cpu_atomics_coherent && addr.is_multiple_of(width.bytes()) {
+            if let Some((local, HeapFast::Plain)) = self.segment_fast(rank, addr, width.bytes(), atomic_am::kind(op)) {
+                let old = atomic_direct::run(self, local, op, width);
+                completion::spin_until(self.net.completion_time(width.bytes()));
                 return Ok(old);
             }
         }
-        self.atomic_chosen(rank, addr, op)
+        self.atomic_chosen(rank, addr, op, width)
     }
 
     #[inline(never)]
-    fn atomic_chosen(&self, rank: Rank, addr: usize, op: AtomicOp) -> Result<u64> {
+    fn atomic_chosen(&self, rank: Rank, addr: usize, op: AtomicOp, width: Width) -> Result<u64> {
         self.check_rank(rank)?;
-        if !addr.is_multiple_of(8) {
+        if !addr.is_multiple_of(width.bytes()) {
             return Err(Error::Misaligned { rank, addr });
         }
-        let choice = self.choose(rank, addr, 8, atomic_am::kind(op))?;
+        let choice = self.choose(rank, addr, width.bytes(), atomic_am::kind(op))?;
         let old = match choice.protocol {
-            Protocol::AtomicDirect => atomic_direct::run(self, choice.local, op),
-            Protocol::AtomicRma => rma_conduit::atomic(self, rank, addr, op)?,
+            Protocol::AtomicDirect => atomic_direct::run(self, choice.local, op, width),
+            Protocol::AtomicRma => rma_conduit::atomic(self, rank, addr, op, width)?,
             Protocol::AtomicAm => {
                 drop(choice);
-                atomic_am::run(self, rank, addr, op)?
+                atomic_am::run(self, rank, addr, op, width)?
             }
             _ => unreachable!("atomics choose an atomic protocol"),
         };
-        completion::spin_until(self.net.completion_time(8));
+        completion::spin_until(self.net.completion_time(width.bytes()));
         Ok(old)
     }
 

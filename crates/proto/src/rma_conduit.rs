@@ -21,8 +21,8 @@ pub(crate) fn get(p: &Proto, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<
     Ok(())
 }
 
-pub(crate) fn atomic(p: &Proto, rank: Rank, addr: usize, op: AtomicOp) -> Result<u64> {
-    let old = p.conduit.rma_atomic(rank, addr, op)?;
+pub(crate) fn atomic(p: &Proto, rank: Rank, addr: usize, op: AtomicOp, width: activerma_transport::Width) -> Result<u64> {
+    let old = p.conduit.rma_atomic(rank, addr, op, width)?;
     bump(&p.counters.atomic_rma, 1);
     Ok(old)
 }

@@ -27,6 +27,53 @@ pub enum AtomicOp {
     CompareSwap { expected: u64, new: u64 },
 }
 
+/// The size of the word an atomic works on: 64 bits (activerma's words), or 32 (an `int`, as
+/// ARMCI's `Rmw` and SHMEM's `_int` atomics use). Values of a 32-bit atomic are truncated to 32
+/// bits; the old value comes back zero-extended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Width {
+    W32,
+    W64,
+}
+
+impl Width {
+    pub fn bytes(self) -> usize {
+        match self {
+            Width::W32 => 4,
+            Width::W64 => 8,
+        }
+    }
+}
+
+/// Applies `op` to the word of `width` at `p`; returns the previous value.
+///
+/// # Safety
+/// `p` must be a live word of that width, aligned to it, that is only touched atomically while
+/// others may access it.
+#[inline]
+pub unsafe fn apply_atomic_at(p: *mut u8, op: AtomicOp, width: Width) -> u64 {
+    match width {
+        // SAFETY: the caller's promise.
+        Width::W64 => apply_atomic(unsafe { &*(p as *const std::sync::atomic::AtomicU64) }, op),
+        // SAFETY: the caller's promise.
+        Width::W32 => apply_atomic32(unsafe { &*(p as *const std::sync::atomic::AtomicU32) }, op) as u64,
+    }
+}
+
+/// `apply_atomic` on a 32-bit word (operands truncated to 32 bits).
+#[inline]
+pub fn apply_atomic32(word: &std::sync::atomic::AtomicU32, op: AtomicOp) -> u32 {
+    use std::sync::atomic::Ordering::SeqCst;
+    match op {
+        AtomicOp::Fetch => word.load(SeqCst),
+        AtomicOp::FetchAdd(v) => word.fetch_add(v as u32, SeqCst),
+        AtomicOp::Swap(v) => word.swap(v as u32, SeqCst),
+        AtomicOp::CompareSwap { expected, new } => match word.compare_exchange(expected as u32, new as u32, SeqCst, SeqCst) {
+            Ok(v) | Err(v) => v,
+        },
+    }
+}
+
 /// Applies `op` to a word this process can reach; returns the previous value.
 #[inline]
 pub fn apply_atomic(word: &std::sync::atomic::AtomicU64, op: AtomicOp) -> u64 {
@@ -146,8 +193,8 @@ pub trait Conduit: Send + Sync {
     fn rma_get(&self, _rank: Rank, _addr: usize, _dst: &mut [u8]) -> Result<()> {
         Err(activerma_core::Error::Unsupported(format!("conduit {} has no one-sided get", self.name())))
     }
-    /// One-sided 64-bit atomic (addr 8-byte aligned); returns the previous value.
-    fn rma_atomic(&self, _rank: Rank, _addr: usize, _op: AtomicOp) -> Result<u64> {
+    /// One-sided atomic on a word of `width` (addr aligned to it); returns the previous value.
+    fn rma_atomic(&self, _rank: Rank, _addr: usize, _op: AtomicOp, _width: Width) -> Result<u64> {
         Err(activerma_core::Error::Unsupported(format!("conduit {} has no one-sided atomics", self.name())))
     }
     /// Completes every `rma_put` issued without `complete` to `rank` (all ranks: `None`).

@@ -435,11 +435,11 @@ impl Conduit for MpiConduit {
         Ok(true)
     }
 
-    fn rma_atomic(&self, rank: Rank, addr: usize, op: AtomicOp) -> Result<u64> {
+    fn rma_atomic(&self, rank: Rank, addr: usize, op: AtomicOp, width: crate::Width) -> Result<u64> {
         let mut mpi = self.live()?;
         self.flush_pending(&mut mpi, Some(rank))?;
         let t = self.atomic_target(&mpi, rank, addr);
-        rma::atomic(&mut mpi, t, op)
+        rma::atomic(&mut mpi, t, op, width)
     }
 
     fn rma_flush(&self, rank: Option<Rank>) -> Result<()> {

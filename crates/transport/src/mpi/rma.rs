@@ -6,7 +6,7 @@
 //! 0.69-0.76x plain MPI's), larger ones are completed locally before returning.
 
 use super::ffi::{check, Mpi};
-use crate::AtomicOp;
+use crate::{AtomicOp, Width};
 use activerma_core::{Rank, Result};
 use mpi_sys::*;
 use std::os::raw::c_int;
@@ -117,14 +117,27 @@ fn with_hindexed(disps: &[(usize, usize)], f: impl FnOnce(MPI_Datatype) -> Resul
     r
 }
 
-fn fetch_add(m: &mut Mpi, t: Target, v: u64) -> Result<u64> {
+/// The MPI datatype of a word of `width`. Values travel in a u64 whose first bytes are the
+/// word (little-endian, as x86-64 and every platform this builds for).
+fn datatype(width: Width) -> MPI_Datatype {
+    // SAFETY: the MPI library's predefined datatype handles, constant after MPI_Init.
+    unsafe {
+        match width {
+            Width::W32 => RSMPI_UINT32_T,
+            Width::W64 => RSMPI_UINT64_T,
+        }
+    }
+}
+const _: () = assert!(cfg!(target_endian = "little"), "atomics pass 32-bit words in the low bytes of a u64");
+
+fn fetch_add(m: &mut Mpi, t: Target, v: u64, width: Width) -> Result<u64> {
     let mut old = 0u64;
-    // SAFETY: one u64 in and out, completed by the flush.
+    // SAFETY: one word in and out, completed by the flush.
     check("MPI_Fetch_and_op", unsafe {
         MPI_Fetch_and_op(
             &v as *const u64 as *const _,
             &mut old as *mut u64 as *mut _,
-            RSMPI_UINT64_T,
+            datatype(width),
             t.rank as c_int,
             t.disp as MPI_Aint,
             RSMPI_SUM,
@@ -135,7 +148,7 @@ fn fetch_add(m: &mut Mpi, t: Target, v: u64) -> Result<u64> {
     Ok(old)
 }
 
-fn compare_swap(m: &mut Mpi, t: Target, expected: u64, new: u64) -> Result<u64> {
+fn compare_swap(m: &mut Mpi, t: Target, expected: u64, new: u64, width: Width) -> Result<u64> {
     let mut old = 0u64;
     // SAFETY: as above.
     check("MPI_Compare_and_swap", unsafe {
@@ -143,7 +156,7 @@ fn compare_swap(m: &mut Mpi, t: Target, expected: u64, new: u64) -> Result<u64> 
             &new as *const u64 as *const _,
             &expected as *const u64 as *const _,
             &mut old as *mut u64 as *mut _,
-            RSMPI_UINT64_T,
+            datatype(width),
             t.rank as c_int,
             t.disp as MPI_Aint,
             t.win,
@@ -153,17 +166,18 @@ fn compare_swap(m: &mut Mpi, t: Target, expected: u64, new: u64) -> Result<u64> 
     Ok(old)
 }
 
-pub fn atomic(m: &mut Mpi, t: Target, op: AtomicOp) -> Result<u64> {
+pub fn atomic(m: &mut Mpi, t: Target, op: AtomicOp, width: Width) -> Result<u64> {
+    let mask = if width == Width::W32 { u32::MAX as u64 } else { u64::MAX };
     match op {
         // A fetch is an atomic add of zero (the bindings expose no MPI_NO_OP).
-        AtomicOp::Fetch => fetch_add(m, t, 0),
-        AtomicOp::FetchAdd(v) => fetch_add(m, t, v),
-        AtomicOp::CompareSwap { expected, new } => compare_swap(m, t, expected, new),
+        AtomicOp::Fetch => fetch_add(m, t, 0, width),
+        AtomicOp::FetchAdd(v) => fetch_add(m, t, v & mask, width),
+        AtomicOp::CompareSwap { expected, new } => compare_swap(m, t, expected & mask, new & mask, width),
         // No MPI_REPLACE in the bindings: swap by compare-and-swap until it sticks.
         AtomicOp::Swap(v) => {
-            let mut seen = fetch_add(m, t, 0)?;
+            let mut seen = fetch_add(m, t, 0, width)?;
             loop {
-                let old = compare_swap(m, t, seen, v)?;
+                let old = compare_swap(m, t, seen, v & mask, width)?;
                 if old == seen {
                     return Ok(old);
                 }

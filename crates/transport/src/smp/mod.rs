@@ -443,11 +443,10 @@ impl Conduit for SmpConduit {
         Ok(())
     }
 
-    fn rma_atomic(&self, rank: Rank, addr: usize, op: crate::AtomicOp) -> Result<u64> {
-        let p = self.emulated_engine(rank, addr, 8)?;
-        // SAFETY: inside the mapping; the caller checked 8-byte alignment.
-        let word = unsafe { &*(p as *const std::sync::atomic::AtomicU64) };
-        Ok(crate::apply_atomic(word, op))
+    fn rma_atomic(&self, rank: Rank, addr: usize, op: crate::AtomicOp, width: crate::Width) -> Result<u64> {
+        let p = self.emulated_engine(rank, addr, width.bytes())?;
+        // SAFETY: inside the mapping; the caller checked the alignment to the width.
+        Ok(unsafe { crate::apply_atomic_at(p, op, width) })
     }
 
     fn table_window(&self, rank: Rank) -> Option<Window> {

@@ -171,6 +171,37 @@ pub fn atomics() -> Result<()> {
     assert_eq!(w.fetch(counter)?, ITERS * n as u64, "segment fetch-add lost updates");
     assert_eq!(w.fetch(pcounter)?, 3 * ITERS * n as u64, "private-memory fetch-add lost updates");
 
+    // 32-bit atomics on the two halves of one 64-bit word, from every rank at once, on rank
+    // 0's segment and private memory: each half counts exactly its own increments (a carry or
+    // a torn update of one would show in the other), and tickets increase.
+    for (what, base) in [("segment", seg.remote(0, 256)), ("private memory", RemotePtr::new(0, paddr[0] as usize + 32))] {
+        let (low, high) = (base, RemotePtr::new(base.rank, base.addr + 4));
+        let mut tickets = Vec::new();
+        for _ in 0..ITERS {
+            tickets.push(w.fetch_add_u32(low, 1)?);
+            w.fetch_add_u32(high, 2)?;
+        }
+        assert!(tickets.windows(2).all(|p| p[0] < p[1]), "32-bit tickets increase ({what})");
+        w.barrier()?;
+        assert_eq!(w.fetch_u32(low)?, ITERS as u32 * n as u32, "32-bit fetch-add lost updates ({what}, low half)");
+        assert_eq!(w.fetch_u32(high)?, 2 * ITERS as u32 * n as u32, "32-bit fetch-add lost updates ({what}, high half)");
+        w.barrier()?;
+        if me == 0 {
+            // Wrapping at 32 bits leaves the neighbour alone; swap and compare-and-swap too.
+            let before_high = w.fetch_u32(high)?;
+            assert_eq!(w.swap_u32(low, u32::MAX - 1)?, ITERS as u32 * n as u32);
+            assert_eq!(w.fetch_add_u32(low, 5)?, u32::MAX - 1);
+            assert_eq!(w.fetch_u32(low)?, 3, "a 32-bit add wraps at 32 bits");
+            assert_eq!(w.compare_swap_u32(low, 4, 9)?, 3, "a failed 32-bit compare-and-swap returns the value");
+            assert_eq!(w.compare_swap_u32(low, 3, 9)?, 3);
+            assert_eq!(w.fetch_u32(high)?, before_high, "the neighbouring int is untouched ({what})");
+            assert_eq!(w.fetch(base)?, (before_high as u64) << 32 | 9, "the word holds both halves ({what})");
+            let e = w.fetch_add_u32(RemotePtr::new(0, base.addr + 2), 1).unwrap_err();
+            assert!(matches!(e, Error::Misaligned { .. }), "a 32-bit atomic at a 2-byte offset ({what}): {e}");
+        }
+        w.barrier()?;
+    }
+
     // A compare-and-swap lock protecting a non-atomic read-modify-write on rank n-1.
     let lock = seg.remote(n - 1, 64);
     let value = seg.remote(n - 1, 128);
