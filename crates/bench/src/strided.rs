@@ -37,7 +37,8 @@ impl Origin<'_> {
             }
             measured?;
         }
-        self.busy_checks(sizes[sizes.len() - 1]);
+        // Small rows (where the packed path pays the target's absence most) and large ones.
+        self.busy_checks(&[sizes[0], sizes[sizes.len() - 1]]);
         Ok(())
     }
 
@@ -95,13 +96,13 @@ impl Origin<'_> {
         Ok(())
     }
 
-    /// Busy / idle get bandwidth per method at `size`-byte rows, printed and written as
+    /// Busy / idle get bandwidth per method at each of `sizes`-byte rows, printed and written as
     /// `strided-check` rows: judged for the paths that need no target CPU (host-assisted, and
-    /// per-row gets of private memory on one host: cross-memory attach), reported for the rest.
-    fn busy_checks(&mut self, size: usize) {
-        let zero_copy = |target: &str, method: Noncontig| method == Noncontig::HostAssisted || target == "private" && method == Noncontig::PerPiece && self.host_limits;
+    /// per-row gets on one host: CPU copies or cross-memory attach), reported for packed.
+    fn busy_checks(&mut self, sizes: &[usize]) {
+        let zero_copy = |_: &str, method: Noncontig| method == Noncontig::HostAssisted || method == Noncontig::PerPiece && self.host_limits;
         let mut lines = Vec::new();
-        for target in ["segment", "private"] {
+        for (&size, target) in sizes.iter().flat_map(|s| ["segment", "private"].map(|t| (s, t))) {
             for method in Noncontig::ALL {
                 let get = |busy: bool| self.report.get("strided_get", &strided_case(target, method, busy), size).map(|s: Stats| s.median_ns);
                 let (Some(idle), Some(busy)) = (get(false), get(true)) else { continue };
@@ -115,7 +116,7 @@ impl Origin<'_> {
                     "info"
                 };
                 lines.push(format!("# {what:<76} {keeps:>6.2}  {verdict}"));
-                rows::emit("strided-check", &format!("{target} {} busy/idle", method.name()), params, "x", Measured::single(keeps), &[]);
+                rows::emit("strided-check", &format!("{target} {} {size} B busy/idle", method.name()), params, "x", Measured::single(keeps), &[]);
             }
         }
         self.report.section("strided gets with the target busy against idle (the paper's Figures 9 and 10)", &[], Style::Note, true);
