@@ -6,7 +6,7 @@ use activerma_core::counters::Counters;
 use activerma_core::{settings, Error, Rank, Result};
 use activerma_mem::symheap::SymHeap;
 use activerma_mem::{AccessKind, Registrar, RegistrationStats, Strategy, TableLayout, TargetTable};
-use activerma_proto::{AtomicOp, Noncontig, OpHandle, Proto, Protocol, StridedPattern, Width};
+use activerma_proto::{AtomicOp, AtomicPath, Noncontig, OpHandle, Proto, Protocol, StridedPattern, Width};
 use activerma_transport::netmodel::NetModel;
 use activerma_transport::smp::SmpConduit;
 use activerma_transport::Conduit;
@@ -460,6 +460,11 @@ impl World {
     #[inline]
     pub fn fetch(&self, at: RemotePtr) -> Result<u64> {
         self.atomic(at, AtomicOp::Fetch)
+    }
+    /// `atomic` run by the given path whatever ACTIVERMA_ATOMICS says: the origin (one-sided)
+    /// or the target's CPU (server-based), to compare them in one run.
+    pub fn atomic_by(&self, path: AtomicPath, at: RemotePtr, op: AtomicOp) -> Result<u64> {
+        self.live()?.proto.atomic_by(path, at.rank, at.addr, op, Width::W64)
     }
     /// A 32-bit atomic on a 4-byte aligned word (an `int`): operands are truncated to 32 bits,
     /// the neighbouring bytes are never touched; rules as for `atomic`.

@@ -6,7 +6,7 @@ use super::limits::raw_cma;
 use super::osu_tables::{Row, Style};
 use super::timing::{measure, measure_limit};
 use super::{BResult, Origin, ACK_OFF, ATOMIC_OFF, PING, WINDOW};
-use activerma::RemotePtr;
+use activerma::{AtomicOp, AtomicPath, RemotePtr};
 use std::convert::Infallible;
 use std::hint::black_box;
 use std::sync::atomic::Ordering;
@@ -304,6 +304,7 @@ impl Origin<'_> {
             format!("segment: {}", self.protocol(words[0], 8, "atomic")),
             format!("private: {}", self.protocol(words[1], 8, "atomic")),
             format!("rank 1 serves private-memory atomics from {}", self.target_progress()),
+            "rows: segment (one-sided), private (rank 1's CPU on request), segment-by-target (the segment word run by rank 1's CPU on request: ACTIVERMA_ATOMICS=target)".into(),
             if self.host_limits {
                 "ratio-to-limit = latency / limit: segment vs a local atomic fetch-add, private vs the cache-line hand-off round trip"
                     .into()
@@ -313,12 +314,15 @@ impl Origin<'_> {
             },
         ];
         self.report.section("activerma atomic latency: 8 B fetch-add, blocking, rank 0 -> rank 1", &notes, Style::Latency, true);
-        for (target, at) in TARGETS.into_iter().zip(words) {
+        // The segment word once more, run by rank 1's CPU on request (ARMCI's server-based
+        // atomics, ACTIVERMA_ATOMICS=target), beside the one-sided row of the same word.
+        let cases = [("segment", words[0], AtomicPath::OneSided), ("private", words[1], AtomicPath::OneSided), ("segment-by-target", words[0], AtomicPath::Target)];
+        for (target, at, path) in cases {
             let before = world.fetch(at)?;
             let mut ops = 0u64;
             let st = measure(&plan, |n| {
                 for _ in 0..n {
-                    world.fetch_add(at, 1)?;
+                    world.atomic_by(path, at, AtomicOp::FetchAdd(1))?;
                 }
                 ops += n;
                 Ok::<(), activerma::Error>(())
@@ -337,6 +341,14 @@ impl Origin<'_> {
                 self.report.ns("limit_handoff_roundtrip", "", 0)
             };
             self.report.row(Row { bench: "atomic_latency", target: Some(target), size: Some(8), stats: st, bytes: 0, limit_ns });
+        }
+        if let (Some(one_sided), Some(by_target)) =
+            (self.report.ns("atomic_latency", "segment", 8), self.report.ns("atomic_latency", "segment-by-target", 8))
+        {
+            self.report.note(&format!(
+                "one-sided / server-based latency on the segment word = {:.3} (the ARMCI paper, over InfiniBand: one-sided 23 % faster, and no target CPU; on one host the one-sided path is a CPU atomic)",
+                one_sided / by_target
+            ));
         }
         Ok(())
     }

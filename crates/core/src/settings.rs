@@ -126,6 +126,7 @@ pub const PIN_LIMIT: &str = "ACTIVERMA_PIN_LIMIT";
 pub const RMA_RENDEZVOUS_MIN: &str = "ACTIVERMA_RMA_RENDEZVOUS_MIN";
 pub const PUT_STREAM_AFTER: &str = "ACTIVERMA_PUT_STREAM_AFTER";
 pub const NONCONTIG: &str = "ACTIVERMA_NONCONTIG";
+pub const ATOMICS: &str = "ACTIVERMA_ATOMICS";
 pub const SGE_MAX: &str = "ACTIVERMA_SGE_MAX";
 pub const FIREHOSE_M: &str = "ACTIVERMA_FIREHOSE_M";
 pub const FIREHOSE_MAXVICTIM: &str = "ACTIVERMA_FIREHOSE_MAXVICTIM";
@@ -199,6 +200,8 @@ pub static TABLE: &[Setting] = &[
         description: "puts/gets to private memory of a rank on another host (mpi conduit, or smp emulating hosts) from this size on: the target registers the range with the conduit (MPI: attaches the exposure to the dynamic window) and the data moves one-sided; smaller ones travel in active messages through the target; 0 = never (not under bounce or part)" },
     Setting { name: PUT_STREAM_AFTER, layer: Layer::Memory, kind: Kind::Size, default: "32M",
         description: "implicit puts (put_nbi) of 4 KiB and more into a segment mapped here use non-temporal stores while the window to that rank (those puts since its last flush) has passed this many bytes, or the previous window did: a window larger than the last-level cache then goes to memory without reading every destination line first; set it to the last-level cache size; 0 = never" },
+    Setting { name: ATOMICS, layer: Layer::Memory, kind: Kind::Enum(&["one-sided", "target"]), default: "one-sided",
+        description: "who runs atomics on other ranks' memory: one-sided = the origin (CPU atomics on a segment of this host, the conduit's atomics across hosts; private memory is always the target's); target = the target's CPU for every word, asked by active message (ARMCI's server-based atomics: needs target progress, every rank must use the same)" },
     Setting { name: NONCONTIG, layer: Layer::Memory, kind: Kind::Enum(&["host-assisted", "per-piece", "packed"]), default: "host-assisted",
         description: "strided and vector transfers (many pieces to one rank): host-assisted = the whole list at once, one check, then CPU copies to a segment mapped here, scatter/gather calls of up to SGE_MAX pieces to private memory on this host, one flush for the pieces' one-sided operations to another host; per-piece = one blocking put/get per piece; packed = the pieces packed into one active message that the target's progress engine unpacks (the buffered protocol)" },
     Setting { name: SGE_MAX, layer: Layer::Memory, kind: Kind::Int, default: "1024",

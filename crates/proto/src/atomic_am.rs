@@ -12,6 +12,20 @@ use activerma_core::{Error, Rank, Result};
 use activerma_mem::AccessKind;
 use std::sync::Arc;
 
+/// Who runs an atomic on another rank's word (ACTIVERMA_ATOMICS): the origin where it can
+/// (one-sided), or always the target's CPU (server-based, the ARMCI paper's §4.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AtomicPath {
+    OneSided,
+    Target,
+}
+
+impl AtomicPath {
+    pub fn from_settings() -> Result<AtomicPath> {
+        Ok(if activerma_core::settings::get_enum(activerma_core::settings::ATOMICS)? == "target" { AtomicPath::Target } else { AtomicPath::OneSided })
+    }
+}
+
 /// Set in the op code of a request on a 32-bit word.
 const W32: u8 = 0x10;
 

@@ -52,6 +52,7 @@ mod strided;
 
 pub use completion::OpHandle;
 pub use firehose::config_from_settings as firehose_config;
+pub use atomic_am::AtomicPath;
 pub use noncontig::Noncontig;
 pub use remote_marks::RemoteMarks;
 pub use select::{Choice, Protocol};
@@ -120,6 +121,8 @@ pub struct Proto {
     rma_rendezvous_min: usize,
     /// How lists of pieces (strided, vector) move: ACTIVERMA_NONCONTIG, ACTIVERMA_SGE_MAX.
     noncontig: noncontig::NoncontigSettings,
+    /// Who runs atomics on other ranks' words (ACTIVERMA_ATOMICS).
+    atomic_path: AtomicPath,
 }
 
 /// The implicit puts to one target since its last flush, for the choice to stream them.
@@ -254,6 +257,7 @@ impl Proto {
             verbose,
             rma_rendezvous_min: settings::get_u64(settings::RMA_RENDEZVOUS_MIN)? as usize,
             noncontig: noncontig::NoncontigSettings::from_settings()?,
+            atomic_path: AtomicPath::from_settings()?,
             seen: Default::default(),
             conduit,
             am,
@@ -388,9 +392,40 @@ impl Proto {
     }
 
     /// An atomic on a word of `width` at the target (aligned to it); returns the previous
-    /// value, zero-extended (32-bit operands are truncated).
+    /// value, zero-extended (32-bit operands are truncated). Run where ACTIVERMA_ATOMICS says.
     #[inline(always)]
     pub fn atomic_sized(&self, rank: Rank, addr: usize, op: AtomicOp, width: Width) -> Result<u64> {
+        if self.atomic_path == AtomicPath::Target {
+            return self.atomic_by(AtomicPath::Target, rank, addr, op, width);
+        }
+        self.atomic_one_sided(rank, addr, op, width)
+    }
+
+    /// `atomic_sized` run by the given path, whatever the setting says (benchmarks compare
+    /// them in one run; a job must not mix them on one word across hosts: MPI's atomics and
+    /// the target's CPU atomics are not atomic with respect to each other everywhere).
+    pub fn atomic_by(&self, path: AtomicPath, rank: Rank, addr: usize, op: AtomicOp, width: Width) -> Result<u64> {
+        if path == AtomicPath::OneSided {
+            return self.atomic_one_sided(rank, addr, op, width);
+        }
+        self.check_rank(rank)?;
+        if !addr.is_multiple_of(width.bytes()) {
+            return Err(Error::Misaligned { rank, addr });
+        }
+        if rank == self.conduit.rank() {
+            // Our own word: checked like any access, then run by our CPU (we are its target).
+            let checked = self.choose(rank, addr, width.bytes(), atomic_am::kind(op))?;
+            bump(&self.counters.atomic_direct, 1);
+            // SAFETY: our own memory, exposed with the rights this atomic needs, aligned.
+            let old = unsafe { activerma_transport::apply_atomic_at(addr as *mut u8, op, width) };
+            drop(checked);
+            return Ok(old);
+        }
+        atomic_am::run(self, rank, addr, op, width)
+    }
+
+    #[inline(always)]
+    fn atomic_one_sided(&self, rank: Rank, addr: usize, op: AtomicOp, width: Width) -> Result<u64> {
         if self.cpu_atomics_coherent && addr.is_multiple_of(width.bytes()) {
             if let Some((local, HeapFast::Plain)) = self.segment_fast(rank, addr, width.bytes(), atomic_am::kind(op)) {
                 let old = atomic_direct::run(self, local, op, width);

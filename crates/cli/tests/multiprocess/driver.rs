@@ -255,6 +255,11 @@ pub fn main() -> i32 {
         jobs.push(Job { case, ranks: 3, env: modelled_interrupt.to_vec() });
     }
     jobs.push(Job { case: "active_messages", ranks: 2, env: vec![("ACTIVERMA_PROGRESS", "wake"), ("ACTIVERMA_NET_INTERRUPT_NS", "3000")] });
+    // Server-based atomics (ACTIVERMA_ATOMICS=target): every atomic run by the target's CPU,
+    // on one host and across emulated hosts; the randomized test mixes them with puts and gets.
+    for (case, ranks, remote) in [("atomics", 2, "0"), ("atomics", 3, "0"), ("atomics", 3, "1"), ("randomized", 3, "0")] {
+        jobs.push(Job { case, ranks, env: vec![("ACTIVERMA_ATOMICS", "target"), ("ACTIVERMA_SMP_EMULATE_REMOTE", remote)] });
+    }
     // Lists of pieces: every method, on one host and across emulated hosts, with a small
     // scatter/gather limit (many kernel calls per list), under every registration strategy.
     for method in NONCONTIG_METHODS {
@@ -433,6 +438,9 @@ fn run_under_mpi(mpi: &str, filter: Option<&str>, t: &mut Tally) -> i32 {
     jobs.push(Job { case: "counter_variants_agree", ranks: 2, env: vec![] });
     for method in NONCONTIG_METHODS {
         jobs.push(Job { case: "lists_of_pieces", ranks: 3, env: vec![("ACTIVERMA_NONCONTIG", method), ("ACTIVERMA_MPI_SHARED", "off")] });
+    }
+    for shared in ["auto", "off"] {
+        jobs.push(Job { case: "atomics", ranks: 3, env: vec![("ACTIVERMA_ATOMICS", "target"), ("ACTIVERMA_MPI_SHARED", shared)] });
     }
     for job in &jobs {
         let name = format!(

@@ -249,6 +249,12 @@ pub fn atomics() -> Result<()> {
     assert!(matches!(e, Error::Misaligned { .. }), "{e}");
     let e = w.fetch_add(RemotePtr::new(right, paddr[right] as usize + 64), 1).unwrap_err();
     assert!(matches!(e, Error::NotExposed { .. }), "{e}");
+    // Server-based atomics: every atomic on another rank's word went to that rank's CPU.
+    if std::env::var("ACTIVERMA_ATOMICS").is_ok_and(|v| v == "target") && me != 0 {
+        let count = |name: &str| w.counters().snapshot().into_iter().find(|&(k, _)| k == name).map_or(0, |(_, v)| v);
+        assert_eq!(count("atomic_rma"), 0, "rank {me}: no one-sided atomic under ACTIVERMA_ATOMICS=target");
+        assert!(count("atomic_am") >= 3 * ITERS, "rank {me}: {} atomics run by their target", count("atomic_am"));
+    }
     w.barrier()?;
     drop(ro);
     drop(exposed);
