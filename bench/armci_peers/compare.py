@@ -13,7 +13,7 @@ don't gate; missing rows show as n/a), 2 when our file cannot be read or holds n
 "armci-check", case the metric, params impl / target / what / ours / theirs), which
 `activerma report` draws. --across-hosts: both ran on the MPI conduit with all traffic through
 TCP (run.sh --tcp), judged by issue 16's targets for other hosts (latency <= 1.1x, bandwidth >=
-1.0x ARMCI-MPI), with the cases labelled "(TCP)".
+1.0x ARMCI-MPI), with the cases labelled "(TCP)" and the rows' benchmark "armci-check-tcp".
 """
 
 import argparse
@@ -102,12 +102,13 @@ def main():
         counts[status] += 1
         unit = "MB/s" if kind == "bw" else "us"
         if ratio is not None and machine:
-            params = {"impl": impl, "what": f"{label} ({unit}) vs ARMCI-MPI over Open MPI",
+            over = "over Open MPI, both through TCP" if a.across_hosts else "over Open MPI"
+            params = {"impl": impl, "what": f"{label} ({unit}) vs ARMCI-MPI {over}",
                       "ours": mine, "theirs": other}
             if tgt is not None:
                 params["target"] = f"{'>=' if kind == 'bw' else '<='} {tgt:g}"
             report_rows.append({
-                "benchmark": "armci-check", "case": label, "params": params,
+                "benchmark": "armci-check-tcp" if a.across_hosts else "armci-check", "case": label, "params": params,
                 "value": ratio, "unit": "x", "reps": 1, "min": ratio, "median": ratio, "max": ratio,
                 "machine": machine, "commit": a.commit, "settings": {},
             })
