@@ -66,7 +66,8 @@ unsafe fn getv(iov: *mut ArmciGiov, iov_len: c_int, proc: c_int) -> R {
         }
         return Ok(());
     }
-    let mut list: Vec<(usize, &mut [u8])> = triples.into_iter().map(|(s, d, n)| (s, std::slice::from_raw_parts_mut(d as *mut u8, n))).collect();
+    let mut list: Vec<(usize, &mut [u8])> =
+        triples.into_iter().map(|(s, d, n)| (s, std::slice::from_raw_parts_mut(d as *mut u8, n))).collect();
     w.get_vector(p, &mut list).map_err(rt)
 }
 

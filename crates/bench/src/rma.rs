@@ -316,7 +316,11 @@ impl Origin<'_> {
         self.report.section("activerma atomic latency: 8 B fetch-add, blocking, rank 0 -> rank 1", &notes, Style::Latency, true);
         // The segment word once more, run by rank 1's CPU on request (ARMCI's server-based
         // atomics, ACTIVERMA_ATOMICS=target), beside the one-sided row of the same word.
-        let cases = [("segment", words[0], AtomicPath::OneSided), ("private", words[1], AtomicPath::OneSided), ("segment-by-target", words[0], AtomicPath::Target)];
+        let cases = [
+            ("segment", words[0], AtomicPath::OneSided),
+            ("private", words[1], AtomicPath::OneSided),
+            ("segment-by-target", words[0], AtomicPath::Target),
+        ];
         for (target, at, path) in cases {
             let before = world.fetch(at)?;
             let mut ops = 0u64;

@@ -69,7 +69,8 @@ impl Origin<'_> {
                     let addrs: Vec<usize> = (0..rows).map(|r| base.addr + r * 2 * size).collect();
                     let st = if put {
                         let src = &self.local[..bytes];
-                        let list: Vec<(usize, &[u8])> = addrs.iter().enumerate().map(|(r, &a)| (a, &src[r * size..(r + 1) * size])).collect();
+                        let list: Vec<(usize, &[u8])> =
+                            addrs.iter().enumerate().map(|(r, &a)| (a, &src[r * size..(r + 1) * size])).collect();
                         measure(&plan, |n| {
                             for _ in 0..n {
                                 world.put_vector_by(method, 1, &list)?;
@@ -89,7 +90,12 @@ impl Origin<'_> {
                     let limit_ns = if method == Noncontig::HostAssisted { None } else { self.report.ns(bench, &baseline, size) };
                     self.report.row(Row { bench, target: Some(&case), size: Some(size), stats: st, bytes, limit_ns });
                     // The last row is where the pattern says (checked untimed).
-                    self.verify(RemotePtr::new(1, addrs[rows - 1]), (rows - 1) * size, size, &format!("strided {op} {case} {size} B rows"))?;
+                    self.verify(
+                        RemotePtr::new(1, addrs[rows - 1]),
+                        (rows - 1) * size,
+                        size,
+                        &format!("strided {op} {case} {size} B rows"),
+                    )?;
                 }
             }
         }
@@ -104,19 +110,31 @@ impl Origin<'_> {
         let mut lines = Vec::new();
         for (&size, target) in sizes.iter().flat_map(|s| ["segment", "private"].map(|t| (s, t))) {
             for method in Noncontig::ALL {
-                let get = |busy: bool| self.report.get("strided_get", &strided_case(target, method, busy), size).map(|s: Stats| s.median_ns);
+                let get =
+                    |busy: bool| self.report.get("strided_get", &strided_case(target, method, busy), size).map(|s: Stats| s.median_ns);
                 let (Some(idle), Some(busy)) = (get(false), get(true)) else { continue };
                 let keeps = idle / busy; // bandwidth busy / idle (same bytes per operation)
                 let what = format!("strided get {size} B rows, {target}, {}: busy / idle bandwidth", method.name());
                 let mut params = rows::params([("what", json!(what)), ("size", json!(size))]);
                 let verdict = if zero_copy(target, method) {
                     params.insert("target".into(), json!(format!(">= {BUSY_KEEPS}")));
-                    if keeps >= BUSY_KEEPS { "PASS" } else { "MISS" }
+                    if keeps >= BUSY_KEEPS {
+                        "PASS"
+                    } else {
+                        "MISS"
+                    }
                 } else {
                     "info"
                 };
                 lines.push(format!("# {what:<76} {keeps:>6.2}  {verdict}"));
-                rows::emit("strided-check", &format!("{target} {} {size} B busy/idle", method.name()), params, "x", Measured::single(keeps), &[]);
+                rows::emit(
+                    "strided-check",
+                    &format!("{target} {} {size} B busy/idle", method.name()),
+                    params,
+                    "x",
+                    Measured::single(keeps),
+                    &[],
+                );
             }
         }
         self.report.section("strided gets with the target busy against idle (the paper's Figures 9 and 10)", &[], Style::Note, true);

@@ -5,11 +5,11 @@
 
 use crate::am_request::{self, Asked, OwnTable, ATOMIC};
 use crate::{AtomicOp, Proto};
-use activerma_transport::Width;
 use activerma_am::{Am, AmCtx};
 use activerma_core::counters::bump;
 use activerma_core::{Error, Rank, Result};
 use activerma_mem::AccessKind;
+use activerma_transport::Width;
 use std::sync::Arc;
 
 /// Who runs an atomic on another rank's word (ACTIVERMA_ATOMICS): the origin where it can
@@ -22,7 +22,11 @@ pub enum AtomicPath {
 
 impl AtomicPath {
     pub fn from_settings() -> Result<AtomicPath> {
-        Ok(if activerma_core::settings::get_enum(activerma_core::settings::ATOMICS)? == "target" { AtomicPath::Target } else { AtomicPath::OneSided })
+        Ok(if activerma_core::settings::get_enum(activerma_core::settings::ATOMICS)? == "target" {
+            AtomicPath::Target
+        } else {
+            AtomicPath::OneSided
+        })
     }
 }
 
@@ -74,14 +78,15 @@ pub(crate) fn register(am: &Am) -> Result<()> {
     am.register(
         ATOMIC,
         Arc::new(move |ctx: &AmCtx, msg: &[u8]| {
-            let outcome = decode(msg).ok_or_else(|| Error::InvalidArgument("malformed atomic request".into())).and_then(|(addr, op, width)| {
-                if !addr.is_multiple_of(width.bytes()) {
-                    return Err(Error::Misaligned { rank: ctx.am().conduit().rank(), addr });
-                }
-                let _inside = table.check(addr, width.bytes(), kind(op))?;
-                // SAFETY: the table says the aligned word is exposed by us with the needed rights.
-                Ok((unsafe { activerma_transport::apply_atomic_at(addr as *mut u8, op, width) }, &[][..]))
-            });
+            let outcome =
+                decode(msg).ok_or_else(|| Error::InvalidArgument("malformed atomic request".into())).and_then(|(addr, op, width)| {
+                    if !addr.is_multiple_of(width.bytes()) {
+                        return Err(Error::Misaligned { rank: ctx.am().conduit().rank(), addr });
+                    }
+                    let _inside = table.check(addr, width.bytes(), kind(op))?;
+                    // SAFETY: the table says the aligned word is exposed by us with the needed rights.
+                    Ok((unsafe { activerma_transport::apply_atomic_at(addr as *mut u8, op, width) }, &[][..]))
+                });
             am_request::respond(ctx, outcome);
         }),
     )

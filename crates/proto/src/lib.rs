@@ -50,9 +50,9 @@ mod rma_conduit;
 mod select;
 mod strided;
 
+pub use atomic_am::AtomicPath;
 pub use completion::OpHandle;
 pub use firehose::config_from_settings as firehose_config;
-pub use atomic_am::AtomicPath;
 pub use noncontig::Noncontig;
 pub use remote_marks::RemoteMarks;
 pub use select::{Choice, Protocol};

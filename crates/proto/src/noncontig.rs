@@ -145,7 +145,7 @@ impl Proto {
         if let Ok(c) = self.choose_for(rank, lo, hi - lo, kind, Pass::Explain) {
             let covers = [Protocol::PutDirect, Protocol::GetDirect, Protocol::PutCma, Protocol::GetCma, Protocol::PutRma, Protocol::GetRma];
             if covers.contains(&c.protocol) {
-                return Ok(Placed::Bounding { lo, choice: c });
+                return Ok(Placed::Bounding { lo, hi, choice: c });
             }
         }
         let each = pieces.iter().map(|&(addr, len)| self.choose_for(rank, addr, len, kind, Pass::Explain)).collect::<Result<Vec<_>>>()?;
@@ -227,13 +227,12 @@ impl Proto {
                 let calls = if rank == self.conduit.rank() {
                     pieces.iter_mut().try_for_each(|(addr, dst)| get_cma::copy_out(self, rank, *addr, dst))?;
                     0
-                } else if let (true, Placed::Bounding { lo, .. }) = (sieve_pays(&spans, bytes), &placed) {
+                } else if let Some((lo, hi)) = placed.sieve_range(spans.len(), bytes) {
                     // Small pieces close together: the kernel pins and walks the pages of each
                     // descriptor by itself (~0.1 us each), so one read of the whole checked
                     // range and a scatter here beats a descriptor per piece (data sieving).
-                    let hi = spans.iter().map(|p| p.0 + p.1).max().unwrap_or(*lo);
                     let mut range = vec![0u8; hi - lo];
-                    self.conduit.cma_read(rank, *lo, &mut range)?;
+                    self.conduit.cma_read(rank, lo, &mut range)?;
                     for (addr, dst) in pieces.iter_mut() {
                         dst.copy_from_slice(&range[*addr - lo..*addr - lo + dst.len()]);
                     }
@@ -284,23 +283,26 @@ impl Proto {
 
 /// Where a list's pieces go (`choose_list`): one choice for the bounding range, or one per piece.
 enum Placed<'a> {
-    Bounding { lo: usize, choice: Choice<'a> },
+    /// The checked range [lo, hi) holds every piece.
+    Bounding {
+        lo: usize,
+        hi: usize,
+        choice: Choice<'a>,
+    },
     Each(Vec<Choice<'a>>),
 }
 
-/// Whether a get should read the list's whole bounding range at once: its pieces are small
-/// (a descriptor each would cost more than copying the gaps) and the range is at most four
-/// times the bytes wanted and at most SIEVE_MAX.
-fn sieve_pays(spans: &[(usize, usize)], bytes: usize) -> bool {
-    const SMALL_PIECE: usize = 4096;
-    const SIEVE_MAX: usize = 4 << 20;
-    let lo = spans.iter().map(|p| p.0).min().unwrap_or(0);
-    let hi = spans.iter().map(|p| p.0 + p.1).max().unwrap_or(0);
-    let range = hi - lo;
-    spans.len() > 1 && bytes / spans.len() < SMALL_PIECE && range <= SIEVE_MAX && range <= 4 * bytes
-}
-
 impl Placed<'_> {
+    /// The checked range [lo, hi) a get of `pieces` pieces, `bytes` in all, should read at
+    /// once, if it should: its pieces are small (a descriptor each would cost more than copying
+    /// the gaps) and the range is at most four times the bytes wanted and at most SIEVE_MAX.
+    fn sieve_range(&self, pieces: usize, bytes: usize) -> Option<(usize, usize)> {
+        const SMALL_PIECE: usize = 4096;
+        const SIEVE_MAX: usize = 4 << 20;
+        let Placed::Bounding { lo, hi, .. } = *self else { return None };
+        let range = hi - lo;
+        (pieces > 1 && bytes / pieces < SMALL_PIECE && range <= SIEVE_MAX && range <= 4 * bytes).then_some((lo, hi))
+    }
 
     /// The protocol every piece takes, if they all take the same one.
     fn protocol(&self) -> Option<Protocol> {
@@ -317,7 +319,7 @@ impl Placed<'_> {
     fn local(&self, i: usize, addr: usize) -> *mut u8 {
         match self {
             // SAFETY (for callers): addr - lo lies inside the checked bounding range.
-            Placed::Bounding { lo, choice } => choice.local.wrapping_add(addr - lo),
+            Placed::Bounding { lo, choice, .. } => choice.local.wrapping_add(addr - lo),
             Placed::Each(each) => each[i].local,
         }
     }
@@ -454,7 +456,9 @@ pub(crate) fn register(am: &Am) -> Result<()> {
                 if l.active {
                     let logged = Logged::at_target(table.get(), l, me, ctx.src, seq);
                     let mut w = activerma_am::Waiter::default();
-                    if let Err(e) = log_append::get(&logged, addr, bytes, &mut || w.step_in_handler(ctx.am(), ctx.src, "room in an access log")) {
+                    if let Err(e) =
+                        log_append::get(&logged, addr, bytes, &mut || w.step_in_handler(ctx.am(), ctx.src, "room in an access log"))
+                    {
                         return refuse(ctx, i, e);
                     }
                 }

@@ -264,7 +264,11 @@ pub fn main() -> i32 {
     // scatter/gather limit (many kernel calls per list), under every registration strategy.
     for method in NONCONTIG_METHODS {
         for remote in ["0", "1"] {
-            jobs.push(Job { case: "lists_of_pieces", ranks: 3, env: vec![("ACTIVERMA_NONCONTIG", method), ("ACTIVERMA_SMP_EMULATE_REMOTE", remote)] });
+            jobs.push(Job {
+                case: "lists_of_pieces",
+                ranks: 3,
+                env: vec![("ACTIVERMA_NONCONTIG", method), ("ACTIVERMA_SMP_EMULATE_REMOTE", remote)],
+            });
         }
     }
     jobs.push(Job { case: "lists_of_pieces", ranks: 2, env: vec![("ACTIVERMA_SGE_MAX", "7")] });

@@ -190,7 +190,12 @@ impl MpiConduit {
 
     /// The one window every piece of a list lands in, with each piece's (displacement, length)
     /// there; None when they span both windows or a count would overflow MPI's `int`.
-    fn list_target(&self, mpi: &Mpi, rank: Rank, pieces: impl Iterator<Item = (usize, usize)>) -> Option<(mpi_sys::MPI_Win, Vec<(usize, usize)>)> {
+    fn list_target(
+        &self,
+        mpi: &Mpi,
+        rank: Rank,
+        pieces: impl Iterator<Item = (usize, usize)>,
+    ) -> Option<(mpi_sys::MPI_Win, Vec<(usize, usize)>)> {
         let mut win = None;
         let mut disps = Vec::new();
         let mut total = 0usize;

@@ -85,7 +85,9 @@ pub fn get(m: &mut Mpi, t: Target, dst: &mut [u8]) -> Result<()> {
 pub fn put_list(m: &mut Mpi, win: MPI_Win, rank: Rank, disps: &[(usize, usize)], packed: &[u8]) -> Result<()> {
     with_hindexed(disps, |ty| {
         // SAFETY: `packed` holds every piece's bytes and outlives the flush below.
-        check("MPI_Put", unsafe { MPI_Put(packed.as_ptr() as *const _, packed.len() as c_int, RSMPI_UINT8_T, rank as c_int, 0, 1, ty, win) })
+        check("MPI_Put", unsafe {
+            MPI_Put(packed.as_ptr() as *const _, packed.len() as c_int, RSMPI_UINT8_T, rank as c_int, 0, 1, ty, win)
+        })
     })?;
     m.flush(win, Some(rank))
 }
@@ -108,7 +110,9 @@ fn with_hindexed(disps: &[(usize, usize)], f: impl FnOnce(MPI_Datatype) -> Resul
     // SAFETY: a handle MPI fills in; an all-zero value is never read before that.
     let mut ty: MPI_Datatype = unsafe { std::mem::zeroed() };
     // SAFETY: both arrays hold `disps.len()` entries and live across the call.
-    check("MPI_Type_create_hindexed", unsafe { MPI_Type_create_hindexed(lens.len() as c_int, lens.as_ptr(), offs.as_ptr(), RSMPI_UINT8_T, &mut ty) })?;
+    check("MPI_Type_create_hindexed", unsafe {
+        MPI_Type_create_hindexed(lens.len() as c_int, lens.as_ptr(), offs.as_ptr(), RSMPI_UINT8_T, &mut ty)
+    })?;
     // SAFETY: `ty` was just created.
     let committed = check("MPI_Type_commit", unsafe { MPI_Type_commit(&mut ty) });
     let r = committed.and_then(|()| f(ty));

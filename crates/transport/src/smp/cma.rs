@@ -54,18 +54,30 @@ pub const KERNEL_IOV_MAX: usize = 1024;
 /// allows: up to `max_iov` pieces per call (both sides' descriptor lists), resuming after a
 /// partial transfer where it stopped. Returns how many calls it made.
 pub fn writev(pid: i32, rank: Rank, pieces: &IoPieces, max_iov: usize) -> Result<usize> {
-    scatter_gather(rank, pieces.iter().map(|&(a, s)| (a, s.as_ptr() as *mut u8, s.len())).collect(), max_iov, |l, r| {
-        // SAFETY: the local iovecs cover our own slices; the kernel checks the remote ones.
-        unsafe { libc::process_vm_writev(pid, l.as_ptr(), l.len() as u64, r.as_ptr(), r.len() as u64, 0) }
-    }, "process_vm_writev")
+    scatter_gather(
+        rank,
+        pieces.iter().map(|&(a, s)| (a, s.as_ptr() as *mut u8, s.len())).collect(),
+        max_iov,
+        |l, r| {
+            // SAFETY: the local iovecs cover our own slices; the kernel checks the remote ones.
+            unsafe { libc::process_vm_writev(pid, l.as_ptr(), l.len() as u64, r.as_ptr(), r.len() as u64, 0) }
+        },
+        "process_vm_writev",
+    )
 }
 
 /// Reads every piece out of `pid`'s memory into the local buffers (see `writev`).
 pub fn readv(pid: i32, rank: Rank, pieces: &mut [(usize, &mut [u8])], max_iov: usize) -> Result<usize> {
-    scatter_gather(rank, pieces.iter_mut().map(|(a, d)| (*a, d.as_mut_ptr(), d.len())).collect(), max_iov, |l, r| {
-        // SAFETY: the local iovecs cover our own mutable slices; the kernel checks the remote ones.
-        unsafe { libc::process_vm_readv(pid, l.as_ptr(), l.len() as u64, r.as_ptr(), r.len() as u64, 0) }
-    }, "process_vm_readv")
+    scatter_gather(
+        rank,
+        pieces.iter_mut().map(|(a, d)| (*a, d.as_mut_ptr(), d.len())).collect(),
+        max_iov,
+        |l, r| {
+            // SAFETY: the local iovecs cover our own mutable slices; the kernel checks the remote ones.
+            unsafe { libc::process_vm_readv(pid, l.as_ptr(), l.len() as u64, r.as_ptr(), r.len() as u64, 0) }
+        },
+        "process_vm_readv",
+    )
 }
 
 /// The loop both directions share: `pieces` are (remote address, local pointer, length).

@@ -73,12 +73,20 @@ pub fn lists_of_pieces() -> Result<()> {
             match method {
                 // Registered private memory of another rank on this host: one kernel call per
                 // SGE_MAX pieces (strategies that register on first use may miss the first time).
-                Noncontig::HostAssisted if kind == "private" && t != me && same_host && ["", "none", "pin-all"].contains(&strategy.as_str()) => {
-                    assert_eq!(calls, (VECTOR_PIECES as u64).div_ceil(sge_max), "rank {me}: scatter/gather calls for {VECTOR_PIECES} pieces")
+                Noncontig::HostAssisted
+                    if kind == "private" && t != me && same_host && ["", "none", "pin-all"].contains(&strategy.as_str()) =>
+                {
+                    assert_eq!(
+                        calls,
+                        (VECTOR_PIECES as u64).div_ceil(sge_max),
+                        "rank {me}: scatter/gather calls for {VECTOR_PIECES} pieces"
+                    )
                 }
                 Noncontig::Packed if t != me => assert_eq!(packed, 1, "rank {me}: one packed message to rank {t}"),
                 // Another host: private memory travels packed, a segment as one MPI operation.
-                Noncontig::HostAssisted if t != me && !same_host && kind == "private" => assert_eq!(packed, 1, "rank {me}: packed to rank {t}"),
+                Noncontig::HostAssisted if t != me && !same_host && kind == "private" => {
+                    assert_eq!(packed, 1, "rank {me}: packed to rank {t}")
+                }
                 Noncontig::HostAssisted if t != me && !same_host && w.conduit_name() == "mpi" => {
                     assert_eq!(rma_lists, 1, "rank {me}: one MPI operation for the list to rank {t}")
                 }
