@@ -6,7 +6,7 @@ use activerma_core::counters::Counters;
 use activerma_core::{settings, Error, Rank, Result};
 use activerma_mem::symheap::SymHeap;
 use activerma_mem::{AccessKind, Registrar, RegistrationStats, Strategy, TableLayout, TargetTable};
-use activerma_proto::{AtomicOp, AtomicPath, Noncontig, OpHandle, Proto, Protocol, StridedPattern, Width};
+use activerma_proto::{AtomicOp, AtomicPath, Noncontig, OpHandle, Proto, Protocol, StridedPattern, Transfer, Width};
 use activerma_transport::netmodel::NetModel;
 use activerma_transport::smp::SmpConduit;
 use activerma_transport::Conduit;
@@ -27,6 +27,8 @@ pub(crate) struct Inner {
     /// The progress mode and its thread (None in app mode), changed together.
     progress_thread: Mutex<(ProgressMode, Option<ProgressThread>)>,
     finalized: AtomicBool,
+    /// ACTIVERMA_COUNTERS: print the counters at finalize.
+    print_counters: bool,
 }
 
 /// Handle to the job; cheap to clone, shared by every thread of the rank.
@@ -112,6 +114,7 @@ fn init_over(comm: Option<JobComm>) -> Result<World> {
             counters,
             progress_thread: Mutex::new((mode, None)),
             finalized: AtomicBool::new(false),
+            print_counters: activerma_core::settings::get_bool(activerma_core::settings::COUNTERS)?,
             am: am.clone(),
             conduit,
         }),
@@ -402,6 +405,23 @@ impl World {
     pub fn noncontig(&self) -> Result<Noncontig> {
         Ok(self.live()?.proto.noncontig())
     }
+    /// Blocking put by a contiguous transfer protocol (zero-copy, buffered, pipelined, dynamic
+    /// registration; `Transfer::Auto` chooses per call from the target memory's registration
+    /// state and the size). Returns the protocol that moved the bytes, which the
+    /// `transfer_*` counters also count. Errors as `put`.
+    #[inline]
+    pub fn put_by(&self, protocol: Transfer, dst: RemotePtr, src: &[u8]) -> Result<Transfer> {
+        self.live()?.proto.put_by(protocol, dst.rank, dst.addr, src)
+    }
+    /// Blocking get by a contiguous transfer protocol (see `put_by`).
+    #[inline]
+    pub fn get_by(&self, protocol: Transfer, src: RemotePtr, dst: &mut [u8]) -> Result<Transfer> {
+        self.live()?.proto.get_by(protocol, src.rank, src.addr, dst)
+    }
+    /// The protocol this run's `put_by`/`get_by` callers use by default (ACTIVERMA_TRANSFER).
+    pub fn transfer(&self) -> Result<Transfer> {
+        Ok(self.live()?.proto.transfer())
+    }
     /// Non-blocking put: the source may be reused when this returns; the handle says when the
     /// data is remotely visible.
     #[inline]
@@ -518,6 +538,10 @@ impl World {
     pub fn finalize(&self) -> Result<()> {
         let i = self.live()?;
         let r = self.barrier();
+        if i.print_counters {
+            let set: Vec<String> = i.counters.snapshot().into_iter().filter(|&(_, v)| v != 0).map(|(k, v)| format!("{k}={v}")).collect();
+            eprintln!("activerma: rank {} counters: {}", i.conduit.rank(), set.join(" "));
+        }
         i.finalized.store(true, Ordering::Release);
         i.access.stop();
         drop(i.progress_thread.lock().unwrap().1.take());

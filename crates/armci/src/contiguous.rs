@@ -1,11 +1,13 @@
-//! Contiguous transfers. Every transfer is a blocking activerma put/get: it is complete at the
+//! Contiguous transfers. Every transfer is a blocking activerma put/get by the run's transfer
+//! protocol (ACTIVERMA_TRANSFER: zero-copy, buffered, pipelined or dynamic registration, or
+//! chosen per call; the `transfer_*` counters say which moved what): it is complete at the
 //! target when the call returns, which gives ARMCI's location consistency (a later get or put
 //! from this rank to the same place sees it) without tracking outstanding operations.
 
 use crate::errors::{entry, R};
-use crate::state::{local_arg, nonneg, proc_arg, remote_arg, rt, world};
+use crate::state::{local_arg, nonneg, proc_arg, remote_arg, rt, world, TRANSFER};
 use crate::sync::{mark, ArmciHdl};
-use activerma::World;
+use activerma::{Transfer, World};
 use std::ffi::{c_int, c_void};
 
 /// Puts n bytes from local `src` to rank `proc`'s address `dst` (checked against its allocations).
@@ -14,7 +16,7 @@ pub(crate) unsafe fn put_bytes(w: &World, src: *const u8, dst: usize, n: usize, 
         return Ok(());
     }
     let at = remote_arg(proc, dst, n, arg)?;
-    w.put(at, std::slice::from_raw_parts(src, n)).map_err(rt)
+    w.put_by(transfer(), at, std::slice::from_raw_parts(src, n)).map(drop).map_err(rt)
 }
 
 /// Gets n bytes of rank `proc`'s address `src` into local `dst`.
@@ -23,7 +25,12 @@ pub(crate) unsafe fn get_bytes(w: &World, src: usize, dst: *mut u8, n: usize, pr
         return Ok(());
     }
     let at = remote_arg(proc, src, n, arg)?;
-    w.get(at, std::slice::from_raw_parts_mut(dst, n)).map_err(rt)
+    w.get_by(transfer(), at, std::slice::from_raw_parts_mut(dst, n)).map(drop).map_err(rt)
+}
+
+#[inline]
+fn transfer() -> Transfer {
+    TRANSFER.get().copied().unwrap_or(Transfer::Auto)
 }
 
 pub(crate) unsafe fn put(src: *mut c_void, dst: *mut c_void, size: c_int, proc: c_int) -> R {

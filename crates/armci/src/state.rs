@@ -15,6 +15,9 @@ static JOB_SIZE: AtomicUsize = AtomicUsize::new(0);
 static FINALIZED: AtomicBool = AtomicBool::new(false);
 /// Serializes ARMCI_Init (two threads racing must not both join the job).
 static INIT: Mutex<()> = Mutex::new(());
+/// The run's contiguous transfer protocol (ACTIVERMA_TRANSFER), read once at init: every
+/// Put/Get passes it to the core, which chooses per call under `auto`.
+pub(crate) static TRANSFER: OnceLock<activerma::Transfer> = OnceLock::new();
 /// One ticket lock per rank, used by the accumulate calls (accumulate.rs says why).
 pub(crate) static ACC_LOCKS: OnceLock<Segment> = OnceLock::new();
 
@@ -252,9 +255,28 @@ fn init_job(join: impl FnOnce() -> activerma::Result<activerma::World>) -> R<()>
     let locks = w.alloc_segment(16).map_err(rt)?;
     let _ = ACC_LOCKS.set(locks);
     JOB_SIZE.store(w.size(), Ordering::Relaxed);
+    let transfer = w.transfer().map_err(rt)?;
+    let _ = TRANSFER.set(transfer);
+    start_data_server(&w, transfer);
     let _ = LAST_HITS.set((0..w.size()).map(|_| LastHit::default()).collect());
     let _ = WORLD.set(w);
     Ok(())
+}
+
+/// Under a transfer protocol that goes through the target's CPU on every call (buffered,
+/// pipelined) a rank must serve others while it computes or spins on a flag, as ARMCI's data
+/// server thread does: unless the user chose a progress mode, one sleeps on a futex and wakes
+/// when a message arrives. Where the conduit refuses a thread (MPI below
+/// MPI_THREAD_SERIALIZED) the run goes on with a warning: transfers to a rank then wait for
+/// its next ARMCI call.
+fn start_data_server(w: &World, transfer: activerma::Transfer) {
+    use activerma::settings;
+    if !matches!(transfer, activerma::Transfer::Buffered | activerma::Transfer::Pipelined) || settings::is_set(settings::PROGRESS) {
+        return;
+    }
+    if let Err(e) = w.set_progress_mode(activerma::ProgressMode::Wake) {
+        eprintln!("ARMCI [rank {}]: no data server thread for ACTIVERMA_TRANSFER={}: {e}", w.rank(), transfer.name());
+    }
 }
 
 #[no_mangle]

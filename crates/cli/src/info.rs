@@ -74,6 +74,16 @@ struct Protocols {
     names: &'static [&'static str],
 }
 
+/// The contiguous transfer protocols (ACTIVERMA_TRANSFER): the one in force, how `auto`
+/// chooses, and the counters that say which served how many calls and bytes.
+#[derive(Serialize)]
+struct TransferFacts {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    protocol: Option<String>,
+    rule: &'static [&'static str],
+    counters: Vec<&'static str>,
+}
+
 #[derive(Serialize)]
 struct Info {
     version: &'static str,
@@ -93,6 +103,7 @@ struct Info {
     firehose: StrategyFacts,
     network: Network,
     protocols: &'static [Protocols],
+    transfer: TransferFacts,
 }
 
 /// Which protocol moves a put/get/atomic, by where the target is and what memory it reaches.
@@ -109,6 +120,13 @@ static PROTOCOLS: &[Protocols] = &[
     Protocols { when: "registration miss under rendezvous and rendezvous-unpin", names: &["put_rendezvous", "get_rendezvous"] },
     Protocols { when: "registration miss under part", names: &["put_part", "get_part"] },
     Protocols { when: "registration miss under firehose", names: &["put_firehose", "get_firehose"] },
+];
+
+/// How ACTIVERMA_TRANSFER=auto picks (crates/proto/src/transfer.rs).
+static TRANSFER_RULE: &[&str] = &[
+    "target memory registered (segment; exposed memory the strategy registered): zero-copy",
+    "through the target's CPU (bounce; other host's private memory): buffered, pipelined from ACTIVERMA_PIPELINE_MIN",
+    "target registers for the call (rendezvous, PART): dynamic registration",
 ];
 
 fn counter_names(snapshot: Vec<(&'static str, u64)>) -> Vec<&'static str> {
@@ -180,6 +198,11 @@ fn gather() -> Info {
         firehose,
         network,
         protocols: PROTOCOLS,
+        transfer: TransferFacts {
+            protocol: settings::get_enum(settings::TRANSFER).ok().map(str::to_string),
+            rule: TRANSFER_RULE,
+            counters: counter_names(activerma::Counters::default().snapshot()).into_iter().filter(|n| n.starts_with("transfer_")).collect(),
+        },
     }
 }
 

@@ -55,6 +55,14 @@ crate::counter_set! {
         noncontig_per_piece: "strided/vector transfers moved one blocking put/get per piece (per-piece)",
         noncontig_packed: "strided/vector transfers packed into one active message the target unpacks (packed)",
         noncontig_pieces: "pieces in all strided/vector transfers",
+        transfer_zero_copy: "contiguous transfers of the protocol API (put_by/get_by, ARMCI) moved zero-copy by the origin's engine",
+        transfer_zero_copy_bytes: "bytes those moved",
+        transfer_buffered: "contiguous transfers moved in one message through the target's CPU (buffered)",
+        transfer_buffered_bytes: "bytes those moved",
+        transfer_pipelined: "contiguous transfers moved in chunks through the target's CPU (pipelined buffered)",
+        transfer_pipelined_bytes: "bytes those moved",
+        transfer_dynamic: "contiguous transfers that registered memory for the call (the user buffer here, or the target's range by the registration strategy)",
+        transfer_dynamic_bytes: "bytes those moved",
     }
 }
 

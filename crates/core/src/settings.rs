@@ -110,6 +110,7 @@ pub const NET_INTERRUPT_NS: &str = "ACTIVERMA_NET_INTERRUPT_NS";
 pub const NET_INTERRUPT_EVERY: &str = "ACTIVERMA_NET_INTERRUPT_EVERY";
 pub const TIMEOUT_S: &str = "ACTIVERMA_TIMEOUT_S";
 pub const VERBOSE: &str = "ACTIVERMA_VERBOSE";
+pub const COUNTERS: &str = "ACTIVERMA_COUNTERS";
 pub const SMP_EMULATE_REMOTE: &str = "ACTIVERMA_SMP_EMULATE_REMOTE";
 pub const MPI_ASYNC_PROGRESS_US: &str = "ACTIVERMA_MPI_ASYNC_PROGRESS_US";
 pub const MPI_SHARED: &str = "ACTIVERMA_MPI_SHARED";
@@ -128,6 +129,9 @@ pub const PUT_STREAM_AFTER: &str = "ACTIVERMA_PUT_STREAM_AFTER";
 pub const NONCONTIG: &str = "ACTIVERMA_NONCONTIG";
 pub const ATOMICS: &str = "ACTIVERMA_ATOMICS";
 pub const SGE_MAX: &str = "ACTIVERMA_SGE_MAX";
+pub const TRANSFER: &str = "ACTIVERMA_TRANSFER";
+pub const PIPELINE_CHUNK: &str = "ACTIVERMA_PIPELINE_CHUNK";
+pub const PIPELINE_MIN: &str = "ACTIVERMA_PIPELINE_MIN";
 pub const FIREHOSE_M: &str = "ACTIVERMA_FIREHOSE_M";
 pub const FIREHOSE_MAXVICTIM: &str = "ACTIVERMA_FIREHOSE_MAXVICTIM";
 pub const FIREHOSE_BUCKET: &str = "ACTIVERMA_FIREHOSE_BUCKET";
@@ -172,6 +176,8 @@ pub static TABLE: &[Setting] = &[
         description: "give up a blocking wait (barrier, reply, full queue) after this many seconds; 0 = never (dead ranks are still detected)" },
     Setting { name: VERBOSE, layer: Layer::Job, kind: Kind::Bool, default: "0",
         description: "print protocol choices and job events to stderr" },
+    Setting { name: COUNTERS, layer: Layer::Job, kind: Kind::Bool, default: "0",
+        description: "at finalize, every rank prints its non-zero operation counters (which protocols moved how many operations and bytes) to stderr, one line per rank" },
     Setting { name: MPI_ASYNC_PROGRESS_US, layer: Layer::Conduit, kind: Kind::Int, default: "100",
         description: "mpi: a background thread drives MPI's progress engine this often (us) while the rank makes no MPI call itself (it backs off up to 32x while the rank does), so one-sided operations to a rank complete even while its code computes; not started on the one-host shared heap, which needs none; 0 = off (then some MPIs need the target to call in)" },
     Setting { name: MPI_SHARED, layer: Layer::Conduit, kind: Kind::Enum(&["auto", "off"]), default: "auto",
@@ -206,6 +212,12 @@ pub static TABLE: &[Setting] = &[
         description: "strided and vector transfers (many pieces to one rank): host-assisted = the whole list at once, one check, then CPU copies to a segment mapped here, scatter/gather calls of up to SGE_MAX pieces to private memory on this host, one one-sided operation (MPI: an hindexed datatype) to another host's segments, one packed message to its private memory; per-piece = one blocking put/get per piece; packed = the pieces packed into one active message that the target's progress engine unpacks (the buffered protocol)" },
     Setting { name: SGE_MAX, layer: Layer::Memory, kind: Kind::Int, default: "1024",
         description: "host-assisted transfers: pieces per scatter/gather call (the paper's scatter/gather-element limit), at most the kernel's IOV_MAX of 1024" },
+    Setting { name: TRANSFER, layer: Layer::Memory, kind: Kind::Enum(&["auto", "zero-copy", "buffered", "pipelined", "dynamic-registration"]), default: "auto",
+        description: "how a contiguous put/get of the transfer-protocol API (World::put_by, ARMCI's Put/Get) moves: zero-copy = the origin's engine between the user buffer and registered target memory (CPU copy, cross-memory attach, the conduit's one-sided engine); buffered = one active message, the target's CPU copies (needs target progress); pipelined = buffered in chunks of PIPELINE_CHUNK, several in flight; dynamic-registration = the user buffer is pinned for the call, then zero-copy; auto = zero-copy where the target memory is registered, else what the registration strategy does (pipelined from PIPELINE_MIN on when it goes through the target)" },
+    Setting { name: PIPELINE_CHUNK, layer: Layer::Memory, kind: Kind::Size, default: "64K",
+        description: "pipelined transfers: bytes per chunk (each one active message the target copies while the next travels)" },
+    Setting { name: PIPELINE_MIN, layer: Layer::Memory, kind: Kind::Size, default: "256K",
+        description: "ACTIVERMA_TRANSFER=auto: transfers that go through the target's CPU are pipelined from this size on (smaller ones travel in one message)" },
     Setting { name: PIN_LIMIT, layer: Layer::Memory, kind: Kind::Size, default: "0",
         description: "bytes a rank may keep pinned by its registration strategy, checked before mlock; 0 = no budget of our own (the kernel's RLIMIT_MEMLOCK, `ulimit -l`, still applies; root ignores it)" },
     Setting { name: FIREHOSE_M, layer: Layer::Firehose, kind: Kind::Size, default: "64M",
@@ -228,6 +240,13 @@ pub static TABLE: &[Setting] = &[
 
 pub fn lookup(name: &str) -> &'static Setting {
     TABLE.iter().find(|s| s.name == name).unwrap_or_else(|| panic!("setting {name} is not in the table"))
+}
+
+/// Whether the environment sets `name` (to anything but blanks): a layer may pick its own
+/// default for a setting the user left alone.
+pub fn is_set(name: &str) -> bool {
+    lookup(name);
+    std::env::var(name).is_ok_and(|v| !v.trim().is_empty())
 }
 
 /// The raw effective value: the environment's, else the default.

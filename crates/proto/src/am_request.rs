@@ -115,14 +115,32 @@ pub(crate) struct Asked {
 
 /// Sends a request and waits for its response; returns the value and the bytes.
 pub(crate) fn request(p: &Proto, handler: HandlerId, payload: &[u8], asked: Asked) -> Result<(u64, Vec<u8>)> {
+    let cell = send(p, handler, payload, asked.rank)?;
+    answer(p, cell, &asked)
+}
+
+/// Takes a completion cell and sends the request with it as token; `answer` waits for the
+/// response. Split so that a caller may have several requests in flight (pipelined gets).
+pub(crate) fn send(p: &Proto, handler: HandlerId, payload: &[u8], rank: Rank) -> Result<u32> {
     let cell = loop {
         if let Some(c) = p.am.completions.take() {
             break c;
         }
         p.am.progress();
     };
+    match p.am.send(rank, handler, cell as u64, payload) {
+        Ok(()) => Ok(cell),
+        Err(e) => {
+            p.am.completions.give_back(cell);
+            Err(e)
+        }
+    }
+}
+
+/// Waits for the response to the request sent with `cell`, gives the cell back, and returns
+/// the value and the bytes (or the target's refusal in the origin's words).
+pub(crate) fn answer(p: &Proto, cell: u32, asked: &Asked) -> Result<(u64, Vec<u8>)> {
     let result = (|| {
-        p.am.send(asked.rank, handler, cell as u64, payload)?;
         let c = p.am.completions.get(cell as u64).unwrap();
         p.am.wait_completion(c, asked.rank, &format!("the answer to a {}", asked.op))?;
         let value = c.value.load(Ordering::Relaxed);
@@ -130,7 +148,7 @@ pub(crate) fn request(p: &Proto, handler: HandlerId, payload: &[u8], asked: Aske
             0 => Ok((value, std::mem::take(&mut *c.data.lock().unwrap()))),
             code => {
                 let said = std::mem::take(&mut *c.data.lock().unwrap());
-                Err(rebuild_error(code, value, &asked, &String::from_utf8_lossy(&said)))
+                Err(rebuild_error(code, value, asked, &String::from_utf8_lossy(&said)))
             }
         }
     })();

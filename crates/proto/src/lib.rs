@@ -49,6 +49,7 @@ mod rendezvous_rma;
 mod rma_conduit;
 mod select;
 mod strided;
+mod transfer;
 
 pub use atomic_am::AtomicPath;
 pub use completion::OpHandle;
@@ -57,6 +58,7 @@ pub use noncontig::Noncontig;
 pub use remote_marks::RemoteMarks;
 pub use select::{Choice, Protocol};
 pub use strided::StridedPattern;
+pub use transfer::Transfer;
 
 use activerma_am::Am;
 use activerma_core::counters::{bump, Counters};
@@ -123,6 +125,11 @@ pub struct Proto {
     noncontig: noncontig::NoncontigSettings,
     /// Who runs atomics on other ranks' words (ACTIVERMA_ATOMICS).
     atomic_path: AtomicPath,
+    /// How contiguous transfers of the protocol API move (ACTIVERMA_TRANSFER, transfer.rs).
+    transfer: transfer::TransferSettings,
+    /// This rank's own table (`with_table_handlers`): its Registrar pins user buffers for
+    /// dynamic registration.
+    own_table: Option<Arc<TargetTable>>,
 }
 
 /// The implicit puts to one target since its last flush, for the choice to stream them.
@@ -141,6 +148,7 @@ pub struct ProtoHandlers {
 /// State the table's handlers share with the origin side, made before the job's first
 /// barrier (handlers must exist by then) and handed to the `Proto` made after it.
 pub struct TableHandlers {
+    table: Arc<TargetTable>,
     part: Option<Arc<part::PartRt>>,
     rma_exposures: Option<Arc<rendezvous_rma::RmaExposures>>,
 }
@@ -165,8 +173,8 @@ impl Proto {
     pub fn register_table_handlers(am: &Arc<Am>, table: Arc<TargetTable>) -> Result<TableHandlers> {
         let part = if table.registrar().strategy() == Strategy::Part { Some(part::register(am, table.clone())?) } else { None };
         rendezvous::register(am, table.clone())?;
-        let rma_exposures = if am.conduit().rma_reaches_registered() { Some(rendezvous_rma::register(am, table)?) } else { None };
-        Ok(TableHandlers { part, rma_exposures })
+        let rma_exposures = if am.conduit().rma_reaches_registered() { Some(rendezvous_rma::register(am, table.clone())?) } else { None };
+        Ok(TableHandlers { table, part, rma_exposures })
     }
 
     /// Withdraws our exposure at `addr` with `table_unexpose`; first, where other hosts'
@@ -189,6 +197,7 @@ impl Proto {
     pub fn with_table_handlers(mut self, h: TableHandlers) -> Proto {
         self.part = h.part;
         self.rma_exposures = h.rma_exposures;
+        self.own_table = Some(h.table);
         self
     }
 
@@ -258,6 +267,8 @@ impl Proto {
             rma_rendezvous_min: settings::get_u64(settings::RMA_RENDEZVOUS_MIN)? as usize,
             noncontig: noncontig::NoncontigSettings::from_settings()?,
             atomic_path: AtomicPath::from_settings()?,
+            transfer: transfer::TransferSettings::from_settings()?,
+            own_table: None,
             seen: Default::default(),
             conduit,
             am,

@@ -97,5 +97,15 @@ pub fn render(info: &Info) -> String {
     for (i, p) in info.protocols.iter().enumerate() {
         fact(&mut out, if i == 0 { "protocols" } else { "" }, &format!("{}: {}", p.when, p.names.join(" ")));
     }
+    let t = &info.transfer;
+    fact(
+        &mut out,
+        "transfers",
+        &format!("contiguous put_by/get_by and ARMCI Put/Get: {}", t.protocol.as_deref().unwrap_or("(bad setting)")),
+    );
+    for rule in t.rule {
+        fact(&mut out, "", &format!("auto, {rule}"));
+    }
+    fact(&mut out, "", &format!("counters per rank (ACTIVERMA_COUNTERS=1 prints them at finalize): {}", t.counters.join(" ")));
     out
 }

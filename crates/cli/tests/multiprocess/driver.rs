@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 pub const LAUNCHER: &str = env!("CARGO_BIN_EXE_activerma");
 
 /// The cases every conduit runs with 2, 3 and 4 ranks.
-const CORE_CASES: [&str; 10] = [
+const CORE_CASES: [&str; 11] = [
     "put_get_segment",
     "nonblocking_and_flush",
     "passive_target_spins",
@@ -18,6 +18,7 @@ const CORE_CASES: [&str; 10] = [
     "bad_input",
     "randomized",
     "lists_of_pieces",
+    "transfer_protocols",
 ];
 
 /// Every value of ACTIVERMA_NONCONTIG: how strided and vector transfers move.
@@ -276,6 +277,18 @@ pub fn main() -> i32 {
     for strategy in REGISTRATION_STRATEGIES {
         jobs.push(Job { case: "lists_of_pieces", ranks: 3, env: vec![("ACTIVERMA_REGISTRATION", strategy)] });
     }
+    // Contiguous transfer protocols: every protocol under every registration strategy (each
+    // changes what auto picks for private memory and what a dynamic registration pins), with
+    // target progress by a thread, and small pipeline chunks (many in flight).
+    for strategy in REGISTRATION_STRATEGIES {
+        jobs.push(Job { case: "transfer_protocols", ranks: 3, env: vec![("ACTIVERMA_REGISTRATION", strategy)] });
+    }
+    jobs.push(Job { case: "transfer_protocols", ranks: 3, env: vec![("ACTIVERMA_PROGRESS", "thread")] });
+    jobs.push(Job {
+        case: "transfer_protocols",
+        ranks: 2,
+        env: vec![("ACTIVERMA_PIPELINE_CHUNK", "1000"), ("ACTIVERMA_PIPELINE_MIN", "1")],
+    });
     // Registration strategies: the same programs, unchanged, under each of them.
     // Active flush on marked private memory takes each strategy's path (bounce and part go
     // through the target): its guarantee must hold on every one.
@@ -445,6 +458,16 @@ fn run_under_mpi(mpi: &str, filter: Option<&str>, t: &mut Tally) -> i32 {
     }
     for shared in ["auto", "off"] {
         jobs.push(Job { case: "atomics", ranks: 3, env: vec![("ACTIVERMA_ATOMICS", "target"), ("ACTIVERMA_MPI_SHARED", shared)] });
+    }
+    // Transfer protocols with the one-sided MPI path between the ranks (zero-copy is MPI_Put/
+    // MPI_Get; auto pipelines large private transfers or takes the rendezvous), and with
+    // registration on demand.
+    for strategy in ["none", "rendezvous-unpin"] {
+        jobs.push(Job {
+            case: "transfer_protocols",
+            ranks: 3,
+            env: vec![("ACTIVERMA_MPI_SHARED", "off"), ("ACTIVERMA_REGISTRATION", strategy)],
+        });
     }
     for job in &jobs {
         let name = format!(

@@ -11,6 +11,7 @@ mod part;
 mod randomized;
 mod registration;
 mod rma;
+mod transfer;
 
 use activerma::{Result, World};
 
@@ -27,6 +28,7 @@ pub fn run(case: &str) -> i32 {
         "progress_without_target_calls" => am::progress_without_target_calls(),
         "randomized" => randomized::run(),
         "lists_of_pieces" => noncontig::lists_of_pieces(),
+        "transfer_protocols" => transfer::transfer_protocols(),
         "bad_input" => faults::bad_input(),
         "modelled_network" => faults::modelled_network(),
         "peer_exits_early" => faults::peer_exits_early(),
@@ -105,6 +107,27 @@ pub fn private_protocols(op: &str) -> Vec<String> {
 }
 
 /// Shares one u64 per rank (e.g. an address) with every rank.
+/// The memory a rank offers the others in a transfer contract test: its exposed private
+/// buffer (read-write), a read-only exposure, a segment of `seg_len` bytes, and every rank's
+/// addresses of the first two.
+pub struct Offered<'a> {
+    pub exposed: activerma::Exposed<'a>,
+    pub ro: activerma::Exposed<'a>,
+    pub seg: activerma::Segment,
+    pub priv_addr: Vec<u64>,
+    pub ro_addr: Vec<u64>,
+}
+
+/// Exposes `private` and `read_only`, allocates the segment (collective), shares the addresses.
+pub fn offer<'a>(w: &World, private: &'a mut [u8], read_only: &'a [u8], seg_len: usize) -> Result<Offered<'a>> {
+    let exposed = w.expose(private, activerma::Prot::ReadWrite)?;
+    let ro = w.expose_read_only(read_only)?;
+    let seg = w.alloc_segment(seg_len)?;
+    let priv_addr = share_u64(w, exposed.addr() as u64)?;
+    let ro_addr = share_u64(w, ro.addr() as u64)?;
+    Ok(Offered { exposed, ro, seg, priv_addr, ro_addr })
+}
+
 pub fn share_u64(world: &World, v: u64) -> Result<Vec<u64>> {
     Ok(world.allgather(&v.to_le_bytes())?.iter().map(|b| u64::from_le_bytes(b[..8].try_into().unwrap())).collect())
 }

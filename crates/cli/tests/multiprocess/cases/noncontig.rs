@@ -3,8 +3,8 @@
 //! nowhere else, a refused piece is named by its own address, and — where the whole list is
 //! checked first (host-assisted, packed) — a refused list writes nothing.
 
-use super::{expect_protocol, pattern, share_u64};
-use activerma::{Error, Noncontig, Prot, RemotePtr, Result, StridedPattern, World};
+use super::{expect_protocol, offer, pattern, Offered};
+use activerma::{Error, Noncontig, RemotePtr, Result, StridedPattern, World};
 use std::sync::atomic::Ordering;
 
 /// Bytes of target memory each origin owns (its pieces stay inside).
@@ -36,12 +36,8 @@ pub fn lists_of_pieces() -> Result<()> {
     let w = activerma::init()?;
     let (me, n) = (w.rank(), w.size());
     let mut private = vec![0u8; n * REGION];
-    let exposed = w.expose(&mut private, Prot::ReadWrite)?;
     let read_only = vec![7u8; 4096];
-    let ro = w.expose_read_only(&read_only)?;
-    let seg = w.alloc_segment(n * REGION)?;
-    let priv_addr = share_u64(&w, exposed.addr() as u64)?;
-    let ro_addr = share_u64(&w, ro.addr() as u64)?;
+    let Offered { exposed, ro, seg, priv_addr, ro_addr } = offer(&w, &mut private, &read_only, n * REGION)?;
     let method = w.noncontig()?;
     let sge_max: u64 = activerma::settings::get_u64(activerma::settings::SGE_MAX)?;
     let same_host = expect_protocol("local", "remote") == "local";

@@ -1,0 +1,147 @@
+//! Contiguous transfers by every transfer protocol (`put_by` / `get_by`: zero-copy, buffered,
+//! pipelined, dynamic registration, and `auto`'s choice), to segments and to exposed private
+//! memory of every rank: every byte arrives, the bytes around it stay untouched, the protocol
+//! that moved each transfer is the one returned and counted, and bad input is refused by each
+//! protocol with the error the plain calls give, writing nothing.
+
+use super::{expect_protocol, offer, pattern, Offered};
+use activerma::{Error, RemotePtr, Result, Transfer, World};
+
+/// Bytes of target memory each origin owns.
+const REGION: usize = 320 << 10;
+/// Sizes: a word, an odd size of a few pages, and one past ACTIVERMA_PIPELINE_MIN's default
+/// (256K) that spans several pipeline chunks with a partial last one.
+const SIZES: [usize; 3] = [8, 4099, 300_003];
+
+fn counters(w: &World, t: Transfer) -> (u64, u64) {
+    let name = match t {
+        Transfer::Buffered => "transfer_buffered",
+        Transfer::Pipelined => "transfer_pipelined",
+        Transfer::DynamicRegistration => "transfer_dynamic",
+        Transfer::ZeroCopy | Transfer::Auto => "transfer_zero_copy",
+    };
+    let snap = w.counters().snapshot();
+    let get = |k: &str| snap.iter().find(|&&(n, _)| n == k).map(|&(_, v)| v).unwrap();
+    (get(name), get(&format!("{name}_bytes")))
+}
+
+/// The protocols `auto` may pick for private memory, by where the target is and the
+/// registration strategy (the core decides; this test only checks it is one of them).
+fn auto_private_ok(used: Transfer, own: bool, len: usize) -> bool {
+    let strategy = std::env::var("ACTIVERMA_REGISTRATION").unwrap_or_default();
+    let same_host = expect_protocol("local", "remote") == "local";
+    match (own, same_host, strategy.as_str()) {
+        (true, _, _) | (false, true, "" | "none" | "pin-all") => used == Transfer::ZeroCopy,
+        (false, true, "bounce") => used == if len >= 256 << 10 { Transfer::Pipelined } else { Transfer::Buffered },
+        _ => used != Transfer::Auto,
+    }
+}
+
+pub fn transfer_protocols() -> Result<()> {
+    let w = activerma::init()?;
+    let (me, n) = (w.rank(), w.size());
+    let mut private = vec![0u8; n * REGION];
+    let read_only = vec![7u8; 4096];
+    let Offered { exposed, ro, seg, priv_addr, ro_addr } = offer(&w, &mut private, &read_only, n * REGION)?;
+    w.barrier()?;
+
+    for (p, &protocol) in Transfer::ALL.iter().enumerate() {
+        for (t, &priv_base) in priv_addr.iter().enumerate() {
+            for (kind, base) in [("segment", seg.remote(t, 0).addr), ("private", priv_base as usize)] {
+                for &len in &SIZES {
+                    // One byte in, so nothing is aligned; a guard byte on each side.
+                    let at = base + me * REGION + 1;
+                    let zeros = vec![0u8; len + 2];
+                    w.put(RemotePtr::new(t, at - 1), &zeros)?;
+                    let data: Vec<u8> = (0..len).map(|i| pattern(me, t + 7 * p, i + len)).collect();
+                    let used = w.put_by(protocol, RemotePtr::new(t, at), &data)?;
+                    let mut expected = vec![0u8];
+                    expected.extend_from_slice(&data);
+                    expected.push(0);
+                    let mut seen = vec![0u8; len + 2];
+                    w.get(RemotePtr::new(t, at - 1), &mut seen)?;
+                    assert!(
+                        seen == expected,
+                        "rank {me}: {} put of {len} B into rank {t}'s {kind} memory (moved {:?})",
+                        protocol.name(),
+                        used
+                    );
+                    let mut back = vec![0u8; len];
+                    let used_get = w.get_by(protocol, RemotePtr::new(t, at), &mut back)?;
+                    assert!(
+                        back == data,
+                        "rank {me}: {} get of {len} B from rank {t}'s {kind} memory (moved {:?})",
+                        protocol.name(),
+                        used_get
+                    );
+                    for u in [used, used_get] {
+                        assert_ne!(u, Transfer::Auto, "the protocol that moved it is named");
+                        let own = t == me;
+                        let ok = match protocol {
+                            Transfer::Buffered | Transfer::Pipelined if own => u == Transfer::ZeroCopy,
+                            Transfer::Buffered | Transfer::Pipelined => u == protocol,
+                            // A pin refused by the memlock limit falls back to pipelined.
+                            Transfer::DynamicRegistration => u == protocol || u == Transfer::Pipelined,
+                            _ if kind == "segment" => u == Transfer::ZeroCopy,
+                            Transfer::Auto => auto_private_ok(u, own, len),
+                            _ => u != Transfer::Pipelined,
+                        };
+                        assert!(ok, "rank {me}: {} to rank {t}'s {kind} memory ({len} B) moved as {u:?}", protocol.name());
+                    }
+                }
+            }
+        }
+    }
+
+    // The counters: one call and its bytes under the protocol each call returned.
+    for &protocol in &Transfer::ALL {
+        let t = (me + 1) % n;
+        let data = vec![5u8; 70_000];
+        let snapshot: Vec<(u64, u64)> = Transfer::ALL.iter().map(|&x| counters(&w, x)).collect();
+        let used = w.put_by(protocol, RemotePtr::new(t, priv_addr[t] as usize + me * REGION), &data)?;
+        for (i, &x) in Transfer::ALL.iter().enumerate().skip(1) {
+            let (calls, bytes) = counters(&w, x);
+            let grew = (calls - snapshot[i].0, bytes - snapshot[i].1);
+            let want = if x == used { (1, data.len() as u64) } else { (0, 0) };
+            assert_eq!(grew, want, "rank {me}: {} put moved as {used:?}: counters of {x:?}", protocol.name());
+        }
+    }
+
+    // Bad input, refused the same way by every protocol, and nothing written.
+    for &protocol in &Transfer::ALL {
+        let t = (me + 1) % n;
+        let word = [1u8; 64];
+        let mut into = [0u8; 64];
+        let outside = priv_addr[t] as usize + n * REGION + 4096 * 16;
+        let not_exposed = w.put_by(protocol, RemotePtr::new(t, outside), &word);
+        assert!(
+            matches!(not_exposed, Err(Error::NotExposed { .. })),
+            "rank {me}: {} put outside every exposure: {not_exposed:?}",
+            protocol.name()
+        );
+        let not_exposed = w.get_by(protocol, RemotePtr::new(t, outside), &mut into);
+        assert!(
+            matches!(not_exposed, Err(Error::NotExposed { .. })),
+            "rank {me}: {} get outside every exposure: {not_exposed:?}",
+            protocol.name()
+        );
+        let straddles = w.put_by(protocol, RemotePtr::new(t, priv_addr[t] as usize + n * REGION - 8), &word);
+        assert!(straddles.is_err(), "rank {me}: {} put past the end of an exposure succeeded", protocol.name());
+        let read_only_put = w.put_by(protocol, RemotePtr::new(t, ro_addr[t] as usize), &word);
+        assert!(
+            matches!(read_only_put, Err(Error::Protection { .. })),
+            "rank {me}: {} put into read-only memory: {read_only_put:?}",
+            protocol.name()
+        );
+        let bad_rank = w.put_by(protocol, RemotePtr::new(n + 3, 4096), &word);
+        assert!(matches!(bad_rank, Err(Error::InvalidRank { .. })), "rank {me}: {} put to rank {}: {bad_rank:?}", protocol.name(), n + 3);
+    }
+    w.barrier()?;
+    assert!(read_only.iter().all(|&b| b == 7), "rank {me}: read-only memory was written");
+    // Nothing was written past any origin's region (the straddling puts were refused whole).
+    drop(exposed);
+    drop(ro);
+    let tail_untouched = private[n * REGION - 8..].iter().all(|&b| b == 0);
+    assert!(tail_untouched, "rank {me}: a refused put wrote into the last bytes of the exposure");
+    w.finalize()
+}
