@@ -23,6 +23,7 @@ mod page_buf;
 mod part;
 mod part_pair;
 mod part_sweeps;
+mod protocols;
 mod quiet;
 mod report_runner;
 mod rma;
@@ -87,6 +88,11 @@ pub enum Which {
     /// memory by every ACTIVERMA_NONCONTIG method side by side: host-assisted scatter/gather,
     /// one operation per row, packed into one message (not part of the default set)
     Strided,
+    /// The ARMCI paper's contiguous protocol study: registration cost against memcpy, put/get
+    /// of 8 B - 4 MiB to rank 1's segment by every transfer protocol (zero-copy, buffered,
+    /// pipelined, dynamic registration) against the raw core, gets with rank 1 idle and busy
+    /// (not part of the default set)
+    ArmciProtocols,
     /// Print the physical limits' tables (they are measured in every run: the ratios need them).
     Limits,
     /// The Active Access hash table: every variant (AA-Poll/Int/SP, RMA, AM, AM-Exp,
@@ -461,6 +467,7 @@ impl Origin<'_> {
                 Which::AmRoundtrip => self.am_roundtrip()?,
                 Which::ActivePut => self.active_put()?,
                 Which::Strided => self.strided()?,
+                Which::ArmciProtocols => self.armci_protocols()?,
                 Which::Limits
                 | Which::Dht
                 | Which::Counter

@@ -157,9 +157,21 @@ impl Report {
 
     /// Prints a row of the current table, records it for the summary and the JSON file.
     pub fn row(&mut self, r: Row) {
+        self.print_row(&r);
+        self.record(r);
+    }
+
+    /// A row whose one operation moves `size` bytes, reported as a bandwidth (MB/s) rather
+    /// than a latency: contiguous transfers compared by bandwidth, as the ARMCI paper draws them.
+    pub fn row_mbs(&mut self, r: Row) {
+        self.print_row(&r);
+        self.record_as(r, true);
+    }
+
+    fn print_row(&self, r: &Row) {
         if !self.quiet {
             let size_col = r.size.map_or("-".to_string(), |s| s.to_string());
-            let ratio_col = self.ratio(&r).map_or("-".to_string(), |x| format!("{x:.2}"));
+            let ratio_col = self.ratio(r).map_or("-".to_string(), |x| format!("{x:.2}"));
             match self.style {
                 Style::Latency | Style::Note => {
                     let limit_col = r.limit_ns.map_or("-".to_string(), |l| fmt_us(l / 1e3));
@@ -185,7 +197,6 @@ impl Report {
                 }
             }
         }
-        self.record(r);
     }
 
     /// Latency rows: time / limit time; bandwidth rows: bandwidth / limit bandwidth.
@@ -196,6 +207,11 @@ impl Report {
     /// Records a row for the summary and the JSON file without printing it. Rows that move
     /// `bytes` per operation carry a bandwidth; single operations carry a latency.
     pub fn record(&mut self, r: Row) {
+        let bandwidth = r.bytes != 0 && r.size != Some(r.bytes);
+        self.record_as(r, bandwidth)
+    }
+
+    fn record_as(&mut self, r: Row, bandwidth: bool) {
         let key = (r.bench.to_string(), r.target.unwrap_or("").to_string(), r.size.unwrap_or(0));
         if r.bench.starts_with("limit_") {
             // A limit is a best case: keep the faster of its measurements; written at the end.
@@ -208,19 +224,20 @@ impl Report {
             self.results.insert(key, best);
             return;
         }
-        self.emit(&r);
+        self.emit(&r, bandwidth);
         self.results.insert(key, r.stats);
     }
 
     /// Writes the limits kept by `record` (the better of their measurements) as report rows.
     fn emit_limits(&mut self) {
         for (bench, size, stats, bytes) in std::mem::take(&mut self.limits) {
-            self.emit(&Row { bench: &bench, target: None, size, stats, bytes, limit_ns: None });
+            let bandwidth = bytes != 0 && size != Some(bytes);
+            self.emit(&Row { bench: &bench, target: None, size, stats, bytes, limit_ns: None }, bandwidth);
         }
     }
 
     /// One row as a report row (`rows::emit`).
-    fn emit(&self, r: &Row) {
+    fn emit(&self, r: &Row, bandwidth: bool) {
         // Report names: "put_latency" -> benchmark "put-latency"; "limit_memcpy_window" ->
         // benchmark "limits", case "memcpy-window".
         let dashed = |t: &str| t.replace('_', "-");
@@ -232,7 +249,7 @@ impl Report {
         if let Some(s) = r.size {
             params.insert("size".into(), json!(s));
         }
-        if r.bytes == 0 || r.size == Some(r.bytes) {
+        if !bandwidth {
             rows::emit(&benchmark, &case, params, "us", Measured::latency_us(&r.stats), &[]);
         } else {
             rows::emit(&benchmark, &case, params, "MB/s", Measured::bandwidth_mbs(&r.stats, r.bytes), &[]);

@@ -4,9 +4,9 @@
 
 use super::limits::raw_cma;
 use super::osu_tables::{Row, Style};
-use super::timing::{measure, measure_limit};
+use super::timing::{measure, measure_limit, Stats};
 use super::{BResult, Origin, ACK_OFF, ATOMIC_OFF, PING, WINDOW};
-use activerma::{AtomicOp, AtomicPath, RemotePtr};
+use activerma::{AtomicOp, AtomicPath, RemotePtr, Transfer};
 use std::convert::Infallible;
 use std::hint::black_box;
 use std::sync::atomic::Ordering;
@@ -16,6 +16,35 @@ const TARGETS: [&str; 2] = ["segment", "private"];
 const SAME_BYTES_SIZE: usize = 1 << 20;
 
 impl Origin<'_> {
+    /// Times blocking transfers of `size` bytes between `self.local` and `at` with the latency
+    /// plan: the core's plain put/get, or `put_by`/`get_by` by `protocol`.
+    pub(crate) fn time_blocking(&mut self, put: bool, at: RemotePtr, size: usize, protocol: Option<Transfer>) -> BResult<Stats> {
+        let (world, plan) = (self.world, self.cfg.lat);
+        Ok(if put {
+            let src = &self.local[..size];
+            measure(&plan, |n| {
+                for _ in 0..n {
+                    match protocol {
+                        None => world.put(at, src)?,
+                        Some(p) => drop(world.put_by(p, at, src)?),
+                    }
+                }
+                Ok::<(), activerma::Error>(())
+            })?
+        } else {
+            let dst = &mut self.local[..size];
+            measure(&plan, |n| {
+                for _ in 0..n {
+                    match protocol {
+                        None => world.get(at, dst)?,
+                        Some(p) => drop(world.get_by(p, at, dst)?),
+                    }
+                }
+                Ok::<(), activerma::Error>(())
+            })?
+        })
+    }
+
     fn target(&self, target: &str) -> RemotePtr {
         if target == "segment" {
             self.data.remote(1, 0)
@@ -54,7 +83,6 @@ impl Origin<'_> {
     pub fn latency(&mut self, put: bool) -> BResult<()> {
         let (op, bench) = if put { ("put", "put_latency") } else { ("get", "get_latency") };
         let world = self.world;
-        let plan = self.cfg.lat;
         for target in TARGETS {
             let at = self.target(target);
             let limit = match (target, put) {
@@ -78,23 +106,7 @@ impl Origin<'_> {
                 true,
             );
             for size in self.cfg.sizes.clone() {
-                let st = if put {
-                    let src = &self.local[..size];
-                    measure(&plan, |n| {
-                        for _ in 0..n {
-                            world.put(at, src)?;
-                        }
-                        Ok::<(), activerma::Error>(())
-                    })?
-                } else {
-                    let dst = &mut self.local[..size];
-                    measure(&plan, |n| {
-                        for _ in 0..n {
-                            world.get(at, dst)?;
-                        }
-                        Ok::<(), activerma::Error>(())
-                    })?
-                };
+                let st = self.time_blocking(put, at, size, None)?;
                 let limit_ns = self.report.ns(limit.0, "", size);
                 self.report.row(Row { bench, target: Some(target), size: Some(size), stats: st, bytes: 0, limit_ns });
                 self.verify(at, 0, size, &format!("{op} {target} {size} B"))?;

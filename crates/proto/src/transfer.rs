@@ -30,7 +30,7 @@
 //! pipelined.
 
 use crate::select::{Pass, Protocol};
-use crate::{get_am, put_am, Proto};
+use crate::{completion, get_am, get_direct, put_am, put_direct, Proto};
 use activerma_core::counters::bump;
 use activerma_core::{settings, Error, Rank, Result};
 use activerma_mem::{AccessKind, HeapFast};
@@ -102,8 +102,9 @@ impl Proto {
     pub fn put_by(&self, t: Transfer, rank: Rank, addr: usize, src: &[u8]) -> Result<Transfer> {
         // The common case first and without a call: a plain segment page mapped here.
         if matches!(t, Transfer::Auto | Transfer::ZeroCopy) {
-            if let Some((_, HeapFast::Plain)) = self.segment_fast(rank, addr, src.len(), AccessKind::Put) {
-                self.put(rank, addr, src)?;
+            if let Some((local, HeapFast::Plain)) = self.segment_fast(rank, addr, src.len(), AccessKind::Put) {
+                put_direct::run(self, local, src);
+                completion::spin_until(self.net.completion_time(src.len()));
                 return Ok(self.count(Transfer::ZeroCopy, src.len()));
             }
         }
@@ -133,8 +134,9 @@ impl Proto {
     #[inline]
     pub fn get_by(&self, t: Transfer, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<Transfer> {
         if matches!(t, Transfer::Auto | Transfer::ZeroCopy) {
-            if let Some((_, HeapFast::Plain)) = self.segment_fast(rank, addr, dst.len(), AccessKind::Get) {
-                self.get(rank, addr, dst)?;
+            if let Some((local, HeapFast::Plain)) = self.segment_fast(rank, addr, dst.len(), AccessKind::Get) {
+                get_direct::run(self, local, dst);
+                completion::spin_until(self.net.completion_time(dst.len()));
                 return Ok(self.count(Transfer::ZeroCopy, dst.len()));
             }
         }
