@@ -13,13 +13,13 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../prefix_tests.sh"
 prefix_setup armci
 build_and_run "test_contiguous test_strided test_vector test_accumulate test_rmw test_mutex test_values test_handles test_msg test_subgroups test_group_noncontig
-               test_consistency test_errors" -lm
+               test_consistency test_in_flight test_errors" -lm
 # Every contiguous transfer protocol forced for the whole run (ACTIVERMA_TRANSFER): the tests
 # pass unchanged, and the counters the ranks print at finalize (ACTIVERMA_COUNTERS=1) show that
 # the protocol moved their transfers.
 for proto in buffered pipelined dynamic-registration; do
     counter=transfer_$(echo "$proto" | sed 's/dynamic-registration/dynamic/')
-    for t in test_contiguous test_consistency test_values; do
+    for t in test_contiguous test_consistency test_values test_handles test_in_flight; do
         log=$build/$t.$proto.log
         (
             export ACTIVERMA_TRANSFER=$proto ACTIVERMA_PIPELINE_CHUNK=4K ACTIVERMA_PIPELINE_MIN=1 ACTIVERMA_COUNTERS=1

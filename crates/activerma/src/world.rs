@@ -6,7 +6,7 @@ use activerma_core::counters::Counters;
 use activerma_core::{settings, Error, Rank, Result};
 use activerma_mem::symheap::SymHeap;
 use activerma_mem::{AccessKind, Registrar, RegistrationStats, Strategy, TableLayout, TargetTable};
-use activerma_proto::{AtomicOp, AtomicPath, Noncontig, OpHandle, Proto, Protocol, StridedPattern, Transfer, Width};
+use activerma_proto::{AtomicOp, AtomicPath, Noncontig, OpHandle, PendingTransfer, Proto, Protocol, StridedPattern, Transfer, Width};
 use activerma_transport::netmodel::NetModel;
 use activerma_transport::smp::SmpConduit;
 use activerma_transport::Conduit;
@@ -417,6 +417,18 @@ impl World {
     #[inline]
     pub fn get_by(&self, protocol: Transfer, src: RemotePtr, dst: &mut [u8]) -> Result<Transfer> {
         self.live()?.proto.get_by(protocol, src.rank, src.addr, dst)
+    }
+    /// Non-blocking `put_by`: `src` may be reused at once; the handle's `wait` returns when
+    /// the bytes are at the target (and names the protocol). Buffered and pipelined puts
+    /// complete when the target acknowledged their messages, so they overlap its copies.
+    pub fn put_nb_by(&self, protocol: Transfer, dst: RemotePtr, src: &[u8]) -> Result<PendingTransfer<'_>> {
+        self.live()?.proto.put_nb_by(protocol, dst.rank, dst.addr, src)
+    }
+    /// Non-blocking `get_by`: `dst` holds the bytes once the handle's `wait` returns (the
+    /// handle borrows it until then). Buffered and pipelined gets send their requests now and
+    /// copy the answers out in `test` / `wait`.
+    pub fn get_nb_by<'a>(&'a self, protocol: Transfer, src: RemotePtr, dst: &'a mut [u8]) -> Result<PendingTransfer<'a>> {
+        self.live()?.proto.get_nb_by(protocol, src.rank, src.addr, dst)
     }
     /// The protocol this run's `put_by`/`get_by` callers use by default (ACTIVERMA_TRANSFER).
     pub fn transfer(&self) -> Result<Transfer> {

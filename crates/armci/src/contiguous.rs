@@ -1,10 +1,11 @@
-//! Contiguous transfers. Every transfer is a blocking activerma put/get by the run's transfer
-//! protocol (ACTIVERMA_TRANSFER: zero-copy, buffered, pipelined or dynamic registration, or
-//! chosen per call; the `transfer_*` counters say which moved what): it is complete at the
-//! target when the call returns, which gives ARMCI's location consistency (a later get or put
-//! from this rank to the same place sees it) without tracking outstanding operations.
+//! Contiguous transfers by the run's transfer protocol (ACTIVERMA_TRANSFER: zero-copy,
+//! buffered, pipelined or dynamic registration, or chosen per call; the `transfer_*` counters
+//! say which moved what). Put and Get are blocking: complete at the target when they return.
+//! NbPut and NbGet start a transfer that completes with its handle; what the protocol leaves
+//! in flight is recorded in in_flight.rs, which also keeps ARMCI's location consistency.
 
 use crate::errors::{entry, R};
+use crate::in_flight;
 use crate::state::{local_arg, nonneg, proc_arg, remote_arg, rt, world, TRANSFER};
 use crate::sync::{mark, ArmciHdl};
 use activerma::{Transfer, World};
@@ -61,16 +62,46 @@ pub unsafe extern "C" fn ARMCI_Get(src: *mut c_void, dst: *mut c_void, size: c_i
     0
 }
 
+/// Starts a put that completes with `hdl` (NULL: implicitly, by a fence or a later call to
+/// `proc`): see in_flight.rs. `src` may be reused when this returns.
+unsafe fn nb_put(src: *mut c_void, dst: *mut c_void, size: c_int, proc: c_int, hdl: *mut ArmciHdl) -> R {
+    let w = world()?;
+    let p = proc_arg(w, proc, "proc")?;
+    let n = nonneg(size.into(), "bytes")?;
+    local_arg(src, n, "src")?;
+    if n == 0 {
+        return Ok(());
+    }
+    let at = remote_arg(p, dst as usize, n, "dst")?;
+    let started = w.put_nb_by(transfer(), at, std::slice::from_raw_parts(src as *const u8, n)).map_err(rt)?;
+    in_flight::record(hdl as usize, p, started)
+}
+
+/// Starts a get into `dst`, which the program leaves alone until `hdl` completes (ARMCI's
+/// contract, which lets the transfer borrow it until then).
+unsafe fn nb_get(src: *mut c_void, dst: *mut c_void, size: c_int, proc: c_int, hdl: *mut ArmciHdl) -> R {
+    let w = world()?;
+    let p = proc_arg(w, proc, "proc")?;
+    let n = nonneg(size.into(), "bytes")?;
+    local_arg(dst, n, "dst")?;
+    if n == 0 {
+        return Ok(());
+    }
+    let at = remote_arg(p, src as usize, n, "src")?;
+    let started = w.get_nb_by(transfer(), at, std::slice::from_raw_parts_mut(dst as *mut u8, n)).map_err(rt)?;
+    in_flight::record(hdl as usize, p, started)
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn ARMCI_NbPut(src: *mut c_void, dst: *mut c_void, bytes: c_int, proc: c_int, hdl: *mut ArmciHdl) -> c_int {
-    entry("ARMCI_NbPut", || put(src, dst, bytes, proc));
+    entry("ARMCI_NbPut", || nb_put(src, dst, bytes, proc, hdl));
     mark(hdl, proc);
     0
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn ARMCI_NbGet(src: *mut c_void, dst: *mut c_void, bytes: c_int, proc: c_int, hdl: *mut ArmciHdl) -> c_int {
-    entry("ARMCI_NbGet", || get(src, dst, bytes, proc));
+    entry("ARMCI_NbGet", || nb_get(src, dst, bytes, proc, hdl));
     mark(hdl, proc);
     0
 }

@@ -15,6 +15,7 @@ mod contiguous;
 mod errors;
 mod group_memory;
 mod groups;
+mod in_flight;
 mod memory;
 mod message;
 #[cfg(feature = "mpi")]

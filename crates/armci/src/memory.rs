@@ -89,7 +89,11 @@ pub unsafe extern "C" fn ARMCI_Malloc(base_ptrs: *mut *mut c_void, size: libc::c
 /// Collective: frees the block this rank's base `ptr` belongs to.
 #[no_mangle]
 pub unsafe extern "C" fn ARMCI_Free(ptr: *mut c_void) -> c_int {
-    entry("ARMCI_Free", || crate::groups::free_matching(ptr));
+    entry("ARMCI_Free", || {
+        // Nothing in flight may land in (or read from) memory about to go.
+        crate::in_flight::complete_all()?;
+        crate::groups::free_matching(ptr)
+    });
     0
 }
 

@@ -193,6 +193,9 @@ pub(crate) fn local_arg(p: *const c_void, len: usize, arg: &str) -> R<()> {
 /// allocations; a remote write anywhere else would corrupt memory the program does not know
 /// is shared (or fault in the runtime).
 pub(crate) fn remote_arg(proc: usize, addr: usize, len: usize, arg: &str) -> R<RemotePtr> {
+    // Every call that touches rank proc's memory passes here first: what this rank's NbPut /
+    // NbGet left in flight to proc completes before it (in_flight.rs: location consistency).
+    crate::in_flight::before_access(proc)?;
     if len == 0 {
         return Ok(RemotePtr::new(proc, addr));
     }
@@ -308,6 +311,7 @@ pub extern "C" fn ARMCI_Initialized() -> c_int {
 pub extern "C" fn ARMCI_Finalize() -> c_int {
     entry("ARMCI_Finalize", || {
         let w = world()?;
+        crate::in_flight::complete_all()?;
         w.finalize().map_err(rt)?;
         FINALIZED.store(true, Ordering::Release);
         Ok(())

@@ -1,13 +1,13 @@
 //! Completion: fences, barriers and the handles of the non-blocking calls.
 //!
-//! Every call of this library moves its data with blocking activerma operations, which are
-//! complete at the target when they return (contiguous.rs says why), the "non-blocking" ones
-//! too. So nothing is ever outstanding: Fence, AllFence, Wait, WaitProc and WaitAll check their
-//! arguments and return. (A flush would only add a full memory fence, about as long as the
-//! 8-byte put it follows.) Calls that become truly non-blocking must record what they leave
-//! outstanding per target, and these must complete it.
+//! Blocking calls are complete at the target when they return, and so are the non-blocking
+//! strided, vector and accumulate calls (they run blocking). NbPut and NbGet leave what their
+//! protocol has not finished in flight (in_flight.rs); Wait, Test, WaitProc, WaitAll, Fence,
+//! AllFence and Barrier complete it. (A flush of operations that are complete would only add
+//! a full memory fence, about as long as the 8-byte put it follows: Fence skips it.)
 
 use crate::errors::entry;
+use crate::in_flight;
 use crate::state::{proc_arg, rt, world};
 use std::ffi::c_int;
 
@@ -52,57 +52,73 @@ pub unsafe extern "C" fn ARMCI_UNSET_AGGREGATE_HANDLE(hdl: *mut ArmciHdl) {
 pub unsafe extern "C" fn ARMCI_Wait(hdl: *mut ArmciHdl) -> c_int {
     entry("ARMCI_Wait", || {
         let w = world()?;
-        match hdl.as_mut() {
-            Some(h) if h.target >= 0 => {
+        if let Some(h) = hdl.as_mut() {
+            if h.target >= 0 {
                 proc_arg(w, h.target, "hdl->target")?;
-                h.target = -1;
             }
-            _ => {}
+            in_flight::complete_handle(hdl as usize)?;
+            h.target = -1;
         }
         Ok(())
     });
     0
 }
 
-/// 0: the operations of `hdl` are complete (they always are once Test returns).
+/// 0 when the operations of `hdl` are complete, 1 while some are in flight.
 #[no_mangle]
 pub unsafe extern "C" fn ARMCI_Test(hdl: *mut ArmciHdl) -> c_int {
-    ARMCI_Wait(hdl)
+    let mut busy = 0;
+    entry("ARMCI_Test", || {
+        let w = world()?;
+        if let Some(h) = hdl.as_mut() {
+            if h.target >= 0 {
+                proc_arg(w, h.target, "hdl->target")?;
+            }
+            busy = c_int::from(!in_flight::handle_done(hdl as usize)?);
+        }
+        Ok(())
+    });
+    busy
 }
 
+/// Completes every operation of this rank to `proc` (NbPut/NbGet in flight).
 #[no_mangle]
 pub extern "C" fn ARMCI_WaitProc(proc: c_int) -> c_int {
-    entry("ARMCI_WaitProc", || proc_arg(world()?, proc, "proc").map(|_| ()));
+    entry("ARMCI_WaitProc", || in_flight::complete_to(proc_arg(world()?, proc, "proc")?));
     0
 }
 
 #[no_mangle]
 pub extern "C" fn ARMCI_WaitAll() -> c_int {
-    entry("ARMCI_WaitAll", || world().map(|_| ()));
+    entry("ARMCI_WaitAll", || world().and_then(|_| in_flight::complete_all()));
     0
 }
 
-/// Completes every operation of this rank to proc: all are complete already.
+/// Completes every operation of this rank to proc: blocking calls are complete when they
+/// return; NbPut/NbGet in flight complete here.
 #[no_mangle]
 pub extern "C" fn ARMCI_Fence(proc: c_int) {
-    // Called after every put in many programs: a valid rank returns without the entry
-    // machinery; anything else goes through it for the message.
-    if crate::state::is_live_rank(proc) {
+    // Called after every put in many programs: with nothing in flight, a valid rank returns
+    // without the entry machinery; anything else goes through it (for the message).
+    if crate::state::is_live_rank(proc) && !in_flight::any() {
         return;
     }
-    entry("ARMCI_Fence", || proc_arg(world()?, proc, "proc").map(|_| ()))
+    entry("ARMCI_Fence", || in_flight::complete_to(proc_arg(world()?, proc, "proc")?))
 }
 
 #[no_mangle]
 pub extern "C" fn ARMCI_AllFence() {
-    entry("ARMCI_AllFence", || world().map(|_| ()))
+    entry("ARMCI_AllFence", || world().and_then(|_| in_flight::complete_all()))
 }
 
-/// Completes everything everywhere: activerma's barrier completes this rank's operations
-/// and waits for every rank.
+/// Completes everything everywhere: this rank's transfers in flight, then activerma's
+/// barrier (which completes this rank's operations and waits for every rank).
 #[no_mangle]
 pub extern "C" fn ARMCI_Barrier() {
-    entry("ARMCI_Barrier", || world()?.barrier().map_err(rt))
+    entry("ARMCI_Barrier", || {
+        in_flight::complete_all()?;
+        world()?.barrier().map_err(rt)
+    })
 }
 
 /// No-ops: smp memory is coherent, a rank may load and store its own ARMCI memory any time.

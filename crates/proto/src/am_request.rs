@@ -122,14 +122,20 @@ pub(crate) fn request(p: &Proto, handler: HandlerId, payload: &[u8], asked: Aske
 /// Takes a completion cell and sends the request with it as token; `answer` waits for the
 /// response. Split so that a caller may have several requests in flight (pipelined gets).
 pub(crate) fn send(p: &Proto, handler: HandlerId, payload: &[u8], rank: Rank) -> Result<u32> {
-    let cell = loop {
-        if let Some(c) = p.am.completions.take() {
-            break c;
+    loop {
+        if let Some(cell) = try_send(p, handler, payload, rank)? {
+            return Ok(cell);
         }
         p.am.progress();
-    };
+    }
+}
+
+/// `send`, or None (nothing sent) while every completion cell is taken: a caller that holds
+/// cells itself (non-blocking gets) must not wait for one here.
+pub(crate) fn try_send(p: &Proto, handler: HandlerId, payload: &[u8], rank: Rank) -> Result<Option<u32>> {
+    let Some(cell) = p.am.completions.take() else { return Ok(None) };
     match p.am.send(rank, handler, cell as u64, payload) {
-        Ok(()) => Ok(cell),
+        Ok(()) => Ok(Some(cell)),
         Err(e) => {
             p.am.completions.give_back(cell);
             Err(e)

@@ -46,22 +46,29 @@ pub(crate) fn register(am: &Am) -> Result<()> {
 }
 
 pub(crate) fn run(p: &Proto, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<()> {
-    let cell = ask(p, rank, addr, dst.len())?;
+    let cell = am_request::send(p, GET, &request(p, rank, addr, dst.len()), rank)?;
     receive(p, rank, addr, cell, dst)
 }
 
-/// Sends the request for `len` bytes at `addr` (with this origin's next sequence number
-/// there, for Active Access logs); `receive` waits for the answer. Split so that pipelined
-/// gets (transfer.rs) keep several in flight.
-pub(crate) fn ask(p: &Proto, rank: Rank, addr: usize, len: usize) -> Result<u32> {
+/// Sends the request for `len` bytes at `addr`, or None while every completion cell is taken;
+/// `receive` waits for the answer. Split so that non-blocking gets (transfer.rs) keep several
+/// in flight.
+pub(crate) fn try_ask(p: &Proto, rank: Rank, addr: usize, len: usize) -> Result<Option<u32>> {
+    am_request::try_send(p, GET, &request(p, rank, addr, len), rank)
+}
+
+/// The request: address, length, and this origin's next sequence number there (Active Access
+/// logs order by it).
+fn request(p: &Proto, rank: Rank, addr: usize, len: usize) -> [u8; 24] {
     let mut msg = [0u8; 24];
     msg[..8].copy_from_slice(&(addr as u64).to_le_bytes());
     msg[8..16].copy_from_slice(&(len as u64).to_le_bytes());
     msg[16..].copy_from_slice(&p.next_seq(rank).to_le_bytes());
-    am_request::send(p, GET, &msg, rank)
+    msg
 }
 
-/// Waits for the answer to `ask(rank, addr, dst.len())` sent with `cell` and copies it to `dst`.
+/// Waits for the answer to the request for `dst.len()` bytes at `addr` sent with `cell`, and
+/// copies it to `dst`.
 pub(crate) fn receive(p: &Proto, rank: Rank, addr: usize, cell: u32, dst: &mut [u8]) -> Result<()> {
     let (_, bytes) = am_request::answer(p, cell, &Asked { rank, addr, len: dst.len(), op: "get" })?;
     if bytes.len() != dst.len() {

@@ -58,7 +58,7 @@ pub use noncontig::Noncontig;
 pub use remote_marks::RemoteMarks;
 pub use select::{Choice, Protocol};
 pub use strided::StridedPattern;
-pub use transfer::Transfer;
+pub use transfer::{PendingTransfer, Transfer};
 
 use activerma_am::Am;
 use activerma_core::counters::{bump, Counters};

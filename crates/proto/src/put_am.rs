@@ -53,7 +53,7 @@ impl PostedPuts {
     }
 
     #[inline]
-    fn any_to(&self, rank: Rank) -> bool {
+    pub(crate) fn any_to(&self, rank: Rank) -> bool {
         self.outstanding[rank].load(Ordering::Acquire) != 0
     }
 }

@@ -34,6 +34,7 @@ use crate::{completion, get_am, get_direct, put_am, put_direct, Proto};
 use activerma_core::counters::bump;
 use activerma_core::{settings, Error, Rank, Result};
 use activerma_mem::{AccessKind, HeapFast};
+use std::collections::VecDeque;
 use std::sync::atomic::AtomicU64;
 
 /// Chunk requests a pipelined get keeps in flight: enough that the target always has the next
@@ -108,26 +109,7 @@ impl Proto {
                 return Ok(self.count(Transfer::ZeroCopy, src.len()));
             }
         }
-        self.check_rank(rank)?;
-        if src.is_empty() {
-            return Ok(Transfer::ZeroCopy);
-        }
-        let (run, mut used) = self.resolve(t, rank, addr, src.len(), AccessKind::Put)?;
-        match run {
-            Run::Core => self.put(rank, addr, src)?,
-            Run::Buffered => put_am::run(self, rank, addr, src)?,
-            Run::Pipelined => self.put_pipelined(rank, addr, src)?,
-            Run::PinUserBuffer => {
-                used = self.pinning_user_buffer(src.as_ptr() as usize, src.len(), |pinned| {
-                    if pinned {
-                        self.put(rank, addr, src)
-                    } else {
-                        self.put_pipelined(rank, addr, src)
-                    }
-                })?
-            }
-        }
-        Ok(self.count(used, src.len()))
+        self.put_nb_by(t, rank, addr, src)?.wait()
     }
 
     /// Blocking get into `dst` from `rank`'s `addr` by protocol `t`; as `put_by`.
@@ -140,27 +122,77 @@ impl Proto {
                 return Ok(self.count(Transfer::ZeroCopy, dst.len()));
             }
         }
+        self.get_nb_by(t, rank, addr, dst)?.wait()
+    }
+
+    /// Non-blocking put by protocol `t`: `src` may be reused when this returns; the transfer is
+    /// complete (visible at the target) when the returned handle's `wait` returns. Zero-copy
+    /// moves the bytes now (complete at the modelled network's time); buffered and pipelined
+    /// send their messages now and complete when the target acknowledged them; a dynamic
+    /// registration is done when this returns.
+    pub fn put_nb_by(&self, t: Transfer, rank: Rank, addr: usize, src: &[u8]) -> Result<PendingTransfer<'_>> {
         self.check_rank(rank)?;
-        if dst.is_empty() {
-            return Ok(Transfer::ZeroCopy);
+        if src.is_empty() {
+            return Ok(PendingTransfer::done(self, rank, Transfer::ZeroCopy));
         }
+        let (run, mut used) = self.resolve(t, rank, addr, src.len(), AccessKind::Put)?;
+        let state = match run {
+            Run::Core => Pending::At(self.put_nb(rank, addr, src)?.into_raw()),
+            Run::Buffered => {
+                put_am::post(self, rank, addr, src)?;
+                Pending::Posted
+            }
+            Run::Pipelined => {
+                self.post_chunks(rank, addr, src)?;
+                Pending::Posted
+            }
+            Run::PinUserBuffer => {
+                used = self.pinning_user_buffer(src.as_ptr() as usize, src.len(), |pinned| {
+                    if pinned {
+                        self.put(rank, addr, src)
+                    } else {
+                        self.post_chunks(rank, addr, src).and_then(|_| put_am::wait_acknowledged(self, Some(rank)))
+                    }
+                })?;
+                Pending::Done
+            }
+        };
+        self.count(used, src.len());
+        Ok(PendingTransfer { p: self, rank, used, state })
+    }
+
+    /// Non-blocking get by protocol `t` into `dst`, which holds the bytes once the returned
+    /// handle's `wait` returns (it borrows `dst` until then). Buffered and pipelined send
+    /// their requests now; the answers are copied into `dst` by `test` and `wait` — on the
+    /// critical path, as the paper's buffered get copies in its wait.
+    pub fn get_nb_by<'a>(&'a self, t: Transfer, rank: Rank, addr: usize, dst: &'a mut [u8]) -> Result<PendingTransfer<'a>> {
+        self.check_rank(rank)?;
         let len = dst.len();
+        if len == 0 {
+            return Ok(PendingTransfer::done(self, rank, Transfer::ZeroCopy));
+        }
         let (run, mut used) = self.resolve(t, rank, addr, len, AccessKind::Get)?;
-        match run {
-            Run::Core => self.get(rank, addr, dst)?,
-            Run::Buffered => get_am::run(self, rank, addr, dst)?,
-            Run::Pipelined => self.get_pipelined(rank, addr, dst)?,
+        let state = match run {
+            Run::Core => Pending::At(self.get_nb(rank, addr, dst)?.into_raw()),
+            Run::Buffered => Pending::gets(addr, dst, len),
+            Run::Pipelined => Pending::gets(addr, dst, self.transfer.chunk),
             Run::PinUserBuffer => {
                 used = self.pinning_user_buffer(dst.as_ptr() as usize, len, |pinned| {
                     if pinned {
                         self.get(rank, addr, dst)
                     } else {
-                        self.get_pipelined(rank, addr, dst)
+                        PendingTransfer { p: self, rank, used: Transfer::Pipelined, state: Pending::gets(addr, dst, self.transfer.chunk) }
+                            .wait()
+                            .map(drop)
                     }
-                })?
+                })?;
+                Pending::Done
             }
-        }
-        Ok(self.count(used, len))
+        };
+        self.count(used, len);
+        let mut pending = PendingTransfer { p: self, rank, used, state };
+        pending.ask_more(false)?;
+        Ok(pending)
     }
 
     /// What protocol `t` means for this access: what to run, and what to count it as. Auto and
@@ -194,34 +226,12 @@ impl Proto {
         })
     }
 
-    fn put_pipelined(&self, rank: Rank, addr: usize, src: &[u8]) -> Result<()> {
+    /// Posts `src` to the target in chunks of ACTIVERMA_PIPELINE_CHUNK (acknowledged later).
+    fn post_chunks(&self, rank: Rank, addr: usize, src: &[u8]) -> Result<()> {
         for (i, chunk) in src.chunks(self.transfer.chunk).enumerate() {
             put_am::post(self, rank, addr + i * self.transfer.chunk, chunk)?;
         }
-        put_am::wait_acknowledged(self, Some(rank))
-    }
-
-    fn get_pipelined(&self, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<()> {
-        let chunk = self.transfer.chunk;
-        let mut asked = std::collections::VecDeque::with_capacity(PIPELINE_DEPTH);
-        let mut chunks = dst.chunks_mut(chunk).enumerate();
-        let mut failed = None;
-        loop {
-            while failed.is_none() && asked.len() < PIPELINE_DEPTH {
-                let Some((i, piece)) = chunks.next() else { break };
-                let at = addr + i * chunk;
-                match get_am::ask(self, rank, at, piece.len()) {
-                    Ok(cell) => asked.push_back((cell, at, piece)),
-                    Err(e) => failed = Some(e),
-                }
-            }
-            // Every request sent is answered and its cell given back, even after a failure.
-            let Some((cell, at, piece)) = asked.pop_front() else { break };
-            if let Err(e) = get_am::receive(self, rank, at, cell, piece) {
-                failed.get_or_insert(e);
-            }
-        }
-        failed.map_or(Ok(()), Err)
+        Ok(())
     }
 
     /// Runs `moved(true)` with this rank's pages under `[addr, addr + len)` (the user buffer)
@@ -267,4 +277,147 @@ enum Run {
     Pipelined,
     /// Pin the user buffer, the core's path, unpin.
     PinUserBuffer,
+}
+
+/// A transfer started by `put_nb_by` / `get_nb_by`. `wait` completes it and names the protocol
+/// that moved it; dropping it without `wait` completes it too (its requests must be answered
+/// before `dst` is free again), ignoring the outcome.
+#[must_use = "a non-blocking transfer must be waited for (dropping it waits and drops its error)"]
+pub struct PendingTransfer<'a> {
+    p: &'a Proto,
+    rank: Rank,
+    used: Transfer,
+    state: Pending<'a>,
+}
+
+enum Pending<'a> {
+    Done,
+    /// Moved; complete at this modelled time (0: now).
+    At(u64),
+    /// Puts posted to the target: complete when it acknowledged every one.
+    Posted,
+    /// Get requests in flight (cell, address, where the answer goes) and the chunks not asked
+    /// yet, at most PIPELINE_DEPTH in flight; the first refusal, kept until all are answered.
+    Gets {
+        asked: VecDeque<(u32, usize, &'a mut [u8])>,
+        rest: VecDeque<(usize, &'a mut [u8])>,
+        failed: Option<Error>,
+    },
+}
+
+impl<'a> Pending<'a> {
+    fn gets(addr: usize, dst: &'a mut [u8], chunk: usize) -> Pending<'a> {
+        let rest = dst.chunks_mut(chunk).enumerate().map(|(i, piece)| (addr + i * chunk, piece)).collect();
+        Pending::Gets { asked: VecDeque::with_capacity(PIPELINE_DEPTH), rest, failed: None }
+    }
+}
+
+impl<'a> PendingTransfer<'a> {
+    fn done(p: &'a Proto, rank: Rank, used: Transfer) -> PendingTransfer<'a> {
+        PendingTransfer { p, rank, used, state: Pending::Done }
+    }
+
+    /// The protocol that moves this transfer (never Auto).
+    pub fn protocol(&self) -> Transfer {
+        self.used
+    }
+
+    /// The target rank.
+    pub fn rank(&self) -> Rank {
+        self.rank
+    }
+
+    /// Sends requests until PIPELINE_DEPTH are in flight, none is left or one failed. While
+    /// every completion cell is taken the rest wait for a later call, except in `finish` with
+    /// none of ours in flight (`must`): then it makes progress for up to a second (other
+    /// threads' requests give cells back within microseconds) and otherwise fails — the cells
+    /// are held by transfers this thread has not waited for, and waiting could never end.
+    fn ask_more(&mut self, must: bool) -> Result<()> {
+        let Pending::Gets { asked, rest, failed } = &mut self.state else { return Ok(()) };
+        let mut since: Option<std::time::Instant> = None;
+        while failed.is_none() && asked.len() < PIPELINE_DEPTH {
+            let Some((at, piece)) = rest.pop_front() else { break };
+            match get_am::try_ask(self.p, self.rank, at, piece.len()) {
+                Ok(Some(cell)) => asked.push_back((cell, at, piece)),
+                Ok(None) if must && asked.is_empty() => {
+                    rest.push_front((at, piece));
+                    if since.get_or_insert_with(std::time::Instant::now).elapsed().as_secs() >= 1 {
+                        *failed = Some(Error::OutOfResources(format!(
+                            "a non-blocking get from rank {}: every request slot of this rank is held by non-blocking transfers not waited for yet; wait for some first",
+                            self.rank
+                        )));
+                    }
+                    self.p.am.progress();
+                }
+                Ok(None) => {
+                    rest.push_front((at, piece));
+                    break;
+                }
+                Err(e) => *failed = Some(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Makes progress and reports whether the transfer is complete (then `wait` returns at
+    /// once). Answers that arrived are copied out, and further chunks asked for.
+    pub fn test(&mut self) -> Result<bool> {
+        self.p.am.progress();
+        let (p, rank) = (self.p, self.rank);
+        let complete = match &mut self.state {
+            Pending::Done => true,
+            Pending::At(at) => *at == 0 || activerma_core::clock::now_ns() >= *at,
+            Pending::Posted => !p.posted.any_to(rank),
+            Pending::Gets { asked, rest, failed } => {
+                while let Some((cell, _, _)) = asked.front() {
+                    if !p.am.completions.get(*cell as u64).is_some_and(|c| c.is_done()) {
+                        break;
+                    }
+                    let (cell, at, piece) = asked.pop_front().unwrap();
+                    if let Err(e) = get_am::receive(p, rank, at, cell, piece) {
+                        failed.get_or_insert(e);
+                    }
+                }
+                asked.is_empty() && (rest.is_empty() || failed.is_some())
+            }
+        };
+        self.ask_more(false)?;
+        Ok(complete)
+    }
+
+    /// Waits until the transfer is complete; returns the protocol that moved it, or the first
+    /// refusal of the target.
+    pub fn wait(mut self) -> Result<Transfer> {
+        let outcome = self.finish();
+        self.state = Pending::Done;
+        outcome.map(|_| self.used)
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        let (p, rank) = (self.p, self.rank);
+        // Gets: every request sent is answered and its cell given back, even after a failure.
+        loop {
+            self.ask_more(true)?;
+            let Pending::Gets { asked, failed, .. } = &mut self.state else { break };
+            let Some((cell, at, piece)) = asked.pop_front() else { break };
+            if let Err(e) = get_am::receive(p, rank, at, cell, piece) {
+                failed.get_or_insert(e);
+            }
+        }
+        match std::mem::replace(&mut self.state, Pending::Done) {
+            Pending::Done => Ok(()),
+            Pending::At(at) => {
+                completion::spin_until(at);
+                Ok(())
+            }
+            Pending::Posted => put_am::wait_acknowledged(p, Some(rank)),
+            Pending::Gets { failed, .. } => failed.map_or(Ok(()), Err),
+        }
+    }
+}
+
+impl Drop for PendingTransfer<'_> {
+    fn drop(&mut self) {
+        let _ = self.finish();
+    }
 }

@@ -289,6 +289,12 @@ pub fn main() -> i32 {
         ranks: 2,
         env: vec![("ACTIVERMA_PIPELINE_CHUNK", "1000"), ("ACTIVERMA_PIPELINE_MIN", "1")],
     });
+    // Completion at the modelled network's time (non-blocking zero-copy handles wait for it).
+    jobs.push(Job {
+        case: "transfer_protocols",
+        ranks: 2,
+        env: vec![("ACTIVERMA_NET_LATENCY_NS", "2000"), ("ACTIVERMA_NET_BANDWIDTH_MBS", "20000")],
+    });
     // Registration strategies: the same programs, unchanged, under each of them.
     // Active flush on marked private memory takes each strategy's path (bounce and part go
     // through the target): its guarantee must hold on every one.

@@ -93,6 +93,42 @@ pub fn transfer_protocols() -> Result<()> {
         }
     }
 
+    // Non-blocking: three puts in flight to each rank, waited in reverse order; then three gets,
+    // tested until complete and waited out of order; one more get dropped without a wait
+    // (dropping completes it: its bytes are there afterwards).
+    const NB: usize = 70_001;
+    for (p, &protocol) in Transfer::ALL.iter().enumerate() {
+        for (t, &priv_base) in priv_addr.iter().enumerate() {
+            for (kind, base) in [("segment", seg.remote(t, 0).addr), ("private", priv_base as usize)] {
+                let at = |k: usize| RemotePtr::new(t, base + me * REGION + 1 + k * 80_000);
+                let parts: Vec<Vec<u8>> = (0..3).map(|k| (0..NB).map(|i| pattern(me + 17 * k, t + 5 * p, i)).collect()).collect();
+                let puts: Vec<_> = parts.iter().enumerate().map(|(k, d)| w.put_nb_by(protocol, at(k), d)).collect::<Result<_>>()?;
+                for h in puts.into_iter().rev() {
+                    assert_ne!(h.wait()?, Transfer::Auto);
+                }
+                let mut backs = vec![vec![0u8; NB]; 3];
+                let mut gets = Vec::new();
+                for (k, b) in backs.iter_mut().enumerate() {
+                    gets.push(w.get_nb_by(protocol, at(k), b)?);
+                }
+                let mut rounds = 0u64;
+                while !gets.iter_mut().map(|g| g.test()).collect::<Result<Vec<bool>>>()?.into_iter().all(|d| d) {
+                    rounds += 1;
+                    assert!(rounds < 100_000_000, "rank {me}: non-blocking gets by {} never completed", protocol.name());
+                }
+                let last = gets.pop().unwrap();
+                gets.insert(0, last);
+                for g in gets {
+                    g.wait()?;
+                }
+                assert!(backs == parts, "rank {me}: non-blocking {} transfers with rank {t}'s {kind} memory", protocol.name());
+                let mut dropped = vec![0u8; NB];
+                drop(w.get_nb_by(protocol, at(1), &mut dropped)?);
+                assert!(dropped == parts[1], "rank {me}: a non-blocking {} get dropped unwaited did not complete", protocol.name());
+            }
+        }
+    }
+
     // The counters: one call and its bytes under the protocol each call returned.
     for &protocol in &Transfer::ALL {
         let t = (me + 1) % n;
