@@ -19,6 +19,7 @@ mod jobs;
 mod limits;
 mod machine;
 mod osu_tables;
+mod overlap;
 mod page_buf;
 mod part;
 mod part_pair;
@@ -93,6 +94,11 @@ pub enum Which {
     /// pipelined, dynamic registration) against the raw core, gets with rank 1 idle and busy
     /// (not part of the default set)
     ArmciProtocols,
+    /// The ARMCI paper's Figure 7(a): how much of a non-blocking contiguous get computation
+    /// hides, zero-copy against buffered and pipelined, on the raw conduit and with the
+    /// modelled network at the paper's InfiniBand numbers (a 2-rank job per network; not part
+    /// of the default set)
+    ArmciOverlap,
     /// Print the physical limits' tables (they are measured in every run: the ratios need them).
     Limits,
     /// The Active Access hash table: every variant (AA-Poll/Int/SP, RMA, AM, AM-Exp,
@@ -274,7 +280,8 @@ pub fn main(mut args: BenchArgs) -> i32 {
     type Check = fn() -> bool;
     type Step = fn() -> BResult<()>;
     type Run = fn(&BenchArgs) -> BResult<()>;
-    let own_jobs: [(Which, Check, Step, Run); 5] = [
+    let own_jobs: [(Which, Check, Step, Run); 6] = [
+        (Which::ArmciOverlap, overlap::is_worker, overlap::worker, overlap::overlap),
         (Which::PartLatency, part::is_worker, part::worker, part::latency),
         (Which::PartAllFaults, part_sweeps::is_sweep_worker, part_sweeps::sweep_worker, part_sweeps::all_faults),
         (Which::PartFaultFreq, part_sweeps::is_sweep_worker, part_sweeps::sweep_worker, part_sweeps::fault_freq),
@@ -476,6 +483,7 @@ impl Origin<'_> {
                 | Which::PartAllFaults
                 | Which::PartFaultFreq
                 | Which::FirehoseWs
+                | Which::ArmciOverlap
                 | Which::FirehoseThreads => {}
             }
         }

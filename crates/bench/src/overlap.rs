@@ -1,0 +1,165 @@
+//! `activerma bench armci-overlap`: the ARMCI paper's Figure 7(a), the share of a non-blocking
+//! contiguous get's time that computation can hide, by transfer protocol (zero-copy, buffered,
+//! pipelined: `World::get_nb_by`, what ARMCI_NbGet calls).
+//!
+//! ```text
+//! comm  = median time of a blocking get_by(protocol)
+//! total = median time of { get_nb_by(protocol); compute for `comm` without calling the runtime; wait }
+//! overlap = (comm + comm - total) / comm, in [0, 1]      (1: the transfer hid entirely)
+//! ```
+//!
+//! Two 2-rank jobs (the network model is read at init): the raw conduit, where a zero-copy get
+//! is a copy by the origin's own CPU at issue (nothing left to overlap: the CPU *is* the
+//! engine) while a buffered one leaves the copies to rank 1, and the modelled network at the
+//! paper's InfiniBand numbers (7 us, 730 MB/s: its Table 1 and Figure 3), where a zero-copy
+//! get is on the wire after issue like an RDMA read and a buffered one still copies its answer
+//! in the wait. Rank 1 sits in its progress loop. Messages travel in 16 KiB slots (BUFFERS).
+
+use super::rows;
+use super::timing::Measured;
+use super::{BResult, BenchArgs};
+use activerma::{RemotePtr, Transfer};
+use serde_json::json;
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+const NET_ENV: &str = "ACTIVERMA_BENCH_OVERLAP_NET";
+const OUT_ENV: &str = "ACTIVERMA_BENCH_OVERLAP_OUT";
+const QUICK_ENV: &str = "ACTIVERMA_BENCH_OVERLAP_QUICK";
+const SIZES: [usize; 6] = [1 << 10, 4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20];
+const PROTOCOLS: [Transfer; 3] = [Transfer::ZeroCopy, Transfer::Buffered, Transfer::Pipelined];
+/// The networks: name, settings.
+const NETWORKS: [(&str, &[(&str, &str)]); 2] =
+    [("raw", &[]), ("modelled", &[("ACTIVERMA_NET_LATENCY_NS", "7000"), ("ACTIVERMA_NET_BANDWIDTH_MBS", "730")])];
+/// Both jobs: the buffered protocols' buffers are 16 KiB message slots (the paper's buffered
+/// protocol copies through large pre-registered buffers). With the default 256-byte slots a
+/// 1 MiB buffered answer is 4096 fragments, and under the modelled network the sender's
+/// back-pressure on a full queue collapses it (a 256 KiB get took 74 ms: docs/NOTES.md).
+const BUFFERS: [(&str, &str); 2] = [("ACTIVERMA_AM_SLOT_SIZE", "16K"), ("ACTIVERMA_AM_SLOTS", "128")];
+/// Overlap a zero-copy get keeps from this size on with the modelled network (issue 16's target).
+const OVERLAP_TARGET: f64 = 0.95;
+const TARGET_FROM: usize = 64 << 10;
+
+pub fn is_worker() -> bool {
+    std::env::var_os(NET_ENV).is_some()
+}
+
+/// The parent: one job per network, then the table, the rows and the checks.
+pub fn overlap(args: &BenchArgs) -> BResult<()> {
+    let out = super::jobs::rows_file("armci-overlap");
+    let _ = std::fs::remove_file(&out);
+    println!(
+        "activerma bench armci-overlap: non-blocking contiguous gets from rank 1's segment overlapped with computation; load {}",
+        super::load_avg()
+    );
+    println!("{}", super::machine::header_line());
+    for (name, settings) in NETWORKS {
+        let mut env = vec![(NET_ENV.to_string(), name.to_string()), (OUT_ENV.to_string(), out.to_string_lossy().into_owned())];
+        env.extend(settings.iter().chain(&BUFFERS).map(|&(k, v)| (k.to_string(), v.to_string())));
+        if args.quick {
+            env.push((QUICK_ENV.into(), "1".into()));
+        }
+        let code = super::jobs::run_with_env(2, &["bench", "armci-overlap", "--rank-worker"], &env, 600.0)?;
+        if code != 0 {
+            return Err(format!("the {name} job failed (exit code {code})").into());
+        }
+    }
+    let text = std::fs::read_to_string(&out)?;
+    let _ = std::fs::remove_file(&out);
+    println!("# overlap = share of a blocking get's time hidden behind as much computation; comm/total: us");
+    println!("# {:<9} {:<11} {:>9} {:>10} {:>10} {:>8}", "network", "protocol", "size", "comm", "total", "overlap");
+    for line in text.lines() {
+        let f: Vec<&str> = line.split('\t').collect();
+        let [net, protocol, size, comm, total] = f[..] else { continue };
+        let (size, comm, total): (usize, f64, f64) = (size.parse()?, comm.parse()?, total.parse()?);
+        let overlap = ((2.0 * comm - total) / comm).clamp(0.0, 1.0);
+        println!("{net:<11} {protocol:<11} {size:>9} {:>10.2} {:>10.2} {:>7.0} %", comm / 1e3, total / 1e3, 100.0 * overlap);
+        let params = rows::params([("size", json!(size)), ("comm_us", json!(comm / 1e3)), ("total_us", json!(total / 1e3))]);
+        rows::emit("armci-overlap", &format!("{net}-{protocol}"), params, "%", Measured::single(100.0 * overlap), &[]);
+        if net == "modelled" && size >= TARGET_FROM {
+            let judged = protocol == Transfer::ZeroCopy.name();
+            let what = format!("overlap of a non-blocking {protocol} get of {size} B, modelled network");
+            let mut params = rows::params([("what", json!(what)), ("size", json!(size))]);
+            let verdict = match (judged, overlap >= OVERLAP_TARGET) {
+                (false, _) => "info",
+                (true, true) => "PASS",
+                (true, false) => "MISS",
+            };
+            if judged {
+                params.insert("target".into(), json!(format!(">= {OVERLAP_TARGET}")));
+                params.insert("paper".into(), json!("~0.99"));
+            }
+            println!("# {what:<72} {overlap:>5.2}  {verdict}");
+            rows::emit("armci-overlap-check", &format!("{protocol} {size} B"), params, "x", Measured::single(overlap), &[]);
+        }
+    }
+    Ok(())
+}
+
+/// One rank of a network's job: rank 1 serves until rank 0 is done; rank 0 measures.
+pub fn worker() -> BResult<()> {
+    let net = std::env::var(NET_ENV)?;
+    let quick = std::env::var_os(QUICK_ENV).is_some();
+    let w = activerma::init()?;
+    if w.size() != 2 {
+        return Err("armci-overlap runs on 2 ranks".into());
+    }
+    let max = *SIZES.iter().max().unwrap();
+    let seg = w.alloc_segment(max + 4096)?;
+    let stop = seg.remote(1, max);
+    if w.rank() == 1 {
+        // SAFETY: our own segment, as long as its length.
+        unsafe { std::ptr::write_bytes(seg.as_ptr(), 0x3c, max) };
+        w.barrier()?;
+        while w.fetch(stop)? == 0 {
+            w.progress();
+        }
+        w.barrier()?;
+        return Ok(w.finalize()?);
+    }
+    w.barrier()?;
+    let reps = if quick { 7 } else { 31 };
+    let mut lines = String::new();
+    let mut dst = vec![0u8; max];
+    for protocol in PROTOCOLS {
+        for &size in SIZES.iter().filter(|&&s| !quick || s >= 4 << 10) {
+            let at = RemotePtr::new(1, seg.remote(1, 0).addr);
+            let comm = median(reps, || {
+                let t = Instant::now();
+                w.get_by(protocol, at, &mut dst[..size])?;
+                Ok(t.elapsed())
+            })?;
+            let total = median(reps, || {
+                let t = Instant::now();
+                let pending = w.get_nb_by(protocol, at, &mut dst[..size])?;
+                compute_for(comm);
+                pending.wait()?;
+                Ok(t.elapsed())
+            })?;
+            if dst[..size].iter().any(|&b| b != 0x3c) {
+                return Err(format!("a {} get of {size} B brought wrong bytes", protocol.name()).into());
+            }
+            lines.push_str(&format!("{net}\t{}\t{size}\t{:.0}\t{:.0}\n", protocol.name(), comm.as_nanos(), total.as_nanos()));
+        }
+    }
+    w.swap(stop, 1)?;
+    w.barrier()?;
+    std::fs::OpenOptions::new().append(true).create(true).open(std::env::var(OUT_ENV)?)?.write_all(lines.as_bytes())?;
+    Ok(w.finalize()?)
+}
+
+/// The median of `reps` timings.
+fn median(reps: usize, mut once: impl FnMut() -> BResult<Duration>) -> BResult<Duration> {
+    once()?; // warm-up
+    let mut t: Vec<Duration> = (0..reps).map(|_| once()).collect::<BResult<_>>()?;
+    t.sort();
+    Ok(t[reps / 2])
+}
+
+/// Computation that never enters the runtime: spins on the clock for `d`.
+fn compute_for(d: Duration) {
+    let until = Instant::now() + d;
+    while Instant::now() < until {
+        std::hint::spin_loop();
+    }
+}
