@@ -41,3 +41,8 @@ bash scripts/install.sh --prefix "$tmp/prefix"
 PREFIX="$tmp/prefix" bash tests/c/run.sh
 echo "== ARMCI: the C tests of armci.h / libarmci against the same installed prefix"
 PREFIX="$tmp/prefix" bash tests/armci/run.sh
+echo "== ARMCI: the paper's protocol study and applications, quick (the applications check their results)"
+bench_into "$tmp/bench-armci.txt" target/release/activerma bench armci-protocols armci-overlap --quick
+grep -E "PASS|MISS" "$tmp/bench-armci.txt" | head -n 8
+ACTIVERMA_PREFIX="$tmp/prefix" bench_into "$tmp/bench-armci-apps.txt" bash bench/armci_apps/run.sh --quick
+tail -n 15 "$tmp/bench-armci-apps.txt"
