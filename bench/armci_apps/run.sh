@@ -9,6 +9,7 @@
 #   summa: ACTIVERMA_TRANSFER = zero-copy, buffered, pipelined, dynamic-registration
 #          (non-blocking gets), and zero-copy with blocking gets (what the overlap saves)
 #   mg:    ACTIVERMA_NONCONTIG = host-assisted, per-piece, packed
+#   and again with the modelled network at the paper's InfiniBand numbers (7 us, 730 MB/s)
 #
 # usage: bench/armci_apps/run.sh [--quick] [--json FILE]
 #   --quick      smaller problems and fewer repetitions (a few seconds)
@@ -93,12 +94,13 @@ fi
 # The machine line every benchmark header carries (CPU model, memcpy bandwidth).
 "$bin" bench limits --quick --json "$work/machine.jsonl" >/dev/null 2>&1 || log "no machine line (activerma bench limits failed)"
 
-# run LABEL SETTING PROG ARGS...: one 2-rank run of ours under SETTING (NAME=VALUE)
+# run LABEL "SETTINGS" PROG ARGS...: one 2-rank run of ours under SETTINGS (NAME=VALUE ...)
 run() {
-    local label=$1 setting=$2
+    local label=$1 settings=$2
     shift 2
-    log "running $label: $setting activerma run -n 2 $(basename "$1") ${*:2}"
-    if ! env "$setting" timeout -k 5 "$limit" "$bin" run -n 2 --timeout "$((limit - 5))" -- "$@" -i "$label" >>"$work/runs.jsonl"; then
+    log "running $label: $settings activerma run -n 2 $(basename "$1") ${*:2}"
+    # shellcheck disable=SC2086 # the settings are words
+    if ! env $settings timeout -k 5 "$limit" "$bin" run -n 2 --timeout "$((limit - 5))" -- "$@" -i "$label" >>"$work/runs.jsonl"; then
         log "ERROR: $label failed"
         fail=1
     fi
@@ -109,6 +111,16 @@ done
 run "summa-zero-copy-blocking" "ACTIVERMA_TRANSFER=zero-copy" "$work/summa" "${summa_args[@]}" -b
 for m in host-assisted per-piece packed; do
     run "mg-$m" "ACTIVERMA_NONCONTIG=$m" "$work/mg" "${mg_args[@]}"
+done
+# The same with a network in between: the modelled one at the paper's InfiniBand numbers, where
+# a get takes time the product can hide and every piece of a strided put pays the latency.
+net="ACTIVERMA_NET_LATENCY_NS=7000 ACTIVERMA_NET_BANDWIDTH_MBS=730"
+for t in zero-copy buffered; do
+    run "summa-$t-modelled" "ACTIVERMA_TRANSFER=$t $net" "$work/summa" "${summa_args[@]}"
+done
+run "summa-zero-copy-blocking-modelled" "ACTIVERMA_TRANSFER=zero-copy $net" "$work/summa" "${summa_args[@]}" -b
+for m in host-assisted per-piece packed; do
+    run "mg-$m-modelled" "ACTIVERMA_NONCONTIG=$m $net" "$work/mg" "${mg_args[@]}"
 done
 if [ $theirs = 1 ]; then
     for app in summa mg; do

@@ -14,23 +14,38 @@ here=$(cd "$(dirname "$0")" && pwd)
 prefix_setup armci
 build_and_run "test_contiguous test_strided test_vector test_accumulate test_rmw test_mutex test_values test_handles test_msg test_subgroups test_group_noncontig
                test_consistency test_in_flight test_errors" -lm
+# counted_run WHAT N COUNTER "SETTINGS" PROG: PROG on N ranks under SETTINGS (NAME=VALUE ...)
+# with ACTIVERMA_COUNTERS=1 must pass, and a rank's counters printed at finalize must show a
+# non-zero COUNTER: the setting really took the path it names.
+counted_run() {
+    what=$1 n=$2 counter=$3 settings=$4 prog=$5
+    log=$build/$(basename "$prog").$(echo "$settings" | tr -c 'A-Za-z0-9' _).$n.log
+    (
+        # shellcheck disable=SC2086 # the settings are words
+        export ACTIVERMA_COUNTERS=1 $settings
+        launch "$n" "$log" "$prog"
+    )
+    st=$?
+    if [ $st -eq 0 ] && ! grep -q "counters:.* $counter=[1-9]" "$log"; then
+        echo "(no rank counted $counter)" >>"$log"
+        st=1
+    fi
+    report "$what" "$log" $st
+}
 # Every contiguous transfer protocol forced for the whole run (ACTIVERMA_TRANSFER): the tests
-# pass unchanged, and the counters the ranks print at finalize (ACTIVERMA_COUNTERS=1) show that
-# the protocol moved their transfers.
+# pass unchanged and the protocol moved their transfers.
 for proto in buffered pipelined dynamic-registration; do
     counter=transfer_$(echo "$proto" | sed 's/dynamic-registration/dynamic/')
     for t in test_contiguous test_consistency test_values test_handles test_in_flight; do
-        log=$build/$t.$proto.log
-        (
-            export ACTIVERMA_TRANSFER=$proto ACTIVERMA_PIPELINE_CHUNK=4K ACTIVERMA_PIPELINE_MIN=1 ACTIVERMA_COUNTERS=1
-            launch 3 "$log" "$build/$t"
-        )
-        st=$?
-        if [ $st -eq 0 ] && ! grep -q "counters:.* $counter=[1-9]" "$log"; then
-            echo "(no rank counted $counter)" >>"$log"
-            st=1
-        fi
-        report "$t, ACTIVERMA_TRANSFER=$proto (3 ranks)" "$log" $st
+        counted_run "$t, ACTIVERMA_TRANSFER=$proto (3 ranks)" 3 "$counter" \
+            "ACTIVERMA_TRANSFER=$proto ACTIVERMA_PIPELINE_CHUNK=4K ACTIVERMA_PIPELINE_MIN=1" "$build/$t"
+    done
+done
+# Accumulates through Active Access (ACTIVERMA_ARMCI_ACC=active): the targets' log handlers
+# did the adding.
+for t in test_accumulate test_consistency; do
+    for n in 2 4; do
+        counted_run "$t, ACTIVERMA_ARMCI_ACC=active ($n ranks)" "$n" log_entries_handled "ACTIVERMA_ARMCI_ACC=active" "$build/$t"
     done
 done
 # job_fails WHAT MESSAGE LOG N PROG [ARGS]: the job on N ranks must end with a non-zero status

@@ -27,7 +27,7 @@ pub use activerma_core::counters::Counters;
 pub use activerma_core::{settings, Error, Rank, Result};
 pub use activerma_mem::firehose::FirehoseStats;
 pub use activerma_mem::part::{PageIn, PartStats};
-pub use activerma_mem::{IotlbStats, Prot, RegistrationStats, Strategy};
+pub use activerma_mem::{IotlbStats, Prot, RegistrationStats, Strategy, MAX_DOMAINS};
 pub use activerma_proto::{AtomicOp, AtomicPath, Noncontig, OpHandle, PendingTransfer, Protocol, StridedPattern, Transfer};
 #[cfg(feature = "mpi")]
 pub use activerma_transport::mpi::initialized_comm_size as mpi_comm_size;

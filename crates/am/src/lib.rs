@@ -166,12 +166,17 @@ impl Am {
         let mut off = 0;
         let mut deadline: Option<Deadline> = None;
         let mut backoff = Backoff::new();
+        // The modelled network's delivery time of the fragment being sent, booked on the link
+        // once: booking on every attempt against a full queue would push the link's free time
+        // (and every later delivery) further out with each retry.
+        let mut booked: Option<u64> = None;
         loop {
             let end = (off + cap).min(total);
             let flags = FragFlags { first: off == 0, last: end == total };
             let header = frag::encode(handler, flags, total as u32, token);
-            let at = self.net.completion_time(end - off + 64);
+            let at = *booked.get_or_insert_with(|| self.net.completion_time(end - off + 64));
             if self.conduit.am_try_send(dst, header, &payload[off..end], at)? {
+                booked = None;
                 bump(&self.counters.am_fragments, 1);
                 if flags.last {
                     bump(&self.counters.am_sent, 1);

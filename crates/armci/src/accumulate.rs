@@ -119,10 +119,14 @@ fn whole_elements(t: AccType, bytes: usize, arg: &str) -> R {
     Ok(())
 }
 
-/// Accumulates already-checked pieces (local src, remote dst, bytes) into rank p under its lock.
-unsafe fn apply(w: &World, scale: Scale, p: usize, pieces: &[(usize, usize, usize)]) -> R {
+/// Accumulates already-checked pieces (local src, remote dst, bytes) into rank p: under its
+/// lock, or through Active Access when the run says so (acc_active.rs).
+unsafe fn apply(w: &World, t: AccType, scale: Scale, p: usize, pieces: &[(usize, usize, usize)]) -> R {
     if pieces.iter().all(|x| x.2 == 0) {
         return Ok(());
+    }
+    if crate::acc_active::enabled() {
+        return crate::acc_active::apply(w, t, scale, p, pieces);
     }
     let lock = ACC_LOCKS.get().ok_or("ARMCI_Init has not been called")?.remote(p, 0);
     ticket::acquire(w, lock)?;
@@ -153,7 +157,7 @@ unsafe fn acc(datatype: c_int, scale: *mut c_void, src: *mut c_void, dst: *mut c
     let sc = read_scale(t, scale)?;
     local_arg(src, n, "src")?;
     remote_arg(p, dst as usize, n, "dst")?;
-    apply(w, sc, p, &[(src as usize, dst as usize, n)])
+    apply(w, t, sc, p, &[(src as usize, dst as usize, n)])
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -181,7 +185,7 @@ unsafe fn accs(
         list.push((src as usize + so, dst as usize + d, s.piece));
         Ok(())
     })?;
-    apply(w, sc, p, &list)
+    apply(w, t, sc, p, &list)
 }
 
 unsafe fn accv(datatype: c_int, scale: *mut c_void, iov: *mut ArmciGiov, iov_len: c_int, proc: c_int) -> R {
@@ -193,7 +197,7 @@ unsafe fn accv(datatype: c_int, scale: *mut c_void, iov: *mut ArmciGiov, iov_len
         whole_elements(t, x.2, &format!("bytes of piece {k}"))?;
     }
     let sc = read_scale(t, scale)?;
-    apply(w, sc, p, &list)
+    apply(w, t, sc, p, &list)
 }
 
 #[no_mangle]

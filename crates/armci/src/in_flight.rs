@@ -9,6 +9,8 @@
 //! handle (0 for an implicit one) and target:
 //!
 //! ```text
+//! accumulates through Active Access (acc_active.rs): the ranks they were logged at, until an
+//! active flush there (they are complete for ARMCI once the target ran their handlers)
 //! ARMCI_Wait(h) / Test(h)    complete / test the transfers of handle h
 //! ARMCI_WaitProc(p), Fence(p)  complete every transfer to p
 //! ARMCI_WaitAll, AllFence, Barrier, Free, Finalize   complete all
@@ -24,6 +26,7 @@
 use crate::errors::R;
 use crate::state::{lock, rt};
 use activerma::PendingTransfer;
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -37,6 +40,37 @@ struct InFlight {
 static IN_FLIGHT: Mutex<Vec<InFlight>> = Mutex::new(Vec::new());
 /// How many are recorded: the calls that must complete some first read only this.
 static COUNT: AtomicUsize = AtomicUsize::new(0);
+/// Ranks this rank logged accumulates at (acc_active.rs) that it has not active-flushed since,
+/// and how many.
+static ACCUMULATED_AT: Mutex<BTreeSet<usize>> = Mutex::new(BTreeSet::new());
+static ACC_COUNT: AtomicUsize = AtomicUsize::new(0);
+
+/// Notes that accumulates to `proc` were logged there and may not be applied yet.
+pub(crate) fn note_active_accumulate(proc: usize) {
+    let mut at = lock(&ACCUMULATED_AT);
+    if at.insert(proc) {
+        ACC_COUNT.store(at.len(), Ordering::Release);
+    }
+}
+
+/// Waits until the ranks `which` selects ran the handlers of every accumulate this rank
+/// logged there.
+fn apply_accumulates(which: impl Fn(usize) -> bool) -> R {
+    if ACC_COUNT.load(Ordering::Acquire) == 0 {
+        return Ok(());
+    }
+    let ranks: Vec<usize> = {
+        let mut at = lock(&ACCUMULATED_AT);
+        let picked: Vec<usize> = at.iter().copied().filter(|&p| which(p)).collect();
+        picked.iter().for_each(|p| {
+            at.remove(p);
+        });
+        ACC_COUNT.store(at.len(), Ordering::Release);
+        picked
+    };
+    let w = crate::state::world()?;
+    ranks.into_iter().try_for_each(|p| w.active_flush(p).map_err(rt))
+}
 
 /// Records `transfer`, unless it is complete already (then finished here).
 pub(crate) fn record(handle: usize, proc: usize, mut transfer: PendingTransfer<'static>) -> R {
@@ -73,10 +107,10 @@ fn complete(which: impl Fn(&InFlight) -> bool) -> R {
     first
 }
 
-/// Whether anything is in flight (a relaxed load: the fast path of ARMCI_Fence).
+/// Whether anything is in flight (relaxed loads: the fast path of ARMCI_Fence).
 #[inline]
 pub(crate) fn any() -> bool {
-    COUNT.load(Ordering::Relaxed) != 0
+    COUNT.load(Ordering::Relaxed) != 0 || ACC_COUNT.load(Ordering::Relaxed) != 0
 }
 
 /// Before any call touches rank `proc`'s memory: what is in flight to it completes first.
@@ -85,19 +119,27 @@ pub(crate) fn before_access(proc: usize) -> R {
     if !any() {
         return Ok(());
     }
-    complete(|t| t.proc == proc)
+    complete_to(proc)
 }
 
-pub(crate) fn complete_handle(handle: usize) -> R {
-    complete(|t| t.handle == handle)
+/// Completes the transfers of `handle`, and the accumulates to its target (`target`), which
+/// are not recorded per handle.
+pub(crate) fn complete_handle(handle: usize, target: Option<usize>) -> R {
+    complete(|t| t.handle == handle)?;
+    match target {
+        Some(p) => apply_accumulates(|q| q == p),
+        None => Ok(()),
+    }
 }
 
 pub(crate) fn complete_to(proc: usize) -> R {
-    complete(|t| t.proc == proc)
+    complete(|t| t.proc == proc)?;
+    apply_accumulates(|p| p == proc)
 }
 
 pub(crate) fn complete_all() -> R {
-    complete(|_| true)
+    complete(|_| true)?;
+    apply_accumulates(|_| true)
 }
 
 /// Whether every transfer of `handle` is complete. Each is tested (which makes progress)

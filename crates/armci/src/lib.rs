@@ -9,6 +9,7 @@
 // header, and a Rust `# Safety` section on each would repeat them.
 #![allow(clippy::missing_safety_doc)]
 
+mod acc_active;
 mod accumulate;
 mod atomics;
 mod contiguous;

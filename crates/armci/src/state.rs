@@ -119,7 +119,7 @@ impl LastHit {
 }
 
 /// Whether rank `proc`'s [addr, addr + len) lies inside one of its ARMCI allocations.
-fn inside_allocation(proc: usize, addr: usize, len: usize) -> bool {
+pub(crate) fn inside_allocation(proc: usize, addr: usize, len: usize) -> bool {
     // Read before the registry: a change after it moves the generation on, so a range
     // recorded below never passes for a later state.
     let generation = GENERATION.load(Ordering::Acquire);
@@ -261,6 +261,9 @@ fn init_job(join: impl FnOnce() -> activerma::Result<activerma::World>) -> R<()>
     let transfer = w.transfer().map_err(rt)?;
     let _ = TRANSFER.set(transfer);
     start_data_server(&w, transfer);
+    if activerma::settings::get_enum(activerma::settings::ARMCI_ACC).map_err(rt)? == "active" {
+        crate::acc_active::setup(&w)?;
+    }
     let _ = LAST_HITS.set((0..w.size()).map(|_| LastHit::default()).collect());
     let _ = WORLD.set(w);
     Ok(())

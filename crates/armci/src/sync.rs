@@ -53,10 +53,8 @@ pub unsafe extern "C" fn ARMCI_Wait(hdl: *mut ArmciHdl) -> c_int {
     entry("ARMCI_Wait", || {
         let w = world()?;
         if let Some(h) = hdl.as_mut() {
-            if h.target >= 0 {
-                proc_arg(w, h.target, "hdl->target")?;
-            }
-            in_flight::complete_handle(hdl as usize)?;
+            let target = if h.target >= 0 { Some(proc_arg(w, h.target, "hdl->target")?) } else { None };
+            in_flight::complete_handle(hdl as usize, target)?;
             h.target = -1;
         }
         Ok(())

@@ -13,7 +13,7 @@
 //! engine) while a buffered one leaves the copies to rank 1, and the modelled network at the
 //! paper's InfiniBand numbers (7 us, 730 MB/s: its Table 1 and Figure 3), where a zero-copy
 //! get is on the wire after issue like an RDMA read and a buffered one still copies its answer
-//! in the wait. Rank 1 sits in its progress loop. Messages travel in 16 KiB slots (BUFFERS).
+//! in the wait. Rank 1 sits in its progress loop.
 
 use super::rows;
 use super::timing::Measured;
@@ -31,11 +31,6 @@ const PROTOCOLS: [Transfer; 3] = [Transfer::ZeroCopy, Transfer::Buffered, Transf
 /// The networks: name, settings.
 const NETWORKS: [(&str, &[(&str, &str)]); 2] =
     [("raw", &[]), ("modelled", &[("ACTIVERMA_NET_LATENCY_NS", "7000"), ("ACTIVERMA_NET_BANDWIDTH_MBS", "730")])];
-/// Both jobs: the buffered protocols' buffers are 16 KiB message slots (the paper's buffered
-/// protocol copies through large pre-registered buffers). With the default 256-byte slots a
-/// 1 MiB buffered answer is 4096 fragments, and under the modelled network the sender's
-/// back-pressure on a full queue collapses it (a 256 KiB get took 74 ms: docs/NOTES.md).
-const BUFFERS: [(&str, &str); 2] = [("ACTIVERMA_AM_SLOT_SIZE", "16K"), ("ACTIVERMA_AM_SLOTS", "128")];
 /// Overlap a zero-copy get keeps from this size on with the modelled network (issue 16's target).
 const OVERLAP_TARGET: f64 = 0.95;
 const TARGET_FROM: usize = 64 << 10;
@@ -55,7 +50,7 @@ pub fn overlap(args: &BenchArgs) -> BResult<()> {
     println!("{}", super::machine::header_line());
     for (name, settings) in NETWORKS {
         let mut env = vec![(NET_ENV.to_string(), name.to_string()), (OUT_ENV.to_string(), out.to_string_lossy().into_owned())];
-        env.extend(settings.iter().chain(&BUFFERS).map(|&(k, v)| (k.to_string(), v.to_string())));
+        env.extend(settings.iter().map(|&(k, v)| (k.to_string(), v.to_string())));
         if args.quick {
             env.push((QUICK_ENV.into(), "1".into()));
         }

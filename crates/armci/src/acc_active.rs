@@ -1,0 +1,164 @@
+//! Accumulate through Active Access (ACTIVERMA_ARMCI_ACC=active; ours, beyond the paper): an
+//! accumulate is an active put whose handler at the target adds the data, instead of a get, a
+//! combine and a put under the target's lock.
+//!
+//! ```text
+//! init (collective): MAILBOX = a segment of HEADER + CHUNK bytes per rank; each rank marks its
+//!     own W=0, WL=1, WLD=1 in domain ACC_DOMAIN (puts there are logged with their data, not
+//!     written) and creates that domain's log, drained by a thread woken per entry
+//! origin, per piece (src, dst, n), per CHUNK of it:
+//!     entry = [dst: u64][kind: u32][n: u32] ++ scale * src      (scaled here, element-wise)
+//!     put(MAILBOX on p, entry)                                  (an active put: logged at p)
+//!     note p as having accumulates not yet applied (in_flight.rs)
+//! target handler, per entry: dst inside one of its ARMCI allocations?  dst[i] += data[i]
+//! completion: whatever next touches p (a get, a fence, a barrier) first runs active_flush(p),
+//!     which returns once p ran the handlers of every entry this rank logged there
+//! ```
+//!
+//! Atomic per element across origins: a log's handler runs one entry at a time (its consumer
+//! guard), so accumulates into the same elements never interleave, and no lock is taken. The
+//! origin computes scale * src, so complex accumulates add (ar*sr - ai*si) to the real part
+//! rather than evaluating dr + ar*sr - ai*si left to right as the lock path does: the same up
+//! to the last bit's rounding.
+
+use crate::accumulate::{AccType, Scale};
+use crate::errors::R;
+use crate::in_flight;
+use crate::state::{inside_allocation, rt};
+use activerma::{Actions, LogEntry, Notify, RemotePtr, Segment, World};
+use std::sync::{Arc, OnceLock};
+
+/// The domain of the accumulate log: the last one, out of the way of the program's own.
+const ACC_DOMAIN: u16 = (activerma::MAX_DOMAINS - 1) as u16;
+/// Data bytes per entry (a multiple of every element size).
+const CHUNK: usize = 4096;
+/// dst (8), kind (4), n (4).
+const HEADER: usize = 16;
+/// The accumulate log: room for many chunks from every origin (each origin has its own lane).
+const LOG_BYTES: usize = 4 << 20;
+
+/// Each rank's mailbox segment, marked for logging: set by `setup` when the run asks for it.
+static MAILBOX: OnceLock<Segment> = OnceLock::new();
+
+/// The element kinds the target adds (complex types as pairs of their reals).
+#[derive(Clone, Copy)]
+#[repr(u32)]
+enum Kind {
+    I32 = 0,
+    I64 = 1,
+    F32 = 2,
+    F64 = 3,
+}
+
+impl Kind {
+    fn of(t: AccType) -> Kind {
+        match t {
+            AccType::Int => Kind::I32,
+            AccType::Long => Kind::I64,
+            AccType::Float | AccType::Complex => Kind::F32,
+            AccType::Double | AccType::DoubleComplex => Kind::F64,
+        }
+    }
+}
+
+/// Whether accumulates go through Active Access in this run.
+pub(crate) fn enabled() -> bool {
+    MAILBOX.get().is_some()
+}
+
+/// Collective, at ARMCI_Init, when ACTIVERMA_ARMCI_ACC=active: the mailbox, its log and marks.
+pub(crate) fn setup(w: &World) -> R {
+    let seg = w.alloc_segment(HEADER + CHUNK).map_err(rt)?;
+    let notify = if activerma::settings::is_set(activerma::settings::AA_NOTIFY) {
+        Notify::from_settings().map_err(rt)?
+    } else {
+        Notify::Wake { threshold: 1 }
+    };
+    let me = w.rank();
+    w.create_log(ACC_DOMAIN, LOG_BYTES, notify, Arc::new(move |e: &LogEntry| apply_entry(me, e.data()))).map_err(rt)?;
+    w.assoc_pages(seg.as_ptr(), seg.len(), Actions::WL | Actions::WLD, Some(ACC_DOMAIN)).map_err(rt)?;
+    // Every mailbox is marked before anyone accumulates.
+    w.barrier().map_err(rt)?;
+    let _ = MAILBOX.set(seg);
+    Ok(())
+}
+
+/// Logs already-checked pieces (local src, remote dst, bytes) at rank p, scaled here.
+pub(crate) unsafe fn apply(w: &World, t: AccType, scale: Scale, p: usize, pieces: &[(usize, usize, usize)]) -> R {
+    let mailbox = MAILBOX.get().ok_or("accumulate through Active Access is not set up")?.remote(p, 0);
+    let mut entry = Vec::with_capacity(HEADER + CHUNK);
+    for &(src, dst, n) in pieces {
+        let src = std::slice::from_raw_parts(src as *const u8, n);
+        for (k, part) in src.chunks(CHUNK).enumerate() {
+            entry.clear();
+            entry.extend_from_slice(&((dst + k * CHUNK) as u64).to_ne_bytes());
+            entry.extend_from_slice(&(Kind::of(t) as u32).to_ne_bytes());
+            entry.extend_from_slice(&(part.len() as u32).to_ne_bytes());
+            scaled(scale, part, &mut entry);
+            w.put(RemotePtr::new(p, mailbox.addr), &entry).map_err(rt)?;
+        }
+    }
+    in_flight::note_active_accumulate(p);
+    Ok(())
+}
+
+/// Appends scale * src, element by element, to `out`.
+fn scaled(scale: Scale, src: &[u8], out: &mut Vec<u8>) {
+    fn each<const N: usize>(src: &[u8], out: &mut Vec<u8>, f: impl Fn([u8; N]) -> Vec<u8>) {
+        for s in src.chunks_exact(N) {
+            out.extend_from_slice(&f(s.try_into().unwrap()));
+        }
+    }
+    let f32_at = |b: &[u8], i: usize| f32::from_ne_bytes(b[i..i + 4].try_into().unwrap());
+    let f64_at = |b: &[u8], i: usize| f64::from_ne_bytes(b[i..i + 8].try_into().unwrap());
+    match scale {
+        Scale::Int(a) => each::<4>(src, out, |s| a.wrapping_mul(i32::from_ne_bytes(s)).to_ne_bytes().to_vec()),
+        Scale::Long(a) => each::<8>(src, out, |s| a.wrapping_mul(i64::from_ne_bytes(s)).to_ne_bytes().to_vec()),
+        Scale::Float(a) => each::<4>(src, out, |s| (a * f32::from_ne_bytes(s)).to_ne_bytes().to_vec()),
+        Scale::Double(a) => each::<8>(src, out, |s| (a * f64::from_ne_bytes(s)).to_ne_bytes().to_vec()),
+        Scale::Complex(ar, ai) => each::<8>(src, out, |s| {
+            let (sr, si) = (f32_at(&s, 0), f32_at(&s, 4));
+            [(ar * sr - ai * si).to_ne_bytes(), (ar * si + ai * sr).to_ne_bytes()].concat()
+        }),
+        Scale::DoubleComplex(ar, ai) => each::<16>(src, out, |s| {
+            let (sr, si) = (f64_at(&s, 0), f64_at(&s, 8));
+            [(ar * sr - ai * si).to_ne_bytes(), (ar * si + ai * sr).to_ne_bytes()].concat()
+        }),
+    }
+}
+
+/// The target's handler: adds an entry's data to its destination, after checking that the
+/// destination lies in one of this rank's ARMCI allocations (an entry that does not is
+/// reported and dropped: nothing is written outside them).
+fn apply_entry(me: usize, data: &[u8]) {
+    let Some((head, body)) = data.split_at_checked(HEADER) else {
+        eprintln!("ARMCI [rank {me}]: dropped a malformed accumulate entry of {} bytes", data.len());
+        return;
+    };
+    let dst = u64::from_ne_bytes(head[..8].try_into().unwrap()) as usize;
+    let kind = u32::from_ne_bytes(head[8..12].try_into().unwrap());
+    let n = u32::from_ne_bytes(head[12..16].try_into().unwrap()) as usize;
+    let size = match kind {
+        0 | 2 => 4,
+        1 | 3 => 8,
+        _ => 0,
+    };
+    if n != body.len() || size == 0 || !n.is_multiple_of(size) || !inside_allocation(me, dst, n) {
+        eprintln!("ARMCI [rank {me}]: dropped an accumulate entry for {dst:#x}+{n} (kind {kind}): not inside an ARMCI allocation of this rank, or malformed");
+        return;
+    }
+    // SAFETY: [dst, dst + n) lies in one of our ARMCI allocations (checked above).
+    let d = unsafe { std::slice::from_raw_parts_mut(dst as *mut u8, n) };
+    fn add<const N: usize>(d: &mut [u8], s: &[u8], f: impl Fn([u8; N], [u8; N]) -> [u8; N]) {
+        for (d, s) in d.chunks_exact_mut(N).zip(s.chunks_exact(N)) {
+            let r = f((&*d).try_into().unwrap(), s.try_into().unwrap());
+            d.copy_from_slice(&r);
+        }
+    }
+    match kind {
+        0 => add::<4>(d, body, |a, b| i32::from_ne_bytes(a).wrapping_add(i32::from_ne_bytes(b)).to_ne_bytes()),
+        1 => add::<8>(d, body, |a, b| i64::from_ne_bytes(a).wrapping_add(i64::from_ne_bytes(b)).to_ne_bytes()),
+        2 => add::<4>(d, body, |a, b| (f32::from_ne_bytes(a) + f32::from_ne_bytes(b)).to_ne_bytes()),
+        _ => add::<8>(d, body, |a, b| (f64::from_ne_bytes(a) + f64::from_ne_bytes(b)).to_ne_bytes()),
+    }
+}
