@@ -365,6 +365,16 @@ impl Origin<'_> {
                 "one-sided / server-based latency on the segment word = {:.3} (the ARMCI paper, over InfiniBand: one-sided 23 % faster, and no target CPU; on one host the one-sided path is a CPU atomic)",
                 one_sided / by_target
             ));
+            let what = "8-byte fetch-add on a segment word: one-sided latency / server-based (rank 1's CPU)";
+            let params = super::rows::params([("what", serde_json::json!(what)), ("paper", serde_json::json!("~0.81"))]);
+            super::rows::emit(
+                "atomic-check",
+                "one-sided / server-based",
+                params,
+                "x",
+                super::timing::Measured::single(one_sided / by_target),
+                &[],
+            );
         }
         Ok(())
     }
