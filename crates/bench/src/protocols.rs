@@ -45,6 +45,16 @@ impl Origin<'_> {
             measured?;
         }
         self.protocol_checks(&[sizes[sizes.len() / 2], sizes[sizes.len() - 1]]);
+        // What moved the transfers, by this rank's own count (the `transfer_*` counters).
+        let moved: Vec<String> = self
+            .world
+            .counters()
+            .snapshot()
+            .into_iter()
+            .filter(|&(k, v)| k.starts_with("transfer_") && v != 0)
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        self.report.note(&format!("rank 0's transfer counters: {}", moved.join(" ")));
         Ok(())
     }
 
