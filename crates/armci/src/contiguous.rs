@@ -12,6 +12,7 @@ use activerma::{Transfer, World};
 use std::ffi::{c_int, c_void};
 
 /// Puts n bytes from local `src` to rank `proc`'s address `dst` (checked against its allocations).
+#[inline]
 pub(crate) unsafe fn put_bytes(w: &World, src: *const u8, dst: usize, n: usize, proc: usize, arg: &str) -> R {
     if n == 0 {
         return Ok(());
@@ -21,6 +22,7 @@ pub(crate) unsafe fn put_bytes(w: &World, src: *const u8, dst: usize, n: usize, 
 }
 
 /// Gets n bytes of rank `proc`'s address `src` into local `dst`.
+#[inline]
 pub(crate) unsafe fn get_bytes(w: &World, src: usize, dst: *mut u8, n: usize, proc: usize, arg: &str) -> R {
     if n == 0 {
         return Ok(());
@@ -34,6 +36,7 @@ fn transfer() -> Transfer {
     TRANSFER.get().copied().unwrap_or(Transfer::Auto)
 }
 
+#[inline]
 pub(crate) unsafe fn put(src: *mut c_void, dst: *mut c_void, size: c_int, proc: c_int) -> R {
     let w = world()?;
     let p = proc_arg(w, proc, "proc")?;
@@ -42,6 +45,7 @@ pub(crate) unsafe fn put(src: *mut c_void, dst: *mut c_void, size: c_int, proc: 
     put_bytes(w, src as *const u8, dst as usize, n, p, "dst")
 }
 
+#[inline]
 pub(crate) unsafe fn get(src: *mut c_void, dst: *mut c_void, size: c_int, proc: c_int) -> R {
     let w = world()?;
     let p = proc_arg(w, proc, "proc")?;

@@ -119,6 +119,7 @@ impl LastHit {
 }
 
 /// Whether rank `proc`'s [addr, addr + len) lies inside one of its ARMCI allocations.
+#[inline]
 pub(crate) fn inside_allocation(proc: usize, addr: usize, len: usize) -> bool {
     // Read before the registry: a change after it moves the generation on, so a range
     // recorded below never passes for a later state.
@@ -127,6 +128,13 @@ pub(crate) fn inside_allocation(proc: usize, addr: usize, len: usize) -> bool {
     if slot.is_some_and(|h| h.covers(generation, addr, len)) {
         return true;
     }
+    inside_allocation_searched(proc, addr, len, generation, slot)
+}
+
+/// `inside_allocation` past the last hit: the registry's search (kept out of line, so the
+/// check of a put to the same allocation as the last one is a few inlined loads).
+#[inline(never)]
+fn inside_allocation_searched(proc: usize, addr: usize, len: usize, generation: u64, slot: Option<&LastHit>) -> bool {
     let found = registry().allocs.iter().find_map(|a| {
         let (b, s) = (a.bases[proc], a.sizes[proc]);
         (s > 0 && addr >= b && addr.checked_add(len).is_some_and(|e| e <= b + s)).then_some((b, b + s))
@@ -192,16 +200,21 @@ pub(crate) fn local_arg(p: *const c_void, len: usize, arg: &str) -> R<()> {
 /// Checks that rank `proc`'s bytes [addr, addr + len) lie inside one of its ARMCI
 /// allocations; a remote write anywhere else would corrupt memory the program does not know
 /// is shared (or fault in the runtime).
+#[inline]
 pub(crate) fn remote_arg(proc: usize, addr: usize, len: usize, arg: &str) -> R<RemotePtr> {
     // Every call that touches rank proc's memory passes here first: what this rank's NbPut /
     // NbGet left in flight to proc completes before it (in_flight.rs: location consistency).
     crate::in_flight::before_access(proc)?;
-    if len == 0 {
+    if len == 0 || inside_allocation(proc, addr, len) {
         return Ok(RemotePtr::new(proc, addr));
     }
-    if inside_allocation(proc, addr, len) {
-        return Ok(RemotePtr::new(proc, addr));
-    }
+    Err(outside_allocations(proc, addr, len, arg))
+}
+
+/// The refusal of `remote_arg`, naming the rank's allocations (built only on this path).
+#[cold]
+#[inline(never)]
+fn outside_allocations(proc: usize, addr: usize, len: usize, arg: &str) -> String {
     let reg = registry();
     let ranges: Vec<String> = reg
         .allocs
@@ -210,10 +223,10 @@ pub(crate) fn remote_arg(proc: usize, addr: usize, len: usize, arg: &str) -> R<R
         .take(4)
         .map(|a| format!("[{:#x}, {:#x})", a.bases[proc], a.bases[proc] + a.sizes[proc]))
         .collect();
-    Err(format!(
+    format!(
         "argument {arg} = {addr:#x} ({len} bytes) is not inside an ARMCI_Malloc allocation of rank {proc} (its allocations: {})",
         if ranges.is_empty() { "none".to_string() } else { ranges.join(", ") + if reg.allocs.len() > 4 { ", ..." } else { "" } }
-    ))
+    )
 }
 
 fn init() -> R<()> {
