@@ -53,26 +53,10 @@ trap 'exit 143' TERM
 fail=0
 cflags=(-O2 -std=c11 -Wall -Wextra)
 
-if [ -n "${ACTIVERMA_PREFIX:-}" ]; then
-    export PKG_CONFIG_PATH="$ACTIVERMA_PREFIX/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
-    # shellcheck disable=SC2207 # pkg-config output is a list of flags
-    link=($(pkg-config --cflags --libs armci))
-else
-    lib="$(dirname "$bin")/libarmci.so"
-    if [ ! -f "$lib" ]; then
-        log "building $lib (cargo build --release -p activerma-armci)"
-        (cd "$root" && . scripts/env.sh && cargo build --release -p activerma-armci) >&2 ||
-            { log "ERROR: building libarmci failed"; exit 1; }
-    fi
-    # The SONAME is libarmci.so.0, which target/release does not have: link names in a folder
-    # of our own (removed at exit, after the runs).
-    mkdir -p "$work/lib"
-    ln -s "$lib" "$work/lib/libarmci.so"
-    ln -s "$lib" "$work/lib/libarmci.so.0"
-    link=(-I"$root/crates/armci/include" -L"$work/lib" -Wl,-rpath,"$work/lib" -larmci)
-fi
+. "$here/../armci_link.sh"
+armci_link_flags || exit 1
 for app in summa mg; do
-    cc "${cflags[@]}" "$here/$app.c" -o "$work/$app" "${link[@]}" >&2 ||
+    cc "${cflags[@]}" "$here/$app.c" -o "$work/$app" "${armci_link[@]}" >&2 ||
         { log "ERROR: building $app against activerma's libarmci failed"; exit 1; }
 done
 theirs=0

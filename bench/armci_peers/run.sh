@@ -66,31 +66,14 @@ if [ $tcp = 1 ] && [ -z "${ACTIVERMA_PREFIX:-}" ]; then
         { cat "$work/install.log" >&2; log "ERROR: installing the MPI build failed"; exit 1; }
     ACTIVERMA_PREFIX="$work/prefix"
 fi
+. "$here/../armci_link.sh"
+armci_link_flags || exit 1
 if [ $tcp = 1 ]; then
-    export PKG_CONFIG_PATH="$ACTIVERMA_PREFIX/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
-    # shellcheck disable=SC2046 # pkg-config output is a list of flags
-    ours_cc=(mpicc.openmpi "${cflags[@]}" -DWITH_MPI "$here/armci_bench.c" -o "$work/armci_bench.activerma"
-             $(pkg-config --cflags --libs armci))
-elif [ -n "${ACTIVERMA_PREFIX:-}" ]; then
-    export PKG_CONFIG_PATH="$ACTIVERMA_PREFIX/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
-    # shellcheck disable=SC2046 # pkg-config output is a list of flags
-    ours_cc=(cc "${cflags[@]}" "$here/armci_bench.c" -o "$work/armci_bench.activerma"
-             $(pkg-config --cflags --libs armci))
+    ours_cc=(mpicc.openmpi "${cflags[@]}" -DWITH_MPI)
 else
-    lib="$(dirname "$bin")/libarmci.so"
-    if [ ! -f "$lib" ]; then
-        log "building $lib (cargo build --release -p activerma-armci)"
-        (cd "$root" && . scripts/env.sh && cargo build --release -p activerma-armci) >&2 ||
-            { log "ERROR: building libarmci failed"; exit 1; }
-    fi
-    # The library's SONAME is libarmci.so.0, which target/release does not have: link names in
-    # a private folder (removed at exit; the program runs before that).
-    mkdir -p "$work/lib"
-    ln -s "$lib" "$work/lib/libarmci.so"
-    ln -s "$lib" "$work/lib/libarmci.so.0"
-    ours_cc=(cc "${cflags[@]}" -I"$root/crates/armci/include" "$here/armci_bench.c"
-             -o "$work/armci_bench.activerma" -L"$work/lib" -Wl,-rpath,"$work/lib" -larmci)
+    ours_cc=(cc "${cflags[@]}")
 fi
+ours_cc+=("$here/armci_bench.c" -o "$work/armci_bench.activerma" "${armci_link[@]}")
 log "building ours: ${ours_cc[*]}"
 "${ours_cc[@]}" >&2 || { log "ERROR: building the benchmark against activerma's libarmci failed"; fail=1; }
 

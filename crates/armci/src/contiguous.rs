@@ -36,21 +36,26 @@ fn transfer() -> Transfer {
     TRANSFER.get().copied().unwrap_or(Transfer::Auto)
 }
 
+/// The checks every contiguous call starts with: the job, the rank, the size, and the local
+/// buffer (`local`, named `local_name`). Returns the World, the rank and the size.
 #[inline]
-pub(crate) unsafe fn put(src: *mut c_void, dst: *mut c_void, size: c_int, proc: c_int) -> R {
+fn checked(local: *const c_void, size: c_int, proc: c_int, local_name: &str) -> R<(&'static World, usize, usize)> {
     let w = world()?;
     let p = proc_arg(w, proc, "proc")?;
     let n = nonneg(size.into(), "bytes")?;
-    local_arg(src, n, "src")?;
+    local_arg(local, n, local_name)?;
+    Ok((w, p, n))
+}
+
+#[inline]
+pub(crate) unsafe fn put(src: *mut c_void, dst: *mut c_void, size: c_int, proc: c_int) -> R {
+    let (w, p, n) = checked(src, size, proc, "src")?;
     put_bytes(w, src as *const u8, dst as usize, n, p, "dst")
 }
 
 #[inline]
 pub(crate) unsafe fn get(src: *mut c_void, dst: *mut c_void, size: c_int, proc: c_int) -> R {
-    let w = world()?;
-    let p = proc_arg(w, proc, "proc")?;
-    let n = nonneg(size.into(), "bytes")?;
-    local_arg(dst, n, "dst")?;
+    let (w, p, n) = checked(dst, size, proc, "dst")?;
     get_bytes(w, src as usize, dst as *mut u8, n, p, "src")
 }
 
@@ -69,10 +74,7 @@ pub unsafe extern "C" fn ARMCI_Get(src: *mut c_void, dst: *mut c_void, size: c_i
 /// Starts a put that completes with `hdl` (NULL: implicitly, by a fence or a later call to
 /// `proc`): see in_flight.rs. `src` may be reused when this returns.
 unsafe fn nb_put(src: *mut c_void, dst: *mut c_void, size: c_int, proc: c_int, hdl: *mut ArmciHdl) -> R {
-    let w = world()?;
-    let p = proc_arg(w, proc, "proc")?;
-    let n = nonneg(size.into(), "bytes")?;
-    local_arg(src, n, "src")?;
+    let (w, p, n) = checked(src, size, proc, "src")?;
     if n == 0 {
         return Ok(());
     }
@@ -84,10 +86,7 @@ unsafe fn nb_put(src: *mut c_void, dst: *mut c_void, size: c_int, proc: c_int, h
 /// Starts a get into `dst`, which the program leaves alone until `hdl` completes (ARMCI's
 /// contract, which lets the transfer borrow it until then).
 unsafe fn nb_get(src: *mut c_void, dst: *mut c_void, size: c_int, proc: c_int, hdl: *mut ArmciHdl) -> R {
-    let w = world()?;
-    let p = proc_arg(w, proc, "proc")?;
-    let n = nonneg(size.into(), "bytes")?;
-    local_arg(dst, n, "dst")?;
+    let (w, p, n) = checked(dst, size, proc, "dst")?;
     if n == 0 {
         return Ok(());
     }

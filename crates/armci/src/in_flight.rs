@@ -83,18 +83,22 @@ pub(crate) fn record(handle: usize, proc: usize, mut transfer: PendingTransfer<'
     Ok(())
 }
 
+/// Takes the transfers `which` selects out of the record (they are waited for or tested
+/// outside the lock: see `complete`).
+fn take(which: impl Fn(&InFlight) -> bool) -> Vec<InFlight> {
+    let mut all = lock(&IN_FLIGHT);
+    let (taken, kept) = std::mem::take(&mut *all).into_iter().partition(|t| which(t));
+    *all = kept;
+    COUNT.store(all.len(), Ordering::Release);
+    taken
+}
+
 /// Completes the transfers `which` selects; the first error after all of them completed.
 fn complete(which: impl Fn(&InFlight) -> bool) -> R {
     if COUNT.load(Ordering::Acquire) == 0 {
         return Ok(());
     }
-    let done: Vec<InFlight> = {
-        let mut all = lock(&IN_FLIGHT);
-        let (done, kept) = std::mem::take(&mut *all).into_iter().partition(|t| which(t));
-        *all = kept;
-        COUNT.store(all.len(), Ordering::Release);
-        done
-    };
+    let done = take(which);
     // Waited for outside the lock: a wait makes progress, which may run handlers that start
     // transfers of their own.
     let mut first = Ok(());
@@ -148,12 +152,7 @@ pub(crate) fn handle_done(handle: usize) -> R<bool> {
     if COUNT.load(Ordering::Acquire) == 0 {
         return Ok(true);
     }
-    let mine: Vec<InFlight> = {
-        let mut all = lock(&IN_FLIGHT);
-        let (mine, kept) = std::mem::take(&mut *all).into_iter().partition(|t| t.handle == handle);
-        *all = kept;
-        mine
-    };
+    let mine = take(|t| t.handle == handle);
     let mut first = Ok(());
     let mut left = Vec::new();
     for mut t in mine {

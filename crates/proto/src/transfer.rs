@@ -191,7 +191,7 @@ impl Proto {
         };
         self.count(used, len);
         let mut pending = PendingTransfer { p: self, rank, used, state };
-        pending.ask_more(false)?;
+        pending.ask_more(false);
         Ok(pending)
     }
 
@@ -268,10 +268,10 @@ impl Proto {
     }
 }
 
-/// What `put_by` / `get_by` run for a resolved protocol.
+/// What `put_nb_by` / `get_nb_by` run for a resolved protocol.
 #[derive(Clone, Copy)]
 enum Run {
-    /// The core's own path (`put` / `get`).
+    /// The core's own path (`put_nb` / `get_nb`).
     Core,
     Buffered,
     Pipelined,
@@ -332,8 +332,8 @@ impl<'a> PendingTransfer<'a> {
     /// none of ours in flight (`must`): then it makes progress for up to a second (other
     /// threads' requests give cells back within microseconds) and otherwise fails — the cells
     /// are held by transfers this thread has not waited for, and waiting could never end.
-    fn ask_more(&mut self, must: bool) -> Result<()> {
-        let Pending::Gets { asked, rest, failed } = &mut self.state else { return Ok(()) };
+    fn ask_more(&mut self, must: bool) {
+        let Pending::Gets { asked, rest, failed } = &mut self.state else { return };
         let mut since: Option<std::time::Instant> = None;
         while failed.is_none() && asked.len() < PIPELINE_DEPTH {
             let Some((at, piece)) = rest.pop_front() else { break };
@@ -356,7 +356,6 @@ impl<'a> PendingTransfer<'a> {
                 Err(e) => *failed = Some(e),
             }
         }
-        Ok(())
     }
 
     /// Makes progress and reports whether the transfer is complete (then `wait` returns at
@@ -381,7 +380,7 @@ impl<'a> PendingTransfer<'a> {
                 asked.is_empty() && (rest.is_empty() || failed.is_some())
             }
         };
-        self.ask_more(false)?;
+        self.ask_more(false);
         Ok(complete)
     }
 
@@ -397,7 +396,7 @@ impl<'a> PendingTransfer<'a> {
         let (p, rank) = (self.p, self.rank);
         // Gets: every request sent is answered and its cell given back, even after a failure.
         loop {
-            self.ask_more(true)?;
+            self.ask_more(true);
             let Pending::Gets { asked, failed, .. } = &mut self.state else { break };
             let Some((cell, at, piece)) = asked.pop_front() else { break };
             if let Err(e) = get_am::receive(p, rank, at, cell, piece) {
