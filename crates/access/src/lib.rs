@@ -114,7 +114,7 @@ impl Access {
     }
 
     fn start_notify(self: &Arc<Self>, slot: usize, notify: Notify) -> Result<()> {
-        self.arena.slot(slot).set_notification(notify.threshold(), notify == Notify::Thread);
+        self.arena.slot(slot).set_notification(notify.threshold(), notify == Notify::Thread, matches!(notify, Notify::Wake { .. }));
         match notify {
             Notify::Poll => {
                 self.polled.fetch_or(1 << slot, Ordering::AcqRel);
@@ -155,9 +155,9 @@ impl Access {
         n
     }
 
-    /// Entries waiting in the slot's log.
-    pub(crate) fn pending(&self, slot: usize) -> u64 {
-        self.arena.ring(slot).map_or(0, |r| r.pending())
+    /// Entries waiting in the slot's log, counted up to `limit`.
+    pub(crate) fn pending(&self, slot: usize, limit: u64) -> u64 {
+        self.arena.ring(slot).map_or(0, |r| r.pending_up_to(limit))
     }
 
     pub(crate) fn arena(&self) -> &LogArena {

@@ -108,7 +108,7 @@ fn sleep_loop(a: &Access, slot: usize, threshold: u64, interval_ns: u64, stopped
         let seen = s.wake_word.load(Ordering::SeqCst);
         s.sleeping.store(1, Ordering::SeqCst);
         // Re-check after announcing the sleep: an origin that appended before it saw no sleeper.
-        if a.pending(slot) < threshold && !s.take_origin_blocked() && !stopped() {
+        if a.pending(slot, threshold) < threshold && !s.take_origin_blocked() && !stopped() {
             futex::wait(&s.wake_word, seen, interval_ns);
         }
         s.sleeping.store(0, Ordering::SeqCst);
@@ -130,7 +130,7 @@ fn modelled_interrupt_loop(
     let mut poll = IdlePoll::default();
     let mut idle_since = clock::now_ns();
     while !stopped() {
-        let pending = a.pending(slot);
+        let pending = a.pending(slot, threshold);
         if pending >= threshold || s.take_origin_blocked() || (pending > 0 && clock::now_ns() >= idle_since + interval_ns) {
             interrupt.handled(a.drain(slot) as u64);
             poll.busy();

@@ -10,6 +10,7 @@ pub mod futex;
 pub mod interrupt_model;
 pub mod log_ring;
 pub mod page;
+pub mod prefetch;
 pub mod settings;
 pub mod stream_copy;
 

@@ -47,6 +47,9 @@ pub struct LogSlot {
     pub sleeping: AtomicU32,
     /// Pending entries at which a sleeping handler thread is woken.
     pub threshold: AtomicU64,
+    /// 1 when the log's handler thread may sleep (Notify::Wake): appends then pay a fence to
+    /// see its `sleeping` flag right.
+    may_sleep: AtomicU32,
     /// 1 when a dedicated thread spins on this log: the modelled IOMMU then writes its entries
     /// to the CPU's scratchpad (NET_SCRATCHPAD_NS) instead of memory (NET_LOG_NS).
     scratchpad: AtomicU32,
@@ -58,8 +61,9 @@ pub struct LogSlot {
 impl LogSlot {
     /// How the log's handler is told: woken at `threshold` pending entries; `scratchpad` when a
     /// dedicated thread polls it.
-    pub fn set_notification(&self, threshold: u64, scratchpad: bool) {
+    pub fn set_notification(&self, threshold: u64, scratchpad: bool, may_sleep: bool) {
         self.threshold.store(threshold.max(1), Ordering::Relaxed);
+        self.may_sleep.store(may_sleep as u32, Ordering::SeqCst);
         self.scratchpad.store(scratchpad as u32, Ordering::Relaxed);
     }
 
@@ -86,9 +90,18 @@ impl LogSlot {
     }
 
     /// After an append: wakes the log's thread if it sleeps and the log reached its threshold.
+    /// The thread and the append race like Dekker's pair: it announces its sleep, then counts
+    /// the published entries; we publish, then look for the announcement. Each side needs a
+    /// full fence between its store and its load, else both may miss the other (the thread
+    /// would sleep until its interval). Only logs whose thread may sleep pay that fence.
     #[inline]
     pub fn notify(&self, ring: &LogRing) {
-        if self.sleeping.load(Ordering::SeqCst) != 0 && ring.pending() >= self.threshold.load(Ordering::Relaxed) {
+        if self.may_sleep.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        std::sync::atomic::fence(Ordering::SeqCst);
+        let threshold = self.threshold.load(Ordering::Relaxed);
+        if self.sleeping.load(Ordering::SeqCst) != 0 && ring.pending_up_to(threshold) >= threshold {
             self.wake_word.fetch_add(1, Ordering::SeqCst);
             futex::wake_all(&self.wake_word);
         }

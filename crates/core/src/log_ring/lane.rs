@@ -34,8 +34,6 @@ pub(super) struct CacheLine<T>(pub(super) T);
 pub(super) struct LaneHeader {
     /// Absolute byte position producers have claimed up to (CAS).
     pub(super) reserve: CacheLine<AtomicU64>,
-    /// Entries claimed so far (counted just before they are published).
-    appended: CacheLine<AtomicU64>,
     /// Absolute byte position the consumer has freed up to.
     pub(super) tail: CacheLine<AtomicU64>,
     /// A lower bound of `tail`, kept by the producers (the consumer never touches it): a
@@ -137,10 +135,6 @@ impl Lane {
         unsafe { &*(self.slot(pos) as *const AtomicU64) }
     }
 
-    pub(super) fn appended(&self) -> u64 {
-        self.header().appended.0.load(Ordering::Acquire)
-    }
-
     pub(super) fn consumed(&self) -> u64 {
         self.header().consumed.0.load(Ordering::Acquire)
     }
@@ -161,6 +155,10 @@ impl Lane {
     /// None for an empty place, a hole, or whatever an earlier lap left there. Acquire: pairs
     /// with the producer's Release of the stamp, so the entry is complete.
     #[inline]
+    pub(super) fn tail(&self) -> u64 {
+        self.header().tail.0.load(Ordering::Relaxed)
+    }
+
     pub(super) fn published_at(&self, pos: u64) -> Option<u64> {
         let word = self.word_at(pos).load(Ordering::Acquire);
         (word & COMMITTED != 0 && word >> 32 == self.lap(pos)).then_some(word)
@@ -231,24 +229,72 @@ impl Lane {
             data_len: data.len() as u32,
             last: meta.last as u32,
         };
-        // Counted before the entry's bytes are written: a locked instruction after them would
-        // wait for those stores, which miss (the consumer read the lines last), on every append.
-        self.header().appended.0.fetch_add(1, Ordering::Relaxed);
         let (first, rest) = data.split_at(data.len().min(FIRST_DATA));
         // SAFETY: the claim gives this producer [pos, pos + size) alone, whole lines contiguous
         // inside the lane (claim added padding otherwise), and nobody reads it before the
         // Release below; `size` has room for the body and every chunk of the data.
         unsafe {
             ptr::write(slot.add(8) as *mut Body, body);
-            ptr::copy_nonoverlapping(first.as_ptr(), slot.add(ENTRY_HEADER), first.len());
+            if first.len() == FIRST_DATA {
+                // The usual small access (a word): one store, not a call to memcpy.
+                ptr::write_unaligned(slot.add(ENTRY_HEADER) as *mut [u8; FIRST_DATA], *(first.as_ptr() as *const [u8; FIRST_DATA]));
+            } else {
+                ptr::copy_nonoverlapping(first.as_ptr(), slot.add(ENTRY_HEADER), first.len());
+            }
             for (i, chunk) in rest.chunks(CONT_DATA).enumerate() {
                 let at = pos + (i as u64 + 1) * line;
                 self.word_at(at).store(self.stamp(at, 0, CONTINUED), Ordering::Relaxed);
                 ptr::copy_nonoverlapping(chunk.as_ptr(), self.slot(at).add(8), chunk.len());
             }
         }
-        // Release: the consumer that sees this stamp sees the body, the data and the count.
+        // Release: the consumer that sees this stamp sees the body and the data.
         self.word_at(pos).store(self.stamp(pos, claim.size / line, COMMITTED), Ordering::Release);
+        // The line the lane's next entry starts at was last read by the consumer, a lap ago:
+        // ask for it now, so that the next append's stores do not miss (and the locked claim
+        // before them does not wait for those misses to drain).
+        crate::prefetch::for_write(self.slot(pos + claim.size) as usize);
+    }
+
+    /// The stamp and size of the entry (or padding) published at `pos`; None if nothing is
+    /// published there, or if the stamp names an impossible size (`head` reports that).
+    #[inline]
+    fn published_entry(&self, pos: u64) -> Option<(u64, u64)> {
+        let word = self.published_at(pos)?;
+        let size = (word >> LINES_SHIFT & LINES_MASK) * LINE as u64;
+        (size != 0 && size <= self.capacity as u64 - (pos & self.mask())).then_some((word, size))
+    }
+
+    /// Starts loading the memory the entry published at `pos` accessed (its address in the
+    /// target) and returns the position after the entry; None if nothing is published there
+    /// yet. Only a hint to the cache: a prefetch never faults, so an address that is not
+    /// mapped here costs nothing.
+    #[inline]
+    pub(super) fn prefetch_accessed(&self, pos: u64) -> Option<u64> {
+        let (word, size) = self.published_entry(pos)?;
+        if word & PADDING == 0 {
+            // SAFETY: published (Acquire in published_at): the body is written and stays
+            // until the consumer frees it (and a reused line fails the lap check first).
+            let addr = unsafe { ptr::read(self.slot(pos).add(8) as *const Body) }.addr;
+            crate::prefetch::for_write(addr as usize);
+        }
+        Some(pos + size)
+    }
+
+    /// Entries published from the tail on and not yet freed, counted up to `limit`: a walk
+    /// over their stamps. Producers keep no count, because a counter shared by a lane's
+    /// producers costs a locked instruction per append, which waits for the previous entry's
+    /// stores (they miss: the consumer read those lines last). Safe beside the consumer: a
+    /// line it freed and a producer reused carries a later lap and ends the walk.
+    pub(super) fn published(&self, limit: u64) -> u64 {
+        let mut pos = self.header().tail.0.load(Ordering::Acquire);
+        let end = pos + self.capacity as u64;
+        let mut n = 0;
+        while n < limit && pos < end {
+            let Some((word, size)) = self.published_entry(pos) else { break };
+            n += (word & PADDING == 0) as u64;
+            pos += size;
+        }
+        n
     }
 
     /// The entry at the tail, skipping (and freeing) padding; the caller holds the log's

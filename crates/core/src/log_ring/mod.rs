@@ -6,7 +6,7 @@
 //! region offset
 //!   0      magic, capacity, lanes     written once by init, magic last
 //!   64     guard, next lane           only one consumer at a time; where the next drain starts
-//!   128    lane 0's control block     reserve | appended | tail | tail_seen | consumed (a line each)
+//!   128    lane 0's control block     reserve | tail | tail_seen | consumed (a line each)
 //!   ...    lane L-1's control block
 //!   data   `capacity` bytes: lane i's ring is bytes [i * capacity/L, (i+1) * capacity/L)
 //!
@@ -88,8 +88,12 @@ pub const MIN_LANE: usize = 4096;
 /// Entries the consumer takes from one lane before it looks at the next.
 const LANE_BATCH: u64 = 64;
 
-/// "acclog03": tells a formatted log from zeroed or foreign memory (03: lanes).
-const MAGIC: u64 = u64::from_be_bytes(*b"acclog03");
+/// Entries whose accessed memory the consumer loads ahead of the handler (`drain`).
+const PREFETCH_AHEAD: usize = 4;
+
+/// "acclog04": tells a formatted log from zeroed or foreign memory (03: lanes; 04: no count of
+/// appended entries).
+const MAGIC: u64 = u64::from_be_bytes(*b"acclog04");
 
 const _: () = assert!(ENTRY_HEADER.is_multiple_of(8) && ENTRY_HEADER < LINE);
 const _: () = assert!(MIN_CAPACITY.is_multiple_of(LINE));
@@ -414,28 +418,28 @@ impl LogRing {
         self.lane(lane).header().tail.0.load(Ordering::Acquire)
     }
 
-    /// Entries appended so far (all lanes), including ones whose producer is still writing them
-    /// (counted just before they are published).
-    pub fn appended(&self) -> u64 {
-        (0..self.lanes).map(|i| self.lane(i).appended()).sum()
-    }
-
     /// Entries consumed so far (all lanes).
     pub fn consumed(&self) -> u64 {
         (0..self.lanes).map(|i| self.lane(i).consumed()).sum()
     }
 
-    /// Entries appended and not yet consumed.
+    /// Entries published and not yet consumed (all lanes). An entry a producer has claimed but
+    /// not finished writing is not counted yet.
     pub fn pending(&self) -> u64 {
-        // Per lane, consumed first: each consumed entry was counted in appended before it was
-        // published, so no lane's difference goes negative.
-        (0..self.lanes)
-            .map(|i| {
-                let lane = self.lane(i);
-                let consumed = lane.consumed();
-                lane.appended().saturating_sub(consumed)
-            })
-            .sum()
+        self.pending_up_to(u64::MAX)
+    }
+
+    /// `pending()`, counted up to `limit` only: what a notification threshold needs, at the
+    /// cost of reading at most `limit` entries' first lines.
+    pub fn pending_up_to(&self, limit: u64) -> u64 {
+        let mut n = 0;
+        for i in 0..self.lanes {
+            n += self.lane(i).published(limit - n);
+            if n == limit {
+                break;
+            }
+        }
+        n
     }
 
     /// Whether the entry (or padding) at some lane's tail is published: something to drain. A
@@ -508,8 +512,21 @@ impl LogRing {
         while idle_lanes < self.lanes {
             let lane = self.lane(batch.lane);
             let mut taken = 0;
+            // Entries ahead of the one handled whose accessed memory is being loaded: a handler
+            // almost always touches the address its access went to (a DHT's insert: the cell),
+            // so while it runs, the next entries' lines are on their way (a dependent cache
+            // miss per entry otherwise, which a message carrying no address cannot avoid).
+            let (mut ahead, mut lead) = (lane.tail(), 0);
             while taken < LANE_BATCH {
+                if lead == 0 {
+                    ahead = lane.tail();
+                }
+                while lead < PREFETCH_AHEAD {
+                    let Some(next) = lane.prefetch_accessed(ahead) else { break };
+                    (ahead, lead) = (next, lead + 1);
+                }
                 let Some(h) = lane.head() else { break };
+                lead = lead.saturating_sub(1);
                 let e = Entry::new(h, batch.lane, self, false);
                 f(&e);
                 lane.free(e.pos, e.size);
