@@ -1,7 +1,8 @@
 /* Non-blocking transfers in flight: many NbGets at once (each with its own handle), tested and
  * waited out of order; ARMCI's location consistency without fences (an NbPut then a blocking
  * Get of the same place sees the put; an NbGet is not overtaken by a later Put to the place it
- * reads); implicit handles completed by Fence and by the next call to the same rank. Meant to
+ * reads); implicit handles completed by Fence and by the next call to the same rank; NbGetS of
+ * 2-D and 3-D patches in flight beside each other, and not overtaken by a later Put. Meant to
  * run under every ACTIVERMA_TRANSFER (tests/armci/run.sh), where buffered and pipelined
  * transfers really stay in flight. */
 #include "check.h"
@@ -63,6 +64,43 @@ int main(void) {
     ARMCI_NbGet(spot, &got, sizeof got, next, NULL);
     ARMCI_WaitAll();
     EXPECT(got == newer, "an implicit NbGet completed by WaitAll read %ld", got);
+    ARMCI_Barrier();
+
+    /* Strided gets in flight: a 2-D patch (every other 1000-byte run of the rows) and a 3-D one,
+     * each with its handle, into buffers with their own strides; tested, then waited out of order. */
+    memset(dst, 0, GETS * PIECE);
+    int ss2[1] = {2000}, ds2[1] = {1003}, c2[2] = {1000, 40};
+    int ss3[2] = {300, 3000}, ds3[2] = {100, 500}, c3[3] = {100, 4, 5};
+    unsigned char *d2 = dst, *d3 = dst + 64 * 1024;
+    armci_hdl_t hs[2];
+    ARMCI_INIT_HANDLE(&hs[0]);
+    ARMCI_INIT_HANDLE(&hs[1]);
+    ARMCI_NbGetS(base[next], ss2, d2, ds2, c2, 1, next, &hs[0]);
+    ARMCI_NbGetS((char *)base[next] + 7, ss3, d3, ds3, c3, 2, next, &hs[1]);
+    while (ARMCI_Test(&hs[1]) != 0)
+        ;
+    EXPECT(ARMCI_Wait(&hs[1]) == 0 && ARMCI_Wait(&hs[0]) == 0, "waits of the strided gets");
+    for (int r = 0; r < 40; r++)
+        for (int b = 0; b < 1003; b++) {
+            unsigned char want = b < 1000 ? (unsigned char)((r * 2000 + b) * 7 + next) : 0;
+            EXPECT(d2[r * 1003 + b] == want, "2-D NbGetS: row %d byte %d", r, b);
+        }
+    for (int k = 0; k < 5; k++)
+        for (int j = 0; j < 4; j++)
+            for (int b = 0; b < 100; b++) {
+                int src = 7 + k * 3000 + j * 300 + b;
+                EXPECT(d3[k * 500 + j * 100 + b] == (unsigned char)(src * 7 + next), "3-D NbGetS: %d %d %d", k, j, b);
+            }
+    /* An NbGetS is not overtaken by a later Put to the patch it reads. */
+    long before = 0, after = 3000 + me;
+    int one[1] = {0}, cnt[1] = {sizeof before};
+    ARMCI_Put(&v, spot, sizeof v, next);
+    armci_hdl_t hsg;
+    ARMCI_INIT_HANDLE(&hsg);
+    ARMCI_NbGetS(spot, one, &before, one, cnt, 0, next, &hsg);
+    ARMCI_Put(&after, spot, sizeof after, next);
+    ARMCI_Wait(&hsg);
+    EXPECT(before == v, "an NbGetS overtaken by a later put read %ld, not %ld", before, v);
     ARMCI_Barrier();
     free(dst);
     ARMCI_Free(base[me]);

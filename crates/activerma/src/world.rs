@@ -430,6 +430,19 @@ impl World {
     pub fn get_nb_by<'a>(&'a self, protocol: Transfer, src: RemotePtr, dst: &'a mut [u8]) -> Result<PendingTransfer<'a>> {
         self.live()?.proto.get_nb_by(protocol, src.rank, src.addr, dst)
     }
+    /// Non-blocking strided get by protocol: `dst` (laid out by the pattern's local strides)
+    /// holds the pieces once the handle's `wait` returns. Buffered gets ask the target for
+    /// every piece in one packed message, pipelined ones in packed messages of
+    /// ACTIVERMA_PIPELINE_CHUNK bytes; zero-copy moves the data now (see proto's strided_nb.rs).
+    pub fn get_strided_nb_by<'a>(
+        &'a self,
+        protocol: Transfer,
+        src: RemotePtr,
+        pattern: &StridedPattern,
+        dst: &'a mut [u8],
+    ) -> Result<PendingTransfer<'a>> {
+        self.live()?.proto.get_strided_nb_by(protocol, src.rank, src.addr, pattern, dst)
+    }
     /// The protocol this run's `put_by`/`get_by` callers use by default (ACTIVERMA_TRANSFER).
     pub fn transfer(&self) -> Result<Transfer> {
         Ok(self.live()?.proto.transfer())

@@ -32,7 +32,7 @@ pub(crate) unsafe fn get_bytes(w: &World, src: usize, dst: *mut u8, n: usize, pr
 }
 
 #[inline]
-fn transfer() -> Transfer {
+pub(crate) fn transfer() -> Transfer {
     TRANSFER.get().copied().unwrap_or(Transfer::Auto)
 }
 

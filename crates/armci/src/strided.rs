@@ -1,8 +1,11 @@
 //! Strided transfers with any number of stride levels: ARMCI's arrays read into activerma's
 //! `StridedPattern`, moved by `World::put_strided` / `get_strided` (one check of the whole
-//! pattern and a CPU copy per piece to a segment on this host).
+//! pattern and a CPU copy per piece to a segment on this host). ARMCI_NbGetS starts
+//! `World::get_strided_nb_by` by the run's protocol and records it in in_flight.rs; the other
+//! non-blocking strided calls complete before they return, as ARMCI allows.
 
 use crate::errors::{entry, R};
+use crate::in_flight;
 use crate::state::{local_arg, nonneg, proc_arg, remote_arg, rt, world};
 use crate::sync::{mark, ArmciHdl};
 use activerma::StridedPattern;
@@ -49,7 +52,20 @@ unsafe fn puts(src: *mut c_void, ss: *mut c_int, dst: *mut c_void, ds: *mut c_in
     w.put_strided(at, &s, std::slice::from_raw_parts(src as *const u8, local)).map_err(rt)
 }
 
-unsafe fn gets(src: *mut c_void, ss: *mut c_int, dst: *mut c_void, ds: *mut c_int, count: *mut c_int, levels: c_int, proc: c_int) -> R {
+/// A strided get of rank `proc`'s patch into `dst`: blocking, or (with `hdl`, NULL for an
+/// implicit handle) started by the run's protocol and recorded in in_flight.rs; `dst` stays the
+/// transfer's until the handle completes, as ARMCI's contract says.
+#[allow(clippy::too_many_arguments)] // ARMCI's arguments, and the handle
+unsafe fn gets(
+    src: *mut c_void,
+    ss: *mut c_int,
+    dst: *mut c_void,
+    ds: *mut c_int,
+    count: *mut c_int,
+    levels: c_int,
+    proc: c_int,
+    hdl: Option<*mut ArmciHdl>,
+) -> R {
     let w = world()?;
     let p = proc_arg(w, proc, "proc")?;
     let s = pattern_from_c(ss, ds, count, levels)?;
@@ -59,7 +75,14 @@ unsafe fn gets(src: *mut c_void, ss: *mut c_int, dst: *mut c_void, ds: *mut c_in
     if local == 0 {
         return Ok(());
     }
-    w.get_strided(at, &s, std::slice::from_raw_parts_mut(dst as *mut u8, local)).map_err(rt)
+    let dst = std::slice::from_raw_parts_mut(dst as *mut u8, local);
+    match hdl {
+        None => w.get_strided(at, &s, dst).map_err(rt),
+        Some(h) => {
+            let started = w.get_strided_nb_by(crate::contiguous::transfer(), at, &s, dst).map_err(rt)?;
+            in_flight::record(h as usize, p, started)
+        }
+    }
 }
 
 #[no_mangle]
@@ -86,7 +109,7 @@ pub unsafe extern "C" fn ARMCI_GetS(
     levels: c_int,
     proc: c_int,
 ) -> c_int {
-    entry("ARMCI_GetS", || gets(src, ss, dst, ds, count, levels, proc));
+    entry("ARMCI_GetS", || gets(src, ss, dst, ds, count, levels, proc, None));
     0
 }
 
@@ -117,7 +140,7 @@ pub unsafe extern "C" fn ARMCI_NbGetS(
     proc: c_int,
     hdl: *mut ArmciHdl,
 ) -> c_int {
-    entry("ARMCI_NbGetS", || gets(src, ss, dst, ds, count, levels, proc));
+    entry("ARMCI_NbGetS", || gets(src, ss, dst, ds, count, levels, proc, Some(hdl)));
     mark(hdl, proc);
     0
 }

@@ -1,10 +1,12 @@
-//! `activerma bench armci-overlap`: the ARMCI paper's Figure 7(a), the share of a non-blocking
-//! contiguous get's time that computation can hide, by transfer protocol (zero-copy, buffered,
-//! pipelined: `World::get_nb_by`, what ARMCI_NbGet calls).
+//! `activerma bench armci-overlap`: the ARMCI paper's Figure 7, the share of a non-blocking
+//! get's time that computation can hide, by transfer protocol (zero-copy, buffered, pipelined),
+//! for contiguous gets (7a: `World::get_nb_by`, what ARMCI_NbGet calls) and 2-D patches (7b:
+//! `World::get_strided_nb_by`, what ARMCI_NbGetS calls; rows of 1 KiB, every other row of
+//! rank 1's matrix, into a contiguous buffer).
 //!
 //! ```text
-//! comm  = median time of a blocking get_by(protocol)
-//! total = median time of { get_nb_by(protocol); compute for `comm` without calling the runtime; wait }
+//! comm  = median time of a blocking get by the protocol (started and waited at once)
+//! total = median time of { start the get; compute for `comm` without calling the runtime; wait }
 //! overlap = (comm + comm - total) / comm, in [0, 1]      (1: the transfer hid entirely)
 //! ```
 //!
@@ -18,7 +20,7 @@
 use super::rows;
 use super::timing::Measured;
 use super::{BResult, BenchArgs};
-use activerma::{RemotePtr, Transfer};
+use activerma::{RemotePtr, StridedPattern, Transfer};
 use serde_json::json;
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -27,6 +29,11 @@ const NET_ENV: &str = "ACTIVERMA_BENCH_OVERLAP_NET";
 const OUT_ENV: &str = "ACTIVERMA_BENCH_OVERLAP_OUT";
 const QUICK_ENV: &str = "ACTIVERMA_BENCH_OVERLAP_QUICK";
 const SIZES: [usize; 6] = [1 << 10, 4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20];
+/// A 2-D patch's row, and the distance between its rows at rank 1 (a patch of a wider matrix).
+const ROW: usize = 1 << 10;
+const ROW_STRIDE: usize = 2 * ROW;
+/// The shapes: a contiguous get (Fig. 7a) and a 2-D patch of the same bytes (Fig. 7b).
+const SHAPES: [&str; 2] = ["1-D", "2-D"];
 const PROTOCOLS: [Transfer; 3] = [Transfer::ZeroCopy, Transfer::Buffered, Transfer::Pipelined];
 /// The networks: name, settings.
 const NETWORKS: [(&str, &[(&str, &str)]); 2] =
@@ -44,7 +51,7 @@ pub fn overlap(args: &BenchArgs) -> BResult<()> {
     let out = super::jobs::rows_file("armci-overlap");
     let _ = std::fs::remove_file(&out);
     println!(
-        "activerma bench armci-overlap: non-blocking contiguous gets from rank 1's segment overlapped with computation; load {}",
+        "activerma bench armci-overlap: non-blocking contiguous and 2-D gets from rank 1's segment overlapped with computation; load {}",
         super::load_avg()
     );
     println!("{}", super::machine::header_line());
@@ -62,18 +69,20 @@ pub fn overlap(args: &BenchArgs) -> BResult<()> {
     let text = std::fs::read_to_string(&out)?;
     let _ = std::fs::remove_file(&out);
     println!("# overlap = share of a blocking get's time hidden behind as much computation; comm/total: us");
-    println!("# {:<9} {:<11} {:>9} {:>10} {:>10} {:>8}", "network", "protocol", "size", "comm", "total", "overlap");
+    println!("# {:<9} {:<5} {:<11} {:>9} {:>10} {:>10} {:>8}", "network", "shape", "protocol", "size", "comm", "total", "overlap");
     for line in text.lines() {
         let f: Vec<&str> = line.split('\t').collect();
-        let [net, protocol, size, comm, total] = f[..] else { continue };
+        let [net, shape, protocol, size, comm, total] = f[..] else { continue };
         let (size, comm, total): (usize, f64, f64) = (size.parse()?, comm.parse()?, total.parse()?);
         let overlap = ((2.0 * comm - total) / comm).clamp(0.0, 1.0);
-        println!("{net:<11} {protocol:<11} {size:>9} {:>10.2} {:>10.2} {:>7.0} %", comm / 1e3, total / 1e3, 100.0 * overlap);
+        println!("{net:<11} {shape:<5} {protocol:<11} {size:>9} {:>10.2} {:>10.2} {:>7.0} %", comm / 1e3, total / 1e3, 100.0 * overlap);
         let params = rows::params([("size", json!(size)), ("comm_us", json!(comm / 1e3)), ("total_us", json!(total / 1e3))]);
-        rows::emit("armci-overlap", &format!("{net}-{protocol}"), params, "%", Measured::single(100.0 * overlap), &[]);
+        // 1-D rows keep their names of Fig. 7a; 2-D rows say so.
+        let case = if shape == "1-D" { format!("{net}-{protocol}") } else { format!("{net}-2d-{protocol}") };
+        rows::emit("armci-overlap", &case, params, "%", Measured::single(100.0 * overlap), &[]);
         if net == "modelled" && size >= TARGET_FROM {
             let judged = protocol == Transfer::ZeroCopy.name();
-            let what = format!("overlap of a non-blocking {protocol} get of {size} B, modelled network");
+            let what = format!("overlap of a non-blocking {shape} {protocol} get of {size} B, modelled network");
             let mut params = rows::params([("what", json!(what)), ("size", json!(size))]);
             let verdict = match (judged, overlap >= OVERLAP_TARGET) {
                 (false, _) => "info",
@@ -85,7 +94,8 @@ pub fn overlap(args: &BenchArgs) -> BResult<()> {
                 params.insert("paper".into(), json!("~0.99"));
             }
             println!("# {what:<72} {overlap:>5.2}  {verdict}");
-            rows::emit("armci-overlap-check", &format!("{protocol} {size} B"), params, "x", Measured::single(overlap), &[]);
+            let check = if shape == "1-D" { "armci-overlap-check" } else { "armci-overlap-2d-check" };
+            rows::emit(check, &format!("{protocol} {size} B"), params, "x", Measured::single(overlap), &[]);
         }
     }
     Ok(())
@@ -100,11 +110,13 @@ pub fn worker() -> BResult<()> {
         return Err("armci-overlap runs on 2 ranks".into());
     }
     let max = *SIZES.iter().max().unwrap();
-    let seg = w.alloc_segment(max + 4096)?;
-    let stop = seg.remote(1, max);
+    // Room for a 2-D patch of `max` bytes (every other row), then the stop word.
+    let extent = max / ROW * ROW_STRIDE;
+    let seg = w.alloc_segment(extent + 4096)?;
+    let stop = seg.remote(1, extent);
     if w.rank() == 1 {
         // SAFETY: our own segment, as long as its length.
-        unsafe { std::ptr::write_bytes(seg.as_ptr(), 0x3c, max) };
+        unsafe { std::ptr::write_bytes(seg.as_ptr(), 0x3c, extent) };
         w.barrier()?;
         while w.fetch(stop)? == 0 {
             w.progress();
@@ -116,25 +128,35 @@ pub fn worker() -> BResult<()> {
     let reps = if quick { 7 } else { 31 };
     let mut lines = String::new();
     let mut dst = vec![0u8; max];
-    for protocol in PROTOCOLS {
-        for &size in SIZES.iter().filter(|&&s| !quick || s >= 4 << 10) {
-            let at = RemotePtr::new(1, seg.remote(1, 0).addr);
-            let comm = median(reps, || {
-                let t = Instant::now();
-                w.get_by(protocol, at, &mut dst[..size])?;
-                Ok(t.elapsed())
-            })?;
-            let total = median(reps, || {
-                let t = Instant::now();
-                let pending = w.get_nb_by(protocol, at, &mut dst[..size])?;
-                compute_for(comm);
-                pending.wait()?;
-                Ok(t.elapsed())
-            })?;
-            if dst[..size].iter().any(|&b| b != 0x3c) {
-                return Err(format!("a {} get of {size} B brought wrong bytes", protocol.name()).into());
+    let at = RemotePtr::new(1, seg.remote(1, 0).addr);
+    for shape in SHAPES {
+        for protocol in PROTOCOLS {
+            for &size in SIZES.iter().filter(|&&s| !quick || s >= 4 << 10) {
+                let patch = StridedPattern::new(ROW, vec![size / ROW], vec![ROW_STRIDE], vec![ROW])?;
+                let comm = median(reps, || {
+                    let t = Instant::now();
+                    match shape {
+                        "1-D" => drop(w.get_by(protocol, at, &mut dst[..size])?),
+                        _ => drop(w.get_strided_nb_by(protocol, at, &patch, &mut dst[..size])?.wait()?),
+                    }
+                    Ok(t.elapsed())
+                })?;
+                let total = median(reps, || {
+                    let t = Instant::now();
+                    let pending = match shape {
+                        "1-D" => w.get_nb_by(protocol, at, &mut dst[..size])?,
+                        _ => w.get_strided_nb_by(protocol, at, &patch, &mut dst[..size])?,
+                    };
+                    compute_for(comm);
+                    pending.wait()?;
+                    Ok(t.elapsed())
+                })?;
+                if dst[..size].iter().any(|&b| b != 0x3c) {
+                    return Err(format!("a {shape} {} get of {size} B brought wrong bytes", protocol.name()).into());
+                }
+                lines.push_str(&format!("{net}\t{shape}\t{}\t{size}\t{:.0}\t{:.0}\n", protocol.name(), comm.as_nanos(), total.as_nanos()));
+                dst.fill(0);
             }
-            lines.push_str(&format!("{net}\t{}\t{size}\t{:.0}\t{:.0}\n", protocol.name(), comm.as_nanos(), total.as_nanos()));
         }
     }
     w.swap(stop, 1)?;

@@ -49,6 +49,7 @@ mod rendezvous_rma;
 mod rma_conduit;
 mod select;
 mod strided;
+mod strided_nb;
 mod transfer;
 
 pub use atomic_am::AtomicPath;

@@ -485,11 +485,31 @@ fn put_packed(p: &Proto, rank: Rank, pieces: &[(usize, &[u8])]) -> Result<()> {
 }
 
 fn get_packed(p: &Proto, rank: Rank, pieces: &mut [(usize, &mut [u8])]) -> Result<()> {
-    p.note_bounced(rank);
     let list: Vec<(usize, usize)> = pieces.iter().map(|x| (x.0, x.1.len())).collect();
-    let msg = encode_request(p.next_seq(rank), list.iter().copied(), &[]);
+    let cell = am_request::send(p, GET_PACKED, &packed_get_request(p, rank, &list), rank)?;
+    receive_packed_get(p, rank, cell, pieces)
+}
+
+/// The request of a packed get of `list` (address, bytes) from `rank`.
+fn packed_get_request(p: &Proto, rank: Rank, list: &[(usize, usize)]) -> Vec<u8> {
+    // The target logs pieces on pages it marked for Active Access itself: the next active
+    // flush there must ask it.
+    p.note_bounced(rank);
+    encode_request(p.next_seq(rank), list.iter().copied(), &[])
+}
+
+/// Sends a packed get of `list` (address, bytes) from `rank`, to be answered through
+/// `receive_packed_get`; None (nothing sent) while every completion cell is taken.
+pub(crate) fn try_ask_packed_get(p: &Proto, rank: Rank, list: &[(usize, usize)]) -> Result<Option<u32>> {
+    am_request::try_send(p, GET_PACKED, &packed_get_request(p, rank, list), rank)
+}
+
+/// Waits for the answer to the packed get sent with `cell` and scatters it into `pieces`
+/// (the list it asked for, in order).
+pub(crate) fn receive_packed_get(p: &Proto, rank: Rank, cell: u32, pieces: &mut [(usize, &mut [u8])]) -> Result<()> {
+    let list: Vec<(usize, usize)> = pieces.iter().map(|x| (x.0, x.1.len())).collect();
     let bytes: usize = list.iter().map(|x| x.1).sum();
-    let (value, answer) = am_request::request(p, GET_PACKED, &msg, Asked { rank, addr: list[0].0, len: bytes, op: "packed get" })?;
+    let (value, answer) = am_request::answer(p, cell, &Asked { rank, addr: list[0].0, len: bytes, op: "packed get" })?;
     answered(rank, "get", &list, value, &answer)?;
     if answer.len() != bytes {
         return Err(Error::InvalidArgument(format!("rank {rank} answered a packed get of {bytes} bytes with {}", answer.len())));

@@ -22,6 +22,9 @@ use activerma_core::{Error, Rank, Result};
 use activerma_mem::{AccessKind, HeapFast};
 use std::sync::atomic::{fence, Ordering};
 
+/// Pieces of a transfer lent out of one local buffer: (remote address, the local bytes).
+pub(crate) type Pieces<'d> = Vec<(usize, &'d mut [u8])>;
+
 /// A strided pattern (see the module's notes). Strides of each side must keep every piece of
 /// a dimension apart from the next (no check: overlapping remote pieces are the caller's).
 #[derive(Clone, Debug)]
@@ -110,6 +113,41 @@ impl StridedPattern {
         }
     }
 
+    /// The pattern's pieces as (remote address, local bytes) from `addr` and `dst`, in the
+    /// pattern's order; None when pieces overlap on the local side (a stride below the piece),
+    /// where no two of them may borrow the same bytes: then take them one at a time.
+    pub(crate) fn pieces_of<'d>(&self, addr: usize, dst: &'d mut [u8]) -> Result<Option<Pieces<'d>>> {
+        self.check_local(dst.len())?;
+        let piece = self.piece;
+        let offsets = self.offsets()?;
+        if !disjoint(&offsets, piece) {
+            return Ok(None);
+        }
+        let base = dst.as_mut_ptr();
+        Ok(Some(
+            offsets
+                .iter()
+                // SAFETY: l + piece <= dst.len() (check_local), and no two local ranges overlap.
+                .map(|&(r, l)| (addr + r, unsafe { std::slice::from_raw_parts_mut(base.add(l), piece) }))
+                .collect(),
+        ))
+    }
+
+    /// Whether no two pieces overlap on the local side (then `pieces_of` lends them out).
+    pub(crate) fn local_pieces_apart(&self) -> Result<bool> {
+        Ok(disjoint(&self.offsets()?, self.piece))
+    }
+
+    /// Every piece's (remote, local) offset, in the pattern's order.
+    fn offsets(&self) -> Result<Vec<(usize, usize)>> {
+        let mut offsets = Vec::with_capacity(self.pieces());
+        self.for_each(|r, l| {
+            offsets.push((r, l));
+            Ok::<(), Error>(())
+        })?;
+        Ok(offsets)
+    }
+
     /// Checks that the local buffer holds the pattern's local side.
     fn check_local(&self, len: usize) -> Result<()> {
         let need = self.local_extent()?;
@@ -123,10 +161,19 @@ impl StridedPattern {
 impl Proto {
     /// Blocking strided get from `rank`'s `addr` into `dst` (laid out by the local strides).
     pub fn get_strided(&self, rank: Rank, addr: usize, pattern: &StridedPattern, dst: &mut [u8]) -> Result<()> {
+        let complete_at = self.get_strided_moved(rank, addr, pattern, dst)?;
+        crate::completion::spin_until(complete_at);
+        Ok(())
+    }
+
+    /// The strided get's data movement: returns once `dst` holds the bytes, with the modelled
+    /// time the transfer completes at (0: now; the modelled network books only the CPU-copied
+    /// shortcut here, the other paths wait for their own completion).
+    pub(crate) fn get_strided_moved(&self, rank: Rank, addr: usize, pattern: &StridedPattern, dst: &mut [u8]) -> Result<u64> {
         pattern.check_local(dst.len())?;
         let extent = pattern.remote_extent()?;
         if extent == 0 {
-            return Ok(());
+            return Ok(0);
         }
         if let Some((local, HeapFast::Plain)) = self.shortcut(rank, addr, extent, AccessKind::Get) {
             fence(Ordering::Acquire);
@@ -139,27 +186,16 @@ impl Proto {
             self.count_shortcut(pattern);
             bump(&self.counters.get_direct, 1);
             bump(&self.counters.bytes_got, (piece * pattern.pieces()) as u64);
-            crate::completion::spin_until(self.net.completion_time(piece * pattern.pieces()));
-            return Ok(());
+            return Ok(self.net.completion_time(piece * pattern.pieces()));
         }
         // The pieces may overlap on the local side (a stride below the piece): take them apart
         // from the buffer one at a time, so that no two pieces borrow the same bytes.
-        let piece = pattern.piece;
-        let mut offsets = Vec::with_capacity(pattern.pieces());
-        pattern.for_each(|r, l| {
-            offsets.push((r, l));
-            Ok::<(), Error>(())
-        })?;
-        if disjoint(&offsets, piece) {
-            let base = dst.as_mut_ptr();
-            let mut pieces: Vec<(usize, &mut [u8])> = offsets
-                .iter()
-                // SAFETY: l + piece <= dst.len() (check_local), and no two local ranges overlap.
-                .map(|&(r, l)| (addr + r, unsafe { std::slice::from_raw_parts_mut(base.add(l), piece) }))
-                .collect();
-            return self.get_pieces(rank, &mut pieces);
+        if let Some(mut pieces) = pattern.pieces_of(addr, dst)? {
+            return self.get_pieces(rank, &mut pieces).map(|_| 0);
         }
-        offsets.iter().try_for_each(|&(r, l)| self.get(rank, addr + r, &mut dst[l..l + piece]))
+        let piece = pattern.piece;
+        pattern.for_each(|r, l| self.get(rank, addr + r, &mut dst[l..l + piece]))?;
+        Ok(0)
     }
 
     /// A pattern moved by the shortcut is a host-assisted list too.

@@ -30,7 +30,7 @@
 //! pipelined.
 
 use crate::select::{Pass, Protocol};
-use crate::{completion, get_am, get_direct, put_am, put_direct, Proto};
+use crate::{completion, get_am, get_direct, noncontig, put_am, put_direct, Proto};
 use activerma_core::counters::bump;
 use activerma_core::{settings, Error, Rank, Result};
 use activerma_mem::{AccessKind, HeapFast};
@@ -200,7 +200,7 @@ impl Proto {
     /// the core would send through the target in one message); a forced protocol runs as
     /// forced, except that buffering through the target's CPU to our own memory is a copy by
     /// our CPU, so it runs (and counts) zero-copy.
-    fn resolve(&self, t: Transfer, rank: Rank, addr: usize, len: usize, kind: AccessKind) -> Result<(Run, Transfer)> {
+    pub(crate) fn resolve(&self, t: Transfer, rank: Rank, addr: usize, len: usize, kind: AccessKind) -> Result<(Run, Transfer)> {
         let own = rank == self.conduit.rank();
         Ok(match t {
             Transfer::Buffered | Transfer::Pipelined if own => (Run::Core, Transfer::ZeroCopy),
@@ -238,7 +238,7 @@ impl Proto {
     /// pinned for the call, then releases them; when the pin limit (RLIMIT_MEMLOCK,
     /// ACTIVERMA_PIN_LIMIT) refuses them, runs `moved(false)`, the pipelined fallback. Returns
     /// the protocol that ran.
-    fn pinning_user_buffer(&self, addr: usize, len: usize, moved: impl FnOnce(bool) -> Result<()>) -> Result<Transfer> {
+    pub(crate) fn pinning_user_buffer(&self, addr: usize, len: usize, moved: impl FnOnce(bool) -> Result<()>) -> Result<Transfer> {
         let Some(table) = &self.own_table else {
             return Err(Error::Unsupported(
                 "dynamic registration needs this rank's own table (a Proto made with its table handlers)".into(),
@@ -255,7 +255,7 @@ impl Proto {
         }
     }
 
-    fn count(&self, used: Transfer, len: usize) -> Transfer {
+    pub(crate) fn count(&self, used: Transfer, len: usize) -> Transfer {
         let (calls, bytes): (&AtomicU64, &AtomicU64) = match used {
             Transfer::Buffered => (&self.counters.transfer_buffered, &self.counters.transfer_buffered_bytes),
             Transfer::Pipelined => (&self.counters.transfer_pipelined, &self.counters.transfer_pipelined_bytes),
@@ -269,8 +269,8 @@ impl Proto {
 }
 
 /// What `put_nb_by` / `get_nb_by` run for a resolved protocol.
-#[derive(Clone, Copy)]
-enum Run {
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Run {
     /// The core's own path (`put_nb` / `get_nb`).
     Core,
     Buffered,
@@ -299,22 +299,64 @@ enum Pending<'a> {
     /// Get requests in flight (cell, address, where the answer goes) and the chunks not asked
     /// yet, at most PIPELINE_DEPTH in flight; the first refusal, kept until all are answered.
     Gets {
-        asked: VecDeque<(u32, usize, &'a mut [u8])>,
-        rest: VecDeque<(usize, &'a mut [u8])>,
+        asked: VecDeque<(u32, Ask<'a>)>,
+        rest: VecDeque<Ask<'a>>,
         failed: Option<Error>,
     },
 }
 
 impl<'a> Pending<'a> {
     fn gets(addr: usize, dst: &'a mut [u8], chunk: usize) -> Pending<'a> {
-        let rest = dst.chunks_mut(chunk).enumerate().map(|(i, piece)| (addr + i * chunk, piece)).collect();
+        Pending::asking(dst.chunks_mut(chunk).enumerate().map(|(i, piece)| Ask::Range(addr + i * chunk, piece)).collect())
+    }
+
+    fn asking(rest: VecDeque<Ask<'a>>) -> Pending<'a> {
         Pending::Gets { asked: VecDeque::with_capacity(PIPELINE_DEPTH), rest, failed: None }
     }
 }
 
+/// One request of a get through the target's CPU: a contiguous range, or a list of pieces
+/// packed into one message and answered in one (a strided get's rows).
+pub(crate) enum Ask<'a> {
+    Range(usize, &'a mut [u8]),
+    Pieces(crate::strided::Pieces<'a>),
+}
+
+impl Ask<'_> {
+    fn try_send(&self, p: &Proto, rank: Rank) -> Result<Option<u32>> {
+        match self {
+            Ask::Range(at, piece) => get_am::try_ask(p, rank, *at, piece.len()),
+            Ask::Pieces(pieces) => {
+                let list: Vec<(usize, usize)> = pieces.iter().map(|(at, piece)| (*at, piece.len())).collect();
+                noncontig::try_ask_packed_get(p, rank, &list)
+            }
+        }
+    }
+
+    fn receive(&mut self, p: &Proto, rank: Rank, cell: u32) -> Result<()> {
+        match self {
+            Ask::Range(at, piece) => get_am::receive(p, rank, *at, cell, piece),
+            Ask::Pieces(pieces) => noncontig::receive_packed_get(p, rank, cell, pieces),
+        }
+    }
+}
+
 impl<'a> PendingTransfer<'a> {
-    fn done(p: &'a Proto, rank: Rank, used: Transfer) -> PendingTransfer<'a> {
+    pub(crate) fn done(p: &'a Proto, rank: Rank, used: Transfer) -> PendingTransfer<'a> {
         PendingTransfer { p, rank, used, state: Pending::Done }
+    }
+
+    /// Moved already; complete at modelled time `at` (0: now).
+    pub(crate) fn at(p: &'a Proto, rank: Rank, used: Transfer, at: u64) -> PendingTransfer<'a> {
+        PendingTransfer { p, rank, used, state: Pending::At(at) }
+    }
+
+    /// Gets through the target's CPU: `asks` are sent, at most PIPELINE_DEPTH in flight, and
+    /// their answers copied out by `test` and `wait`.
+    pub(crate) fn asking(p: &'a Proto, rank: Rank, used: Transfer, asks: VecDeque<Ask<'a>>) -> PendingTransfer<'a> {
+        let mut pending = PendingTransfer { p, rank, used, state: Pending::asking(asks) };
+        pending.ask_more(false);
+        pending
     }
 
     /// The protocol that moves this transfer (never Auto).
@@ -336,11 +378,11 @@ impl<'a> PendingTransfer<'a> {
         let Pending::Gets { asked, rest, failed } = &mut self.state else { return };
         let mut since: Option<std::time::Instant> = None;
         while failed.is_none() && asked.len() < PIPELINE_DEPTH {
-            let Some((at, piece)) = rest.pop_front() else { break };
-            match get_am::try_ask(self.p, self.rank, at, piece.len()) {
-                Ok(Some(cell)) => asked.push_back((cell, at, piece)),
+            let Some(ask) = rest.pop_front() else { break };
+            match ask.try_send(self.p, self.rank) {
+                Ok(Some(cell)) => asked.push_back((cell, ask)),
                 Ok(None) if must && asked.is_empty() => {
-                    rest.push_front((at, piece));
+                    rest.push_front(ask);
                     if since.get_or_insert_with(std::time::Instant::now).elapsed().as_secs() >= 1 {
                         *failed = Some(Error::OutOfResources(format!(
                             "a non-blocking get from rank {}: every request slot of this rank is held by non-blocking transfers not waited for yet; wait for some first",
@@ -350,7 +392,7 @@ impl<'a> PendingTransfer<'a> {
                     self.p.am.progress();
                 }
                 Ok(None) => {
-                    rest.push_front((at, piece));
+                    rest.push_front(ask);
                     break;
                 }
                 Err(e) => *failed = Some(e),
@@ -368,12 +410,12 @@ impl<'a> PendingTransfer<'a> {
             Pending::At(at) => *at == 0 || activerma_core::clock::now_ns() >= *at,
             Pending::Posted => !p.posted.any_to(rank),
             Pending::Gets { asked, rest, failed } => {
-                while let Some((cell, _, _)) = asked.front() {
+                while let Some((cell, _)) = asked.front() {
                     if !p.am.completions.get(*cell as u64).is_some_and(|c| c.is_done()) {
                         break;
                     }
-                    let (cell, at, piece) = asked.pop_front().unwrap();
-                    if let Err(e) = get_am::receive(p, rank, at, cell, piece) {
+                    let (cell, mut ask) = asked.pop_front().unwrap();
+                    if let Err(e) = ask.receive(p, rank, cell) {
                         failed.get_or_insert(e);
                     }
                 }
@@ -398,8 +440,8 @@ impl<'a> PendingTransfer<'a> {
         loop {
             self.ask_more(true);
             let Pending::Gets { asked, failed, .. } = &mut self.state else { break };
-            let Some((cell, at, piece)) = asked.pop_front() else { break };
-            if let Err(e) = get_am::receive(p, rank, at, cell, piece) {
+            let Some((cell, mut ask)) = asked.pop_front() else { break };
+            if let Err(e) = ask.receive(p, rank, cell) {
                 failed.get_or_insert(e);
             }
         }

@@ -1,0 +1,126 @@
+//! Non-blocking strided gets by transfer protocol (the ARMCI paper's §4 protocols applied to a
+//! 2-D patch, what ARMCI_NbGetS calls and its Figure 7(b) measures).
+//!
+//! ```text
+//! get_strided_nb_by(t, rank, addr, pattern, dst):
+//!     (run, counted as) = resolve(t, rank, addr, remote extent, Get)       (transfer.rs)
+//!     buffered  -> one packed request listing every piece; the target's CPU gathers them
+//!                  into one answer, which `test`/`wait` scatter into dst
+//!     pipelined -> the pieces in packed requests of at most ACTIVERMA_PIPELINE_CHUNK bytes
+//!                  (a longer piece split), up to PIPELINE_DEPTH in flight
+//!     zero-copy -> the core's strided path moves the data now (one check, a CPU copy per
+//!                  piece to a segment mapped here); complete at the modelled network's time
+//!     dynamic registration -> dst pinned for the call, then the core's path
+//!     local pieces that overlap (a stride below the piece) cannot be lent out one request
+//!     each: the core's path, blocking
+//! ```
+
+use crate::strided::{Pieces, StridedPattern};
+use crate::transfer::{Ask, PendingTransfer, Run};
+use crate::{Proto, Transfer};
+use activerma_core::{Rank, Result};
+use activerma_mem::AccessKind;
+use std::collections::VecDeque;
+
+impl Proto {
+    /// Non-blocking strided get by protocol `t` (Auto: chosen for the pattern's remote extent):
+    /// `dst`, laid out by the pattern's local strides, holds the pieces once the returned
+    /// handle's `wait` returns (it borrows `dst` until then).
+    pub fn get_strided_nb_by<'a>(
+        &'a self,
+        t: Transfer,
+        rank: Rank,
+        addr: usize,
+        pattern: &StridedPattern,
+        dst: &'a mut [u8],
+    ) -> Result<PendingTransfer<'a>> {
+        self.check_rank(rank)?;
+        let extent = pattern.remote_extent()?;
+        let bytes = pattern.piece * pattern.pieces();
+        if extent == 0 || bytes == 0 {
+            pattern.pieces_of(addr, dst)?; // the local buffer is still checked
+            return Ok(PendingTransfer::done(self, rank, Transfer::ZeroCopy));
+        }
+        let (run, used) = self.resolve(t, rank, addr, extent, AccessKind::Get)?;
+        let request_bytes = match run {
+            Run::Buffered => Some(usize::MAX),
+            Run::Pipelined => Some(self.transfer.chunk),
+            Run::Core | Run::PinUserBuffer => None,
+        };
+        if let Some(limit) = request_bytes {
+            if pattern.local_pieces_apart()? {
+                let pieces = pattern.pieces_of(addr, dst)?.expect("the local pieces lie apart");
+                self.count(used, bytes);
+                return Ok(PendingTransfer::asking(self, rank, used, packed_asks(pieces, limit)));
+            }
+            // Overlapping local pieces: lent out one at a time, by the core's path.
+            let at = self.get_strided_moved(rank, addr, pattern, dst)?;
+            return Ok(PendingTransfer::at(self, rank, self.count(Transfer::ZeroCopy, bytes), at));
+        }
+        if run == Run::PinUserBuffer {
+            let (start, len) = (dst.as_ptr() as usize, dst.len());
+            let used = self.pinning_user_buffer(start, len, |pinned| {
+                if pinned {
+                    self.get_strided(rank, addr, pattern, dst)
+                } else {
+                    match pattern.pieces_of(addr, &mut *dst)? {
+                        Some(pieces) => {
+                            let asks = packed_asks(pieces, self.transfer.chunk);
+                            PendingTransfer::asking(self, rank, Transfer::Pipelined, asks).wait().map(drop)
+                        }
+                        None => self.get_strided(rank, addr, pattern, dst),
+                    }
+                }
+            })?;
+            return Ok(PendingTransfer::done(self, rank, self.count(used, bytes)));
+        }
+        let at = self.get_strided_moved(rank, addr, pattern, dst)?;
+        Ok(PendingTransfer::at(self, rank, self.count(used, bytes), at))
+    }
+}
+
+/// The pieces in packed requests of at most `limit` bytes each, in order; a piece longer than
+/// `limit` is split (its parts are pieces of their own).
+fn packed_asks(pieces: Pieces<'_>, limit: usize) -> VecDeque<Ask<'_>> {
+    let mut asks = VecDeque::new();
+    let mut group: Pieces = Vec::new();
+    let mut group_bytes = 0;
+    for (at, piece) in pieces {
+        for (i, part) in piece.chunks_mut(limit.max(1)).enumerate() {
+            if group_bytes + part.len() > limit && !group.is_empty() {
+                asks.push_back(Ask::Pieces(std::mem::take(&mut group)));
+                group_bytes = 0;
+            }
+            group_bytes += part.len();
+            group.push((at + i * limit.max(1), part));
+        }
+    }
+    if !group.is_empty() {
+        asks.push_back(Ask::Pieces(group));
+    }
+    asks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packed_asks_group_pieces_up_to_the_limit_and_split_long_ones() {
+        let mut buf = [0u8; 40];
+        let (a, rest) = buf.split_at_mut(10);
+        let (b, c) = rest.split_at_mut(25);
+        let pieces = vec![(1000, a), (2000, b), (3000, c)];
+        let lists: Vec<Vec<(usize, usize)>> = packed_asks(pieces, 16)
+            .into_iter()
+            .map(|ask| match ask {
+                Ask::Pieces(p) => p.iter().map(|(at, d)| (*at, d.len())).collect(),
+                Ask::Range(..) => panic!("strided gets ask for pieces"),
+            })
+            .collect();
+        assert_eq!(lists, vec![vec![(1000, 10)], vec![(2000, 16)], vec![(2016, 9), (3000, 5)]]);
+        let mut one = [0u8; 8];
+        let all = packed_asks(vec![(7, &mut one[..])], usize::MAX);
+        assert_eq!(all.len(), 1, "buffered: one request for everything");
+    }
+}
