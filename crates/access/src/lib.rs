@@ -1,8 +1,11 @@
-//! Active Access (Besta & Hoefler, ICS'15), the programming model: a target associates pages
-//! with actions and a domain (`assoc_pages`), creates an access log per domain with a handler,
-//! and chooses how the handler is notified. The data path — what an origin does when its put or
-//! get meets a marked page — is in `proto` (`log_append`, `put_active`, `get_active`); this
-//! layer owns the target's side: running handlers over the logs.
+//! Active Access (Besta & Hoefler, ICS'15), in one place: the access log (`log_ring`: entries
+//! in shared memory, many producers, one consumer), the access-log table of a rank's logs and
+//! domains (`log_table`), what an access does with a marked page's bits (`log_append`: write,
+//! log, with or without data), an origin's view of a target's logs (`ActiveTable`), and the
+//! programming model: a target associates pages with actions and a domain (`assoc_pages`),
+//! creates an access log per domain with a handler, and chooses how the handler is notified.
+//! The protocol layer above (`proto`: put_active, get_active, remote_marks) calls into this one
+//! when its put or get meets a marked page.
 //!
 //! Notification modes (the paper's section 3.5), per log:
 //! - `Poll`: the application's `progress()` (and every blocking call) drains the log;
@@ -11,16 +14,23 @@
 //! - `Thread`: a dedicated thread spins on the log (the scratchpad / onload core).
 
 mod actions;
+mod active_table;
+pub mod log_append;
+pub mod log_ring;
+pub mod log_table;
 mod notify;
 
 pub use actions::Actions;
-pub use activerma_core::log_ring::{Entry as LogEntry, EntryMeta, LogOp};
+pub use active_table::ActiveTable;
+pub use log_append::Logged;
+pub use log_ring::{Entry as LogEntry, EntryMeta, LogOp, LogRing};
+pub use log_table::{LogArena, LogSlot, LogTable, FAULT_SLOT, MAX_DOMAINS, MAX_LOGS};
 pub use notify::Notify;
 
 use activerma_am::Am;
 use activerma_core::counters::{bump, Counters};
 use activerma_core::{Error, Result};
-use activerma_mem::{Entry, LogArena, TargetTable, FAULT_SLOT, MAX_LOGS};
+use activerma_mem::{Entry, TargetTable};
 use notify::LogThread;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -32,12 +42,14 @@ pub type LogHandler = Arc<dyn Fn(&LogEntry) + Send + Sync>;
 /// A log with a handler: its ring (a view made once: the ring lives until the job ends) and
 /// the handler. Set once per slot, read by every poll without a lock.
 struct Log {
-    ring: activerma_core::log_ring::LogRing,
+    ring: LogRing,
     handler: LogHandler,
 }
 
 /// The Active Access state of one rank.
 pub struct Access {
+    /// The rank's access-log table (it creates logs), and a copy of its arena view.
+    table: LogTable,
     arena: LogArena,
     logs: Box<[std::sync::OnceLock<Log>]>,
     /// Slots handled by `poll` (mode Poll), as a bit mask.
@@ -48,10 +60,12 @@ pub struct Access {
 }
 
 impl Access {
-    /// Sets up the rank's access logs and hooks `poll` into every progress step of `am`.
-    pub fn new(table: &TargetTable, am: &Am, counters: Arc<Counters>) -> Arc<Access> {
+    /// Takes over the rank's access-log table (formatted with its translation table:
+    /// `TargetTable::init`) and hooks `poll` into every progress step of `am`.
+    pub fn new(table: LogTable, am: &Am, counters: Arc<Counters>) -> Arc<Access> {
         let a = Arc::new(Access {
-            arena: *table.logs().arena(),
+            arena: *table.arena(),
+            table,
             logs: (0..MAX_LOGS).map(|_| std::sync::OnceLock::new()).collect(),
             polled: Default::default(),
             threads: Mutex::new(Vec::new()),
@@ -66,15 +80,8 @@ impl Access {
     /// Creates the access log of `domain` (`capacity` bytes, a power of two) whose entries run
     /// through `handler`, notified as `notify` says. From now on pages marked with this domain
     /// and E=1 log here.
-    pub fn create_log(
-        self: &Arc<Self>,
-        table: &TargetTable,
-        domain: u16,
-        capacity: usize,
-        notify: Notify,
-        handler: LogHandler,
-    ) -> Result<()> {
-        let slot = table.logs().create(domain, capacity, notify.threshold())?;
+    pub fn create_log(self: &Arc<Self>, domain: u16, capacity: usize, notify: Notify, handler: LogHandler) -> Result<()> {
+        let slot = self.table.create(domain, capacity, notify.threshold())?;
         self.install(slot, notify, handler)
     }
 
@@ -97,8 +104,8 @@ impl Access {
     /// Changes how the handler of `domain`'s log is notified (None: the fault log). The old
     /// thread, if any, drains the log and stops before the new mode starts; entries appended
     /// meanwhile wait in the log (nothing is lost, and handlers of one log never overlap).
-    pub fn set_notify(self: &Arc<Self>, table: &TargetTable, me: activerma_core::Rank, domain: Option<u16>, notify: Notify) -> Result<()> {
-        let slot = table.logs().arena().slot_of(domain, me)?;
+    pub fn set_notify(self: &Arc<Self>, me: activerma_core::Rank, domain: Option<u16>, notify: Notify) -> Result<()> {
+        let slot = self.arena.slot_of(domain, me)?;
         if self.logs[slot].get().is_none() {
             return Err(Error::InvalidArgument("set_notify on a log without a handler".into()));
         }
@@ -187,8 +194,8 @@ pub fn assoc_pages(table: &TargetTable, addr: usize, len: usize, actions: Action
     }
     let mut set = actions.bits();
     if let Some(d) = domain {
-        if d as usize >= activerma_mem::MAX_DOMAINS {
-            return Err(Error::InvalidArgument(format!("domain {d} is out of range: domains are 0..{}", activerma_mem::MAX_DOMAINS)));
+        if d as usize >= MAX_DOMAINS {
+            return Err(Error::InvalidArgument(format!("domain {d} is out of range: domains are 0..{MAX_DOMAINS}")));
         }
         set |= Entry::E | (d as u32) << Entry::DOMAIN_SHIFT;
     }

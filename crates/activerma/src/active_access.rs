@@ -33,18 +33,18 @@ impl World {
     }
 
     /// Creates the access log of `domain` (`capacity` bytes, a power of two ≥ 256, split into a
-    /// lane per origin rank: see `activerma_core::log_ring::lanes_for`) whose entries
+    /// lane per origin rank: see `activerma_access::log_ring::lanes_for`) whose entries
     /// run through `handler`, notified as `notify` says (`Notify::from_settings()` for the
     /// ACTIVERMA_AA_NOTIFY default).
     pub fn create_log(&self, domain: u16, capacity: usize, notify: Notify, handler: LogHandler) -> Result<()> {
         let i = self.live_inner()?;
-        i.access.create_log(&i.table, domain, capacity, notify, handler)
+        i.access.create_log(domain, capacity, notify, handler)
     }
 
     /// Changes how the handler of `domain`'s log (None: the fault log) is notified from now on.
     pub fn set_log_notify(&self, domain: Option<u16>, notify: Notify) -> Result<()> {
         let i = self.live_inner()?;
-        i.access.set_notify(&i.table, self.rank(), domain, notify)
+        i.access.set_notify(self.rank(), domain, notify)
     }
 
     /// Sets the handler of the default fault log (pages marked with no domain).

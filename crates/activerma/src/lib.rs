@@ -21,13 +21,14 @@ mod remote_ptr;
 mod segment;
 mod world;
 
+pub use activerma_access::MAX_DOMAINS;
 pub use activerma_access::{Actions, EntryMeta, LogEntry, LogHandler, LogOp, Notify};
 pub use activerma_am::{AmCtx, Handler, HandlerId, ProgressMode, FIRST_USER_HANDLER, MAX_HANDLERS};
 pub use activerma_core::counters::Counters;
 pub use activerma_core::{settings, Error, Rank, Result};
 pub use activerma_mem::firehose::FirehoseStats;
 pub use activerma_mem::part::{PageIn, PartStats};
-pub use activerma_mem::{IotlbStats, Prot, RegistrationStats, Strategy, MAX_DOMAINS};
+pub use activerma_mem::{IotlbStats, Prot, RegistrationStats, Strategy};
 pub use activerma_proto::{AtomicOp, AtomicPath, Noncontig, OpHandle, PendingTransfer, Protocol, StridedPattern, Transfer};
 #[cfg(feature = "mpi")]
 pub use activerma_transport::mpi::initialized_comm_size as mpi_comm_size;

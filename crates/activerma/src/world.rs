@@ -86,7 +86,13 @@ fn init_over(comm: Option<JobComm>) -> Result<World> {
     let max_regions = settings::get_u64(settings::MAX_REGIONS)?.max(2) as usize;
     let layout = TableLayout::from_settings(heap.len)?;
     let fault_log = settings::get_u64(settings::FAULT_LOG_SIZE)? as usize;
-    let mut table = TargetTable::init(table_window, heap.remote_base, heap.len, max_regions, layout.log_arena, fault_log, conduit.size())?;
+    let origins = conduit.size();
+    // The access-log table is formatted in the window's arena before the table is published.
+    let (mut table, log_table) =
+        TargetTable::init(table_window, heap.remote_base, heap.len, max_regions, layout.log_arena, |arena, bytes| {
+            // SAFETY: the arena is the end of our own zeroed table window.
+            unsafe { activerma_access::LogTable::init(arena, bytes, fault_log, origins) }
+        })?;
     // The registration strategy (a reserved or unknown one is refused here, at init).
     let reg_stats = Arc::new(RegistrationStats::default());
     table.set_registrar(Registrar::from_settings(reg_stats.clone())?);
@@ -102,7 +108,7 @@ fn init_over(comm: Option<JobComm>) -> Result<World> {
         .with_table_handlers(table_handlers);
     let heap_bases = (0..conduit.size()).map(|r| conduit.heap_base(r)).collect();
     let mode = ProgressMode::from_settings()?;
-    let access = activerma_access::Access::new(&table, &am, counters.clone());
+    let access = activerma_access::Access::new(log_table, &am, counters.clone());
     let world = World {
         inner: Arc::new(Inner {
             access,

@@ -8,7 +8,6 @@ pub mod counters;
 pub mod error;
 pub mod futex;
 pub mod interrupt_model;
-pub mod log_ring;
 pub mod page;
 pub mod prefetch;
 pub mod settings;

@@ -8,7 +8,6 @@
 pub mod entry;
 pub mod firehose;
 pub mod iotlb;
-pub mod log_table;
 pub mod part;
 pub mod registration;
 pub mod symheap;
@@ -16,6 +15,5 @@ pub mod table;
 
 pub use entry::{Entry, Prot};
 pub use iotlb::{Eviction, Iotlb, IotlbConfig, IotlbStats};
-pub use log_table::{LogArena, LogSlot, LogTable, FAULT_SLOT, MAX_DOMAINS, MAX_LOGS};
 pub use registration::{Registrar, RegistrationStats, Strategy};
 pub use table::{AccessKind, HeapFast, Lookup, OriginTable, TableLayout, TargetTable};

@@ -7,7 +7,7 @@
 //! TableHeader                 magic (written last), limits, high-water mark of regions
 //! RegionDesc[max_regions]     state, kind, in-flight origins, base, len, first entry
 //! entries: u64[heap_pages + private_pages]   region 0 = the symmetric heap, then private pages
-//! log arena (page aligned)    the access-log table and the logs (`log_table.rs`)
+//! log arena (page aligned)    the access-log table and the logs (the access layer's `log_table.rs`)
 //! ```
 //! Region 0 always describes the symmetric heap; its pages are PRESENT while a segment
 //! allocation covers them. Other regions are exposed ranges of private memory, byte-exact.
@@ -15,7 +15,6 @@
 //! so `unexpose` can wait until no copy into that memory is still running.
 
 use crate::entry::{Entry, Prot};
-use crate::log_table::{LogArena, LogTable};
 use crate::registration::{MlockPinner, Registrar, RegistrationStats, Strategy};
 use activerma_core::page::{page_floor, page_size, pages_spanned};
 use activerma_core::{Error, Rank, Result};
@@ -177,11 +176,10 @@ impl Drop for Lookup<'_> {
 pub struct OriginTable {
     raw: Raw,
     rank: Rank,
-    logs: Option<LogArena>,
-    /// Views of the target's logs, made on first use: a log is never destroyed (an origin may
-    /// hold a view at any time), so a view of an active one stays valid, and appends need not
-    /// find and check the log's header again each time.
-    rings: Box<[std::sync::OnceLock<activerma_core::log_ring::LogRing>]>,
+    /// Where the target's access-log arena lies in the window (offset, bytes; 0 bytes: none):
+    /// the `access` layer reads it (`ActiveTable`).
+    log_off: usize,
+    log_bytes: usize,
 }
 
 impl OriginTable {
@@ -201,30 +199,19 @@ impl OriginTable {
             private_pages: h.private_pages as usize,
             log_arena: h.log_bytes as usize,
         };
-        // SAFETY: the owner formatted the arena inside its window before setting the magic.
-        let logs = (h.log_bytes > 0)
-            .then(|| unsafe { LogArena::attach(w.local.add(h.log_off as usize), h.log_bytes as usize, rank) })
-            .transpose()?;
-        let rings = (0..crate::log_table::MAX_LOGS).map(|_| Default::default()).collect();
-        Ok(OriginTable { raw: Raw { base: w.local, layout }, rank, logs, rings })
+        Ok(OriginTable { raw: Raw { base: w.local, layout }, rank, log_off: h.log_off as usize, log_bytes: h.log_bytes as usize })
     }
 
-    /// The ring of the target's log `slot`, or None while that slot holds no log.
-    #[inline]
-    pub fn log_ring(&self, slot: usize) -> Result<Option<activerma_core::log_ring::LogRing>> {
-        if let Some(r) = self.rings.get(slot).and_then(|c| c.get()) {
-            return Ok(Some(*r));
-        }
-        let ring = self.logs()?.ring(slot);
-        if let (Some(r), Some(cache)) = (ring, self.rings.get(slot)) {
-            let _ = cache.set(r);
-        }
-        Ok(ring)
+    /// The target's access-log arena in this process (start, bytes), None if it has none. Its
+    /// owner formatted it before it published the table, so it is ready when `attach` is.
+    pub fn log_arena(&self) -> Option<(*mut u8, usize)> {
+        // SAFETY: the header placed the arena inside the window.
+        (self.log_bytes > 0).then(|| (unsafe { self.raw.base.add(self.log_off) }, self.log_bytes))
     }
 
-    /// The target's access-log table.
-    pub fn logs(&self) -> Result<&LogArena> {
-        self.logs.as_ref().ok_or_else(|| Error::Unsupported(format!("rank {} has no access-log arena", self.rank)))
+    /// The rank whose table this is.
+    pub fn rank(&self) -> Rank {
+        self.rank
     }
 
     /// The entry of the page holding `addr`, inside an access `lookup` checked.
@@ -381,7 +368,6 @@ impl OriginTable {
 /// A rank's own table: the only writer of it.
 pub struct TargetTable {
     raw: Raw,
-    logs: LogTable,
     /// Free ranges of private entries (start, count), and free region slots.
     state: Mutex<TargetState>,
     /// Pins pages for the registration strategy (nothing under `none`).
@@ -442,17 +428,17 @@ pub struct ExposureId(pub usize);
 
 impl TargetTable {
     /// Initializes the table in our own window; region 0 describes our heap. The last
-    /// `log_arena` bytes of the window hold the access logs, the first of them the fault log
-    /// of `fault_log` bytes; `origins` ranks append to them (a lane each, `lanes_for`).
-    pub fn init(
+    /// `log_arena` bytes of the window hold the access logs: `format_logs(start, bytes)` formats
+    /// them (the `access` layer's log table) before the table is published, so an origin that
+    /// finds the table finds the logs ready; its result is returned beside the table.
+    pub fn init<L>(
         w: Window,
         heap_base: usize,
         heap_len: usize,
         max_regions: usize,
         log_arena: usize,
-        fault_log: usize,
-        origins: usize,
-    ) -> Result<TargetTable> {
+        format_logs: impl FnOnce(*mut u8, usize) -> Result<L>,
+    ) -> Result<(TargetTable, L)> {
         let heap_pages = heap_len.div_ceil(page_size());
         let mut layout = TableLayout { max_regions, heap_pages, private_pages: 0, log_arena };
         let fixed = layout.bytes();
@@ -465,7 +451,7 @@ impl TargetTable {
         debug_assert!(log_off >= layout.entries_end());
         let raw = Raw { base: w.local, layout };
         // SAFETY: the arena is the end of our zeroed window; origins find it through the header.
-        let logs = unsafe { LogTable::init(w.local.add(log_off), log_arena, fault_log, origins)? };
+        let logs = format_logs(unsafe { w.local.add(log_off) }, log_arena)?;
         // SAFETY: the window is ours and zeroed; nobody reads it before the magic is set.
         unsafe {
             std::ptr::write(
@@ -488,9 +474,8 @@ impl TargetTable {
         r0.first_entry.store(0, Ordering::Relaxed);
         r0.state.store(ACTIVE, Ordering::Relaxed);
         raw.header().magic.store(MAGIC, Ordering::Release);
-        Ok(TargetTable {
+        let table = TargetTable {
             raw,
-            logs,
             state: Mutex::new(TargetState {
                 free_entries: vec![(heap_pages, layout.private_pages)],
                 exposures: vec![],
@@ -498,7 +483,8 @@ impl TargetTable {
             }),
             registrar: Registrar::new(Strategy::None, Arc::new(MlockPinner), 0, Arc::new(RegistrationStats::default())),
             part_stats: Arc::new(crate::part::PartStats::default()),
-        })
+        };
+        Ok((table, logs))
     }
 
     /// Installs the registration strategy (before anything is exposed; `none` until then).
@@ -566,11 +552,6 @@ impl TargetTable {
 
     fn heap_base(&self) -> usize {
         self.raw.region(0).base.load(Ordering::Relaxed) as usize
-    }
-
-    /// Our access-log table.
-    pub fn logs(&self) -> &LogTable {
-        &self.logs
     }
 
     fn set_entries(&self, first: usize, count: usize, value: u64) {
@@ -895,7 +876,7 @@ mod tests {
         let p = page_size();
         let (w, _keep) = window(64 * 1024);
         let heap = 0x1000_0000;
-        let t = TargetTable::init(w, heap, 16 * p, 8, 16 * 1024, 4096, 2).unwrap();
+        let t = TargetTable::init(w, heap, 16 * p, 8, 16 * 1024, |_, _| Ok(())).unwrap().0;
         let o = OriginTable::attach(w, 3).unwrap();
         assert!(matches!(o.check(heap, 8, AccessKind::Put), Err(Error::NotExposed { rank: 3, .. })));
         t.map_segment(p, 2 * p);
@@ -915,7 +896,7 @@ mod tests {
     fn private_exposure_is_byte_exact_and_protected() {
         let p = page_size();
         let (w, _keep) = window(64 * 1024);
-        let t = TargetTable::init(w, 0x1000_0000, 4 * p, 8, 16 * 1024, 4096, 2).unwrap();
+        let t = TargetTable::init(w, 0x1000_0000, 4 * p, 8, 16 * 1024, |_, _| Ok(())).unwrap().0;
         let o = OriginTable::attach(w, 1).unwrap();
         let base = 0x2000_0010;
         let id = t.expose(base, 100, Prot::ReadOnly).unwrap();
@@ -940,12 +921,12 @@ mod tests {
         assert!(matches!(o.check(base, 8, AccessKind::Put), Err(Error::Protection { .. })), "W=0 without logging: a fault");
         t.update_bits(base, 8, Entry::RL, 0).unwrap();
         assert!(o.check(base, 8, AccessKind::Get).unwrap().active, "R=1, RL=1: a logged get");
-        assert!(o.logs().unwrap().ring(crate::log_table::FAULT_SLOT).is_some(), "the fault log exists");
+        assert!(o.log_arena().is_some_and(|(_, bytes)| bytes == 16 * 1024), "the log arena is found");
         t.unexpose(id2).unwrap();
     }
 
     fn with_strategy(w: Window, strategy: Strategy) -> (TargetTable, Arc<crate::registration::CountingPinner>) {
-        let mut t = TargetTable::init(w, 0x1000_0000, 4 * page_size(), 8, 16 * 1024, 4096, 2).unwrap();
+        let mut t = TargetTable::init(w, 0x1000_0000, 4 * page_size(), 8, 16 * 1024, |_, _| Ok(())).unwrap().0;
         let fake = Arc::new(crate::registration::CountingPinner::new());
         t.set_registrar(Registrar::new(strategy, fake.clone(), 0, Arc::new(RegistrationStats::default())));
         (t, fake)
@@ -1044,7 +1025,7 @@ mod tests {
     fn pin_all_exposure_that_does_not_fit_leaves_nothing_exposed() {
         let p = page_size();
         let (w, _keep) = window(64 * 1024);
-        let mut t = TargetTable::init(w, 0x1000_0000, 4 * p, 8, 16 * 1024, 4096, 2).unwrap();
+        let mut t = TargetTable::init(w, 0x1000_0000, 4 * p, 8, 16 * 1024, |_, _| Ok(())).unwrap().0;
         let fake = Arc::new(crate::registration::CountingPinner::new());
         t.set_registrar(Registrar::new(Strategy::PinAll, fake.clone(), 2 * p as u64, Arc::new(RegistrationStats::default())));
         let o = OriginTable::attach(w, 1).unwrap();
@@ -1060,7 +1041,7 @@ mod tests {
     #[test]
     fn unexpose_waits_for_inflight_origin() {
         let (w, _keep) = window(64 * 1024);
-        let t = TargetTable::init(w, 0x1000_0000, 4 * page_size(), 8, 16 * 1024, 4096, 2).unwrap();
+        let t = TargetTable::init(w, 0x1000_0000, 4 * page_size(), 8, 16 * 1024, |_, _| Ok(())).unwrap().0;
         let o = OriginTable::attach(w, 1).unwrap();
         let id = t.expose(0x3000_0000, 64, Prot::ReadWrite).unwrap();
         let guard = o.check(0x3000_0000, 8, AccessKind::Put).unwrap();

@@ -5,6 +5,7 @@
 //! and answers with a status, a value and optional bytes.
 
 use crate::Proto;
+use activerma_access::ActiveTable;
 use activerma_am::{Am, AmCtx, HandlerId};
 use activerma_core::{Error, Rank, Result};
 use activerma_mem::{AccessKind, Lookup, OriginTable, Prot};
@@ -21,7 +22,7 @@ pub const ACTIVE_FLUSH: HandlerId = 5;
 
 /// The target's own table, attached on first use (it is initialized before any request).
 pub(crate) struct OwnTable {
-    table: OnceLock<OriginTable>,
+    table: OnceLock<ActiveTable>,
     conduit: Arc<dyn Conduit>,
 }
 
@@ -29,10 +30,12 @@ impl OwnTable {
     pub fn new(conduit: Arc<dyn Conduit>) -> OwnTable {
         OwnTable { table: OnceLock::new(), conduit }
     }
-    pub fn get(&self) -> &OriginTable {
+    pub fn get(&self) -> &ActiveTable {
         let me = self.conduit.rank();
-        self.table
-            .get_or_init(|| OriginTable::attach(self.conduit.table_window(me).expect("own table"), me).expect("own table initialized"))
+        self.table.get_or_init(|| {
+            let table = OriginTable::attach(self.conduit.table_window(me).expect("own table"), me);
+            table.and_then(ActiveTable::attach).expect("own table initialized")
+        })
     }
     pub fn check(&self, addr: usize, len: usize, kind: AccessKind) -> Result<Lookup<'_>> {
         self.get().check(addr, len, kind)
@@ -202,7 +205,7 @@ pub(crate) fn register_active_flush(am: &Am) -> Result<()> {
                 let logs = table.get().logs()?;
                 // A mark names a log's lane as slot << 32 | lane, and the position to reach.
                 let marks: Vec<(u64, u64)> = if msg.is_empty() {
-                    (0..activerma_mem::MAX_LOGS)
+                    (0..activerma_access::MAX_LOGS)
                         .filter_map(|slot| logs.ring(slot).map(|r| (slot, r)))
                         .flat_map(|(slot, r)| (0..r.lanes()).map(move |lane| ((slot as u64) << 32 | lane as u64, r.reserved(lane))))
                         .collect()

@@ -2,11 +2,11 @@
 //! progress engine checks its table and answers with the bytes.
 
 use crate::am_request::{self, Asked, OwnTable, GET};
-use crate::log_append::{self, Logged};
 use crate::Proto;
+use activerma_access::log_append::{self, Logged};
+use activerma_access::LogOp;
 use activerma_am::{Am, AmCtx};
 use activerma_core::counters::bump;
-use activerma_core::log_ring::LogOp;
 use activerma_core::{Error, Rank, Result};
 use activerma_mem::AccessKind;
 use std::sync::Arc;

@@ -26,6 +26,7 @@
 //! (remote completion); non-blocking and implicit operations are started and their data moved
 //! before the call returns, and complete (modelled network included) by `wait` / `flush`.
 
+mod active_origin;
 mod am_request;
 mod atomic_am;
 mod atomic_direct;
@@ -35,7 +36,6 @@ mod get_active;
 mod get_am;
 mod get_cma;
 mod get_direct;
-mod log_append;
 mod noncontig;
 mod part;
 mod put_active;
@@ -61,6 +61,7 @@ pub use select::{Choice, Protocol};
 pub use strided::StridedPattern;
 pub use transfer::{PendingTransfer, Transfer};
 
+use activerma_access::ActiveTable;
 use activerma_am::Am;
 use activerma_core::counters::{bump, Counters};
 use activerma_core::{settings, Error, Rank, Result};
@@ -78,7 +79,7 @@ pub struct Proto {
     net: Arc<NetModel>,
     counters: Arc<Counters>,
     /// Per rank: its table, if this process can read it (same host).
-    tables: Vec<Option<OriginTable>>,
+    tables: Vec<Option<ActiveTable>>,
     /// Per rank: its heap, where the segment fast path may be taken (select.rs): mapped here,
     /// described by its table exactly, and nothing watching accesses (see `new`).
     segment_views: Vec<Option<Window>>,
@@ -231,7 +232,7 @@ impl Proto {
         let mut tables = Vec::with_capacity(n);
         let mut heaps = Vec::with_capacity(n);
         for r in 0..n {
-            tables.push(conduit.table_window(r).map(|w| OriginTable::attach(w, r)).transpose()?);
+            tables.push(conduit.table_window(r).map(|w| OriginTable::attach(w, r).and_then(ActiveTable::attach)).transpose()?);
             heaps.push(conduit.heap_window(r));
         }
         let heap_len = heaps[conduit.rank()].ok_or_else(|| Error::Unsupported("conduit without a local heap".into()))?.len;

@@ -21,12 +21,12 @@
 //! memory without its CPU, so the list goes straight to the kernel.
 
 use crate::am_request::{self, Asked, OwnTable};
-use crate::log_append::{self, Logged};
 use crate::select::{Choice, Pass, Protocol};
 use crate::{get_cma, put_cma, Proto};
+use activerma_access::log_append::{self, Logged};
+use activerma_access::LogOp;
 use activerma_am::{Am, AmCtx, HandlerId};
 use activerma_core::counters::bump;
-use activerma_core::log_ring::LogOp;
 use activerma_core::{settings, Error, Rank, Result};
 use activerma_mem::{AccessKind, Lookup, Strategy};
 use std::sync::atomic::{fence, Ordering};

@@ -3,8 +3,8 @@
 //! (`log_append`): the bytes go into memory where W=1 (memcpy into a mapped segment, or cross-
 //! memory attach into private memory), and into the target's access log where WL / WLD.
 
-use crate::log_append::{self, Logged};
 use crate::{put_cma, Proto};
+use activerma_access::log_append;
 use activerma_core::counters::bump;
 use activerma_core::{Rank, Result};
 use activerma_mem::Lookup;
@@ -20,7 +20,7 @@ pub(crate) fn run(p: &Proto, rank: Rank, addr: usize, src: &[u8], lookup: &Looku
         }
     };
     let mut waiter = activerma_am::Waiter::default();
-    let touched = Logged::at_origin(p, rank, lookup, |l| {
+    let touched = crate::active_origin::logged(p, rank, lookup, |l| {
         log_append::put(l, addr, src, &mut write, &mut || waiter.step(&p.am, rank, "room in an access log"))
     })?;
     p.note_touched(rank, touched);

@@ -21,11 +21,11 @@
 //! ```
 
 use crate::am_request::{self, Asked, OwnTable, PUT};
-use crate::log_append::{self, Logged};
 use crate::Proto;
+use activerma_access::log_append::{self, Logged};
+use activerma_access::LogOp;
 use activerma_am::{Am, AmCtx, HandlerId};
 use activerma_core::counters::bump;
-use activerma_core::log_ring::LogOp;
 use activerma_core::{Error, Rank, Result};
 use activerma_mem::AccessKind;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -17,18 +17,16 @@
 //! A page's bits are read once per access: an access racing with `assoc_pages` sees, page by
 //! page, either the old bits or the new ones.
 
-use activerma_core::log_ring::LogOp;
+use crate::log_ring::LogOp;
+use crate::log_table::LogArena;
+use crate::ActiveTable;
 use activerma_core::page::page_size;
 use activerma_core::{Rank, Result};
-use activerma_mem::{Entry, LogArena, Lookup, OriginTable};
-
-/// Set in the addresses of log pages given to the IOTLB model, so that they never share a
-/// tag with the target's data pages (log addresses are this process's view of the log).
-const LOG_PAGE_TAG: usize = 1 << 62;
+use activerma_mem::{Entry, Lookup};
 
 /// Who is logging what: the target's table and logs, and the access's identity.
-pub(crate) struct Logged<'a> {
-    pub table: &'a OriginTable,
+pub struct Logged<'a> {
+    pub table: &'a ActiveTable,
     pub lookup: &'a Lookup<'a>,
     pub target: Rank,
     pub origin: Rank,
@@ -44,27 +42,11 @@ pub(crate) struct Logged<'a> {
 
 impl<'a> Logged<'a> {
     /// The identity of an access a target logs for an origin on another host (put_am /
-    /// get_am handlers). No modelled IOMMU costs: on one host the origins charge them.
-    pub(crate) fn at_target(table: &'a OriginTable, lookup: &'a Lookup<'a>, target: Rank, origin: Rank, seq: u64) -> Logged<'a> {
+    /// get_am handlers). No modelled IOMMU costs: on one host the origins charge them. (An
+    /// origin on this host logging into the target's table itself fills in the costs too:
+    /// proto's put_active / get_active.)
+    pub fn at_target(table: &'a ActiveTable, lookup: &'a Lookup<'a>, target: Rank, origin: Rank, seq: u64) -> Logged<'a> {
         Logged { table, lookup, target, origin, seq, log_ns: 0, scratchpad_ns: 0, translate_log: None }
-    }
-
-    /// Runs `f` with the identity of an access this origin logs itself into `rank`'s table (one
-    /// host: the origin plays the IOMMU), with the modelled IOMMU costs if they are on.
-    pub(crate) fn at_origin<R>(p: &'a crate::Proto, rank: Rank, lookup: &'a Lookup<'a>, f: impl FnOnce(&Logged) -> R) -> R {
-        let table = p.tables[rank].as_ref().expect("active accesses at the origin need the target's table");
-        let translate = p.iotlb.enabled().then_some(|at: usize| p.model_iotlb(rank, at | LOG_PAGE_TAG, 1));
-        let l = Logged {
-            table,
-            lookup,
-            target: rank,
-            origin: p.conduit.rank(),
-            seq: p.next_seq(rank),
-            log_ns: p.net.log_ns,
-            scratchpad_ns: p.net.scratchpad_ns,
-            translate_log: translate.as_ref().map(|f| f as &dyn Fn(usize)),
-        };
-        f(&l)
     }
 }
 
@@ -130,7 +112,7 @@ fn append(
 /// Whether an access of `len` bytes at `addr` would find room in every log its pages append
 /// to (see `LogRing::has_room_for`): a target's handler that must not wait for its own drain
 /// asks this first and, if not, retries the message later (`AmCtx::retry_later`).
-pub(crate) fn has_room(l: &Logged, op: LogOp, addr: usize, len: usize) -> Result<bool> {
+pub fn has_room(l: &Logged, op: LogOp, addr: usize, len: usize) -> Result<bool> {
     let logs = l.table.logs()?;
     let (log_bits, data_bit) = if op == LogOp::Put { (Entry::WL | Entry::WLD, Entry::WLD) } else { (Entry::RL | Entry::RLD, Entry::RLD) };
     let mut room = true;
@@ -149,7 +131,7 @@ pub(crate) fn has_room(l: &Logged, op: LogOp, addr: usize, len: usize) -> Result
 
 /// An active put: writes where W=1, logs where WL / WLD. `write(addr, bytes)` stores into the
 /// target's memory. Returns the mask of log slots appended to.
-pub(crate) fn put(
+pub fn put(
     l: &Logged,
     addr: usize,
     src: &[u8],
@@ -173,7 +155,7 @@ pub(crate) fn put(
 
 /// An active get, after the data was read into `got`: logs where RL / RLD (RLD: a copy of the
 /// bytes returned). Returns the mask of log slots appended to.
-pub(crate) fn get(l: &Logged, addr: usize, got: &[u8], wait: &mut dyn FnMut() -> Result<()>) -> Result<u64> {
+pub fn get(l: &Logged, addr: usize, got: &[u8], wait: &mut dyn FnMut() -> Result<()>) -> Result<u64> {
     let logs = l.table.logs()?;
     let mut touched = 0u64;
     runs(l, addr, got.len(), |s, e, bits| {

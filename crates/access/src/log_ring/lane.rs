@@ -252,7 +252,7 @@ impl Lane {
         // The line the lane's next entry starts at was last read by the consumer, a lap ago:
         // ask for it now, so that the next append's stores do not miss (and the locked claim
         // before them does not wait for those misses to drain).
-        crate::prefetch::for_write(self.slot(pos + claim.size) as usize);
+        activerma_core::prefetch::for_write(self.slot(pos + claim.size) as usize);
     }
 
     /// The stamp and size of the entry (or padding) published at `pos`; None if nothing is
@@ -275,7 +275,7 @@ impl Lane {
             // SAFETY: published (Acquire in published_at): the body is written and stays
             // until the consumer frees it (and a reused line fails the lap check first).
             let addr = unsafe { ptr::read(self.slot(pos).add(8) as *const Body) }.addr;
-            crate::prefetch::for_write(addr as usize);
+            activerma_core::prefetch::for_write(addr as usize);
         }
         Some(pos + size)
     }

@@ -61,7 +61,7 @@
 
 mod lane;
 
-use crate::{Error, Result};
+use activerma_core::{Error, Result};
 use lane::{entry_size, Body, CacheLine, Lane, LaneHeader, CONT_DATA, FIRST_DATA, LINE};
 #[cfg(test)]
 use lane::{COMMITTED, LINES_SHIFT};

@@ -11,7 +11,7 @@
 //! Logs are created by their owner at any time and live until the job ends: an origin may hold
 //! a view of a ring at any moment, and nothing tells it the ring went away.
 
-use activerma_core::log_ring::{lanes_for, ring_bytes, LogRing, MIN_CAPACITY};
+use crate::log_ring::{lanes_for, ring_bytes, LogRing, MIN_CAPACITY};
 use activerma_core::{futex, Error, Rank, Result};
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Mutex;
@@ -295,7 +295,7 @@ impl LogTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use activerma_core::log_ring::{EntryMeta, LogOp};
+    use crate::log_ring::{EntryMeta, LogOp};
 
     #[test]
     fn domains_map_to_their_logs_and_the_fault_log_exists() {
