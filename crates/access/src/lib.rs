@@ -57,6 +57,10 @@ pub struct Access {
     threads: Mutex<Vec<LogThread>>,
     counters: Arc<Counters>,
     stopped: AtomicBool,
+    /// How wake-mode threads wait (the job's ACTIVERMA_WAKE_INTERVAL_US) and what an interrupt
+    /// costs under the modelled network (0: off), from `am` at start.
+    wake_interval_ns: u64,
+    interrupt_ns: u64,
 }
 
 impl Access {
@@ -71,6 +75,8 @@ impl Access {
             threads: Mutex::new(Vec::new()),
             counters,
             stopped: AtomicBool::new(false),
+            wake_interval_ns: am.wake_interval_ns(),
+            interrupt_ns: am.net().interrupt_ns,
         });
         let weak = Arc::downgrade(&a);
         am.add_poller(Arc::new(move || weak.upgrade().map_or(0, |a| a.poll())));

@@ -3,7 +3,7 @@
 use crate::Access;
 use activerma_core::backoff::IdlePoll;
 use activerma_core::interrupt_model::ModelledInterrupt;
-use activerma_core::{clock, futex, settings, Error, Result};
+use activerma_core::{clock, futex, settings, Config, Error, Result};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -21,9 +21,9 @@ pub enum Notify {
 
 impl Notify {
     /// The mode ACTIVERMA_AA_NOTIFY names (with ACTIVERMA_AA_WAKE_THRESHOLD).
-    pub fn from_settings() -> Result<Notify> {
-        Ok(match settings::get_enum(settings::AA_NOTIFY)? {
-            "wake" => Notify::Wake { threshold: settings::get_u64(settings::AA_WAKE_THRESHOLD)?.max(1) },
+    pub fn from_config(cfg: &Config) -> Result<Notify> {
+        Ok(match cfg.get_enum(settings::AA_NOTIFY)? {
+            "wake" => Notify::Wake { threshold: cfg.get_u64(settings::AA_WAKE_THRESHOLD)?.max(1) },
             "thread" => Notify::Thread,
             _ => Notify::Poll,
         })
@@ -56,7 +56,7 @@ pub(crate) struct LogThread {
 
 impl LogThread {
     pub fn start(access: Arc<Access>, slot: usize, notify: Notify) -> Result<LogThread> {
-        let interval_ns = settings::get_u64(settings::WAKE_INTERVAL_US)?.max(1) * 1000;
+        let interval_ns = access.wake_interval_ns;
         let a = access.clone();
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
@@ -99,7 +99,7 @@ fn spin_loop(a: &Access, slot: usize, stopped: &dyn Fn() -> bool) {
 }
 
 fn sleep_loop(a: &Access, slot: usize, threshold: u64, interval_ns: u64, stopped: &dyn Fn() -> bool) {
-    if let Ok(Some(interrupt)) = ModelledInterrupt::from_settings(threshold) {
+    if let Some(interrupt) = ModelledInterrupt::new(a.interrupt_ns, threshold) {
         return modelled_interrupt_loop(a, slot, threshold, interval_ns, interrupt, stopped);
     }
     let s = a.arena().slot(slot);

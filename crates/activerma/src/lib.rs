@@ -25,7 +25,7 @@ pub use activerma_access::MAX_DOMAINS;
 pub use activerma_access::{Actions, EntryMeta, LogEntry, LogHandler, LogOp, Notify};
 pub use activerma_am::{AmCtx, Handler, HandlerId, ProgressMode, FIRST_USER_HANDLER, MAX_HANDLERS};
 pub use activerma_core::counters::Counters;
-pub use activerma_core::{settings, Error, Rank, Result};
+pub use activerma_core::{settings, Config, Error, Rank, Result};
 pub use activerma_mem::firehose::FirehoseStats;
 pub use activerma_mem::part::{PageIn, PartStats};
 pub use activerma_mem::{IotlbStats, Prot, RegistrationStats, Strategy};
@@ -37,10 +37,10 @@ pub use remote_ptr::RemotePtr;
 pub use segment::Segment;
 #[cfg(feature = "mpi")]
 pub use world::init_mpi_comm;
-pub use world::{init, World};
+pub use world::{init, init_with, World};
 
-/// Bytes of translation table a rank needs with the current settings (the launcher sizes the
-/// job's shared memory with it).
-pub fn table_bytes(heap_size: usize) -> Result<u64> {
-    Ok(activerma_mem::TableLayout::from_settings(heap_size)?.bytes() as u64)
+/// Bytes of translation table a rank needs with these settings (the launcher sizes the job's
+/// shared memory with it).
+pub fn table_bytes(cfg: &Config, heap_size: usize) -> Result<u64> {
+    Ok(activerma_mem::TableLayout::from_config(cfg, heap_size)?.bytes() as u64)
 }

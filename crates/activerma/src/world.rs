@@ -3,7 +3,7 @@
 use crate::{Exposed, Prot, RemotePtr, Segment};
 use activerma_am::{Am, Handler, HandlerId, ProgressMode, ProgressThread, FIRST_USER_HANDLER};
 use activerma_core::counters::Counters;
-use activerma_core::{settings, Error, Rank, Result};
+use activerma_core::{settings, Config, Error, Rank, Result};
 use activerma_mem::symheap::SymHeap;
 use activerma_mem::{AccessKind, Registrar, RegistrationStats, Strategy, TableLayout, TargetTable};
 use activerma_proto::{AtomicOp, AtomicPath, Noncontig, OpHandle, PendingTransfer, Proto, Protocol, StridedPattern, Transfer, Width};
@@ -29,6 +29,8 @@ pub(crate) struct Inner {
     finalized: AtomicBool,
     /// ACTIVERMA_COUNTERS: print the counters at finalize.
     print_counters: bool,
+    /// The settings the job was started with (read once, at init).
+    config: Config,
 }
 
 /// Handle to the job; cheap to clone, shared by every thread of the rank.
@@ -38,9 +40,17 @@ pub struct World {
 }
 
 /// Joins the job (collective: every rank calls it). A program started without the launcher
-/// becomes a one-rank job.
+/// becomes a one-rank job. The settings are the environment's (`ACTIVERMA_*`), read once here.
 pub fn init() -> Result<World> {
-    init_over(None)
+    init_over(Config::from_env()?, None)
+}
+
+/// `init` with settings the program chose (`Config::defaults()` or `Config::from_env()`, then
+/// `set`), not read from the environment: what a test or an embedding program uses. Every rank
+/// must pass the same settings, as it would have the same environment. (The variables the
+/// launcher gives each rank, ACTIVERMA_RANK and the job's memory, still come from it.)
+pub fn init_with(config: Config) -> Result<World> {
+    init_over(config, None)
 }
 
 /// Joins a job made of the ranks of `comm`, an MPI communicator of a program that initialized
@@ -48,7 +58,7 @@ pub fn init() -> Result<World> {
 /// are `comm`'s, and MPI stays the program's to finalize. What ARMCI_Init_mpi_comm needs.
 #[cfg(feature = "mpi")]
 pub fn init_mpi_comm(comm: activerma_transport::mpi::MpiComm) -> Result<World> {
-    init_over(Some(comm))
+    init_over(Config::from_env()?, Some(comm))
 }
 
 /// The communicator a job runs over when the program names one (never in a build without MPI).
@@ -57,35 +67,34 @@ type JobComm = activerma_transport::mpi::MpiComm;
 #[cfg(not(feature = "mpi"))]
 type JobComm = std::convert::Infallible;
 
-fn init_over(comm: Option<JobComm>) -> Result<World> {
-    settings::validate_all()?;
-    let heap_size = activerma_core::page::page_ceil(settings::get_u64(settings::SEGMENT_SIZE)? as usize);
-    let table_bytes = TableLayout::from_settings(heap_size)?.bytes();
+fn init_over(cfg: Config, comm: Option<JobComm>) -> Result<World> {
+    let heap_size = activerma_core::page::page_ceil(cfg.get_u64(settings::SEGMENT_SIZE)? as usize);
+    let table_bytes = TableLayout::from_config(&cfg, heap_size)?.bytes();
     let use_mpi = comm.is_some()
-        || match settings::get_enum(settings::CONDUIT)? {
+        || match cfg.get_enum(settings::CONDUIT)? {
             "mpi" => true,
             "smp" => false,
             _ => std::env::var_os(activerma_transport::smp::ENV_RANK).is_none() && activerma_transport::started_by_mpi_launcher(),
         };
     let conduit: Arc<dyn Conduit> = if use_mpi && !one_rank_mpi_job(comm)? {
-        mpi_conduit(heap_size, table_bytes, comm)?
+        mpi_conduit(&cfg, heap_size, table_bytes, comm)?
     } else {
-        match SmpConduit::from_env()? {
+        match SmpConduit::from_env(&cfg)? {
             Some(c) => Arc::new(c),
-            None => Arc::new(SmpConduit::standalone(table_bytes as u64)?),
+            None => Arc::new(SmpConduit::standalone(&cfg, table_bytes as u64)?),
         }
     };
     let counters = Arc::new(Counters::default());
-    let net = Arc::new(NetModel::from_settings()?);
-    let am = Arc::new(Am::new(conduit.clone(), net.clone(), counters.clone())?);
+    let net = Arc::new(NetModel::from_config(&cfg)?);
+    let am = Arc::new(Am::new(conduit.clone(), net.clone(), counters.clone(), &cfg)?);
     let handlers = Proto::register_handlers(&am)?;
 
     let me = conduit.rank();
     let heap = conduit.heap_window(me).ok_or_else(|| Error::Unsupported("conduit without a local heap".into()))?;
     let table_window = conduit.table_window(me).ok_or_else(|| Error::Unsupported("conduit without a table window".into()))?;
-    let max_regions = settings::get_u64(settings::MAX_REGIONS)?.max(2) as usize;
-    let layout = TableLayout::from_settings(heap.len)?;
-    let fault_log = settings::get_u64(settings::FAULT_LOG_SIZE)? as usize;
+    let max_regions = cfg.get_u64(settings::MAX_REGIONS)?.max(2) as usize;
+    let layout = TableLayout::from_config(&cfg, heap.len)?;
+    let fault_log = cfg.get_u64(settings::FAULT_LOG_SIZE)? as usize;
     let origins = conduit.size();
     // The access-log table is formatted in the window's arena before the table is published.
     let (mut table, log_table) =
@@ -95,19 +104,19 @@ fn init_over(comm: Option<JobComm>) -> Result<World> {
         })?;
     // The registration strategy (a reserved or unknown one is refused here, at init).
     let reg_stats = Arc::new(RegistrationStats::default());
-    table.set_registrar(Registrar::from_settings(reg_stats.clone())?);
+    table.set_registrar(Registrar::from_config(&cfg, reg_stats.clone())?);
     let table = Arc::new(table);
-    let table_handlers = Proto::register_table_handlers(&am, table.clone())?;
-    let firehose = Proto::register_firehose(&am, table.clone())?;
+    let table_handlers = Proto::register_table_handlers(&am, table.clone(), &cfg)?;
+    let firehose = Proto::register_firehose(&am, table.clone(), &cfg)?;
     // Everyone's table and heap base must be in place before anyone looks at them.
     conduit.barrier(&mut || {
         am.progress();
     })?;
-    let proto = Proto::new(conduit.clone(), am.clone(), net.clone(), counters.clone(), handlers, reg_stats)?
+    let proto = Proto::new(conduit.clone(), am.clone(), net.clone(), counters.clone(), handlers, reg_stats, &cfg)?
         .with_firehose(firehose)
         .with_table_handlers(table_handlers);
     let heap_bases = (0..conduit.size()).map(|r| conduit.heap_base(r)).collect();
-    let mode = ProgressMode::from_settings()?;
+    let mode = ProgressMode::from_config(&cfg)?;
     let access = activerma_access::Access::new(log_table, &am, counters.clone());
     let world = World {
         inner: Arc::new(Inner {
@@ -120,7 +129,8 @@ fn init_over(comm: Option<JobComm>) -> Result<World> {
             counters,
             progress_thread: Mutex::new((mode, None)),
             finalized: AtomicBool::new(false),
-            print_counters: activerma_core::settings::get_bool(activerma_core::settings::COUNTERS)?,
+            print_counters: cfg.get_bool(settings::COUNTERS)?,
+            config: cfg,
             am: am.clone(),
             conduit,
         }),
@@ -143,12 +153,12 @@ fn one_rank_mpi_job(_comm: Option<JobComm>) -> Result<bool> {
 }
 
 #[cfg(feature = "mpi")]
-fn mpi_conduit(heap_size: usize, table_bytes: usize, comm: Option<JobComm>) -> Result<Arc<dyn Conduit>> {
-    Ok(Arc::new(activerma_transport::mpi::MpiConduit::init(heap_size, table_bytes, comm)?))
+fn mpi_conduit(cfg: &Config, heap_size: usize, table_bytes: usize, comm: Option<JobComm>) -> Result<Arc<dyn Conduit>> {
+    Ok(Arc::new(activerma_transport::mpi::MpiConduit::init(cfg, heap_size, table_bytes, comm)?))
 }
 
 #[cfg(not(feature = "mpi"))]
-fn mpi_conduit(_heap_size: usize, _table_bytes: usize, _comm: Option<JobComm>) -> Result<Arc<dyn Conduit>> {
+fn mpi_conduit(_cfg: &Config, _heap_size: usize, _table_bytes: usize, _comm: Option<JobComm>) -> Result<Arc<dyn Conduit>> {
     Err(Error::Unsupported(format!(
         "this program was started by an MPI launcher (or {}=mpi) but built without the mpi conduit: build it with `scripts/build-mpi.sh openmpi|mpich` (cargo feature \"mpi\"), or start it with `activerma run`",
         settings::CONDUIT
@@ -156,6 +166,11 @@ fn mpi_conduit(_heap_size: usize, _table_bytes: usize, _comm: Option<JobComm>) -
 }
 
 impl World {
+    /// The settings this job runs with (read once, at init).
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
     pub(crate) fn live_inner(&self) -> Result<&Inner> {
         self.live()
     }

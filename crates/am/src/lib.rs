@@ -14,7 +14,7 @@ pub use progress_thread::{ProgressMode, ProgressThread};
 use activerma_core::backoff::Backoff;
 use activerma_core::clock::Deadline;
 use activerma_core::counters::{bump, Counters};
-use activerma_core::{settings, Error, Rank, Result};
+use activerma_core::{settings, Config, Error, Rank, Result};
 use activerma_transport::netmodel::NetModel;
 use activerma_transport::{Conduit, PeerStatus};
 use frag::{FragFlags, Reassembly};
@@ -88,11 +88,15 @@ pub struct Am {
     /// Replaced whole on `add_poller` (rare), so a progress step only clones an Arc.
     pollers: RwLock<Arc<Vec<Poller>>>,
     timeout_s: f64,
+    /// How handler threads woken by "interrupts" wait (the wake progress mode, wake-mode
+    /// access logs): at most this long asleep, and one modelled interrupt per this many items.
+    wake_interval_ns: u64,
+    interrupt_every: u64,
     pub completions: Completions,
 }
 
 impl Am {
-    pub fn new(conduit: Arc<dyn Conduit>, net: Arc<NetModel>, counters: Arc<Counters>) -> Result<Am> {
+    pub fn new(conduit: Arc<dyn Conduit>, net: Arc<NetModel>, counters: Arc<Counters>, cfg: &Config) -> Result<Am> {
         let n = conduit.size();
         Ok(Am {
             net,
@@ -103,7 +107,9 @@ impl Am {
             reassembly: Mutex::new(Reassembly::new(n)),
             parked: Parked::new(n),
             pollers: RwLock::new(Arc::new(Vec::new())),
-            timeout_s: settings::get_f64(settings::TIMEOUT_S)?,
+            timeout_s: cfg.get_f64(settings::TIMEOUT_S)?,
+            wake_interval_ns: cfg.get_u64(settings::WAKE_INTERVAL_US)?.max(1) * 1000,
+            interrupt_every: cfg.get_u64(settings::NET_INTERRUPT_EVERY)?,
             completions: Completions::new(4096),
             conduit,
         })
@@ -315,6 +321,21 @@ impl Am {
             w.step(self, target, what)?;
         }
         Ok(())
+    }
+
+    /// The network model the job runs under.
+    pub fn net(&self) -> &NetModel {
+        &self.net
+    }
+
+    /// The longest a woken handler thread sleeps before it looks anyway (ACTIVERMA_WAKE_INTERVAL_US).
+    pub fn wake_interval_ns(&self) -> u64 {
+        self.wake_interval_ns
+    }
+
+    /// Items per modelled interrupt of the wake progress mode (ACTIVERMA_NET_INTERRUPT_EVERY).
+    pub fn interrupt_every(&self) -> u64 {
+        self.interrupt_every
     }
 
     pub fn timeout_s(&self) -> f64 {

@@ -3,7 +3,7 @@
 use crate::Am;
 use activerma_core::backoff::IdlePoll;
 use activerma_core::interrupt_model::ModelledInterrupt;
-use activerma_core::{settings, Error, Result};
+use activerma_core::{settings, Config, Error, Result};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -19,8 +19,9 @@ pub enum ProgressMode {
 }
 
 impl ProgressMode {
-    pub fn from_settings() -> Result<ProgressMode> {
-        Ok(match settings::get_enum(settings::PROGRESS)? {
+    /// The mode ACTIVERMA_PROGRESS names.
+    pub fn from_config(cfg: &Config) -> Result<ProgressMode> {
+        Ok(match cfg.get_enum(settings::PROGRESS)? {
             "app" => ProgressMode::App,
             "thread" => ProgressMode::Thread,
             "wake" => ProgressMode::Wake,
@@ -52,14 +53,11 @@ impl ProgressThread {
             return Ok(None);
         }
         am.conduit().threads_may_call()?;
-        let interval_ns = settings::get_u64(settings::WAKE_INTERVAL_US)?.max(1) * 1000;
+        let interval_ns = am.wake_interval_ns();
         let stop = Arc::new(AtomicBool::new(false));
         let (s, a) = (stop.clone(), am.clone());
-        let mut interrupt = if mode == ProgressMode::Wake {
-            ModelledInterrupt::from_settings(settings::get_u64(settings::NET_INTERRUPT_EVERY)?)?
-        } else {
-            None
-        };
+        let mut interrupt =
+            if mode == ProgressMode::Wake { ModelledInterrupt::new(am.net().interrupt_ns, am.interrupt_every()) } else { None };
         let handle = std::thread::Builder::new()
             .name("activerma-progress".into())
             .spawn(move || {

@@ -72,8 +72,8 @@ pub(crate) fn enabled() -> bool {
 /// Collective, at ARMCI_Init, when ACTIVERMA_ARMCI_ACC=active: the mailbox, its log and marks.
 pub(crate) fn setup(w: &World) -> R {
     let seg = w.alloc_segment(MAILBOX_BYTES).map_err(rt)?;
-    let notify = if activerma::settings::is_set(activerma::settings::AA_NOTIFY) {
-        Notify::from_settings().map_err(rt)?
+    let notify = if w.config().is_set(activerma::settings::AA_NOTIFY) {
+        Notify::from_config(w.config()).map_err(rt)?
     } else {
         Notify::Wake { threshold: 1 }
     };

@@ -274,7 +274,7 @@ fn init_job(join: impl FnOnce() -> activerma::Result<activerma::World>) -> R<()>
     let transfer = w.transfer().map_err(rt)?;
     let _ = TRANSFER.set(transfer);
     start_data_server(&w, transfer);
-    if activerma::settings::get_enum(activerma::settings::ARMCI_ACC).map_err(rt)? == "active" {
+    if w.config().get_enum(activerma::settings::ARMCI_ACC).map_err(rt)? == "active" {
         crate::acc_active::setup(&w)?;
     }
     let _ = LAST_HITS.set((0..w.size()).map(|_| LastHit::default()).collect());
@@ -290,7 +290,7 @@ fn init_job(join: impl FnOnce() -> activerma::Result<activerma::World>) -> R<()>
 /// its next ARMCI call.
 fn start_data_server(w: &World, transfer: activerma::Transfer) {
     use activerma::settings;
-    if !matches!(transfer, activerma::Transfer::Buffered | activerma::Transfer::Pipelined) || settings::is_set(settings::PROGRESS) {
+    if !matches!(transfer, activerma::Transfer::Buffered | activerma::Transfer::Pipelined) || w.config().is_set(settings::PROGRESS) {
         return;
     }
     if let Err(e) = w.set_progress_mode(activerma::ProgressMode::Wake) {

@@ -6,7 +6,7 @@
 
 use crate::state::{rank, world};
 use crate::status::{guard, invalid, CResult};
-use activerma::{Actions, LogEntry, LogHandler, Notify};
+use activerma::{Actions, Config, LogEntry, LogHandler, Notify};
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
@@ -124,9 +124,10 @@ fn handler(h: arma_log_handler_t, ctx: *mut c_void) -> CResult<LogHandler> {
     }))
 }
 
-fn notify(mode: c_int, wake_threshold: u64) -> CResult<Notify> {
+/// The notification `mode` names; ARMA_NOTIFY_DEFAULT is the job's ACTIVERMA_AA_NOTIFY (`cfg`).
+fn notify(cfg: &Config, mode: c_int, wake_threshold: u64) -> CResult<Notify> {
     match mode {
-        ARMA_NOTIFY_DEFAULT => Ok(Notify::from_settings()?),
+        ARMA_NOTIFY_DEFAULT => Ok(Notify::from_config(cfg)?),
         ARMA_NOTIFY_POLL => Ok(Notify::Poll),
         ARMA_NOTIFY_WAKE => Ok(Notify::Wake { threshold: wake_threshold.max(1) }),
         ARMA_NOTIFY_THREAD => Ok(Notify::Thread),
@@ -196,7 +197,7 @@ pub extern "C" fn arma_create_log(
     guard("arma_create_log", || {
         let w = world()?;
         let d = self::domain(domain)?;
-        let n = self::notify(notify, wake_threshold)?;
+        let n = self::notify(w.config(), notify, wake_threshold)?;
         Ok(w.create_log(d, capacity, n, handler(h, ctx)?)?)
     })
 }
@@ -208,7 +209,7 @@ pub extern "C" fn arma_create_log(
 pub extern "C" fn arma_set_fault_handler(notify: c_int, wake_threshold: u64, h: arma_log_handler_t, ctx: *mut c_void) -> c_int {
     guard("arma_set_fault_handler", || {
         let w = world()?;
-        let n = self::notify(notify, wake_threshold)?;
+        let n = self::notify(w.config(), notify, wake_threshold)?;
         Ok(w.set_fault_handler(n, handler(h, ctx)?)?)
     })
 }
@@ -269,10 +270,10 @@ mod tests {
         assert_eq!(actions(ARMA_AA_WL | ARMA_AA_WLD).map(|a| a.bits()).ok(), Some((Actions::WL | Actions::WLD).bits()));
         assert!(actions(1 << 20).is_err_and(|f| f.code == ARMA_ERR_INVALID_ARGUMENT && f.msg.contains("0x100000")));
         assert!(domain(-1).is_err() && domain(70_000).is_err() && domain(5).ok() == Some(5));
-        assert_eq!(notify(ARMA_NOTIFY_POLL, 9).ok(), Some(Notify::Poll));
-        assert_eq!(notify(ARMA_NOTIFY_WAKE, 0).ok(), Some(Notify::Wake { threshold: 1 }));
-        assert_eq!(notify(ARMA_NOTIFY_THREAD, 0).ok(), Some(Notify::Thread));
-        assert!(notify(7, 0).is_err_and(|f| f.code == ARMA_ERR_INVALID_ARGUMENT));
+        assert_eq!(notify(&Config::defaults(), ARMA_NOTIFY_POLL, 9).ok(), Some(Notify::Poll));
+        assert_eq!(notify(&Config::defaults(), ARMA_NOTIFY_WAKE, 0).ok(), Some(Notify::Wake { threshold: 1 }));
+        assert_eq!(notify(&Config::defaults(), ARMA_NOTIFY_THREAD, 0).ok(), Some(Notify::Thread));
+        assert!(notify(&Config::defaults(), 7, 0).is_err_and(|f| f.code == ARMA_ERR_INVALID_ARGUMENT));
         assert!(handler(None, std::ptr::null_mut()).is_err());
         // Through the entry point too; the world may or may not be up in this test binary, but
         // a bad handler is never ARMA_OK.

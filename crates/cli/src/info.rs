@@ -161,7 +161,7 @@ fn gather() -> Info {
             }
         })
         .collect();
-    let strategy = activerma::Strategy::from_settings();
+    let strategy = settings::get_enum(settings::REGISTRATION).and_then(activerma::Strategy::parse);
     let registration = Registration {
         strategy: strategy.as_ref().ok().map(|s| s.name()),
         pin_budget: settings::get_u64(settings::PIN_LIMIT).ok().filter(|&b| b > 0),
@@ -177,7 +177,15 @@ fn gather() -> Info {
         active: strategy.as_ref().is_ok_and(|&s| s == activerma::Strategy::Firehose),
         counters: counter_names(activerma::FirehoseStats::default().snapshot()),
     };
-    let network = match NetModel::from_settings() {
+    // The model from the network's own settings, so that a bad value elsewhere is not its error.
+    let network_config = (|| {
+        let mut c = activerma::Config::defaults();
+        for s in settings::TABLE.iter().filter(|s| s.layer == Layer::Network && settings::is_set(s.name)) {
+            c.set(s.name, &settings::raw(s.name))?;
+        }
+        Ok(c)
+    })();
+    let network = match network_config.and_then(|c| NetModel::from_config(&c)) {
         Ok(n) => Network { description: Some(n.describe()), error: None },
         Err(e) => Network { description: None, error: Some(e.to_string()) },
     };

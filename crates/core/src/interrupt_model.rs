@@ -17,7 +17,7 @@
 //! Only the CPU time of the interrupts is modelled, not their latency: the handler thread
 //! polls, so it sees work within a poll (or a scheduler's turn on a shared CPU).
 
-use crate::{clock, settings, Result};
+use crate::clock;
 
 #[derive(Clone, Copy, Debug)]
 pub struct ModelledInterrupt {
@@ -28,11 +28,10 @@ pub struct ModelledInterrupt {
 }
 
 impl ModelledInterrupt {
-    /// The model as the settings say, one interrupt per `every` items; `None` when off (real
-    /// futex wake-ups).
-    pub fn from_settings(every: u64) -> Result<Option<ModelledInterrupt>> {
-        let cost_ns = settings::get_u64(settings::NET_INTERRUPT_NS)?;
-        Ok((cost_ns != 0).then_some(ModelledInterrupt { cost_ns, every: every.max(1), owed: 0 }))
+    /// An interrupt of `cost_ns` (the network model's `interrupt_ns`) per `every` items; `None`
+    /// when the cost is 0: the model is off (real futex wake-ups).
+    pub fn new(cost_ns: u64, every: u64) -> Option<ModelledInterrupt> {
+        (cost_ns != 0).then_some(ModelledInterrupt { cost_ns, every: every.max(1), owed: 0 })
     }
 
     /// The handlers ran over `items` more items: takes the interrupts they raised (busy-waits).

@@ -4,6 +4,7 @@
 
 pub mod backoff;
 pub mod clock;
+pub mod config;
 pub mod counters;
 pub mod error;
 pub mod futex;
@@ -13,6 +14,7 @@ pub mod prefetch;
 pub mod settings;
 pub mod stream_copy;
 
+pub use config::Config;
 pub use error::{Error, Result};
 
 /// A rank is one process of the job, numbered 0..size.

@@ -261,7 +261,7 @@ pub fn raw(name: &str) -> String {
     }
 }
 
-fn bad(name: &str, value: &str, why: impl Into<String>) -> Error {
+pub(crate) fn bad(name: &str, value: &str, why: impl Into<String>) -> Error {
     Error::BadSetting { name: name.into(), value: value.into(), why: why.into() }
 }
 
@@ -278,51 +278,64 @@ pub fn parse_size(text: &str) -> Option<u64> {
 }
 
 pub fn get_u64(name: &str) -> Result<u64> {
-    let s = lookup(name);
-    let v = raw(name);
-    match s.kind {
-        Kind::Int => v.parse().map_err(|_| bad(name, &v, "expected a whole number")),
-        Kind::Size => parse_size(&v).ok_or_else(|| bad(name, &v, "expected a size such as 4096, 64K, 1G")),
-        _ => panic!("{name} is not numeric"),
-    }
+    parse_u64(lookup(name), &raw(name))
 }
 
 pub fn get_f64(name: &str) -> Result<f64> {
-    let v = raw(name);
-    v.parse::<f64>().ok().filter(|x| x.is_finite() && *x >= 0.0).ok_or_else(|| bad(name, &v, "expected a non-negative number"))
+    parse_f64(lookup(name), &raw(name))
 }
 
 pub fn get_bool(name: &str) -> Result<bool> {
-    let v = raw(name);
-    match v.to_ascii_lowercase().as_str() {
-        "1" | "true" | "yes" | "on" => Ok(true),
-        "0" | "false" | "no" | "off" => Ok(false),
-        _ => Err(bad(name, &v, "expected 0/1, true/false, yes/no or on/off")),
-    }
+    parse_bool(lookup(name), &raw(name))
 }
 
 pub fn get_enum(name: &str) -> Result<&'static str> {
-    let s = lookup(name);
-    let v = raw(name);
-    let Kind::Enum(options) = s.kind else { panic!("{name} is not an enum") };
+    parse_enum(lookup(name), &raw(name))
+}
+
+/// A whole number or a size, as the setting's kind says.
+pub(crate) fn parse_u64(s: &Setting, v: &str) -> Result<u64> {
+    match s.kind {
+        Kind::Int => v.parse().map_err(|_| bad(s.name, v, "expected a whole number")),
+        Kind::Size => parse_size(v).ok_or_else(|| bad(s.name, v, "expected a size such as 4096, 64K, 1G")),
+        _ => panic!("{} is not numeric", s.name),
+    }
+}
+
+pub(crate) fn parse_f64(s: &Setting, v: &str) -> Result<f64> {
+    v.parse::<f64>().ok().filter(|x| x.is_finite() && *x >= 0.0).ok_or_else(|| bad(s.name, v, "expected a non-negative number"))
+}
+
+pub(crate) fn parse_bool(s: &Setting, v: &str) -> Result<bool> {
+    match v.to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        _ => Err(bad(s.name, v, "expected 0/1, true/false, yes/no or on/off")),
+    }
+}
+
+pub(crate) fn parse_enum(s: &Setting, v: &str) -> Result<&'static str> {
+    let Kind::Enum(options) = s.kind else { panic!("{} is not an enum", s.name) };
     options
         .iter()
-        .find(|o| o.eq_ignore_ascii_case(&v))
+        .find(|o| o.eq_ignore_ascii_case(v))
         .copied()
-        .ok_or_else(|| bad(name, &v, format!("expected one of {}", options.join(", "))))
+        .ok_or_else(|| bad(s.name, v, format!("expected one of {}", options.join(", "))))
+}
+
+/// Checks `v` as a value of setting `s`.
+pub(crate) fn check(s: &Setting, v: &str) -> Result<()> {
+    match s.kind {
+        Kind::Bool => parse_bool(s, v).map(drop),
+        Kind::Int | Kind::Size => parse_u64(s, v).map(drop),
+        Kind::Float => parse_f64(s, v).map(drop),
+        Kind::Enum(_) => parse_enum(s, v).map(drop),
+    }
 }
 
 /// Checks every setting present in the environment, so a typo in any value fails early.
 pub fn validate_all() -> Result<()> {
-    for s in TABLE {
-        match s.kind {
-            Kind::Bool => drop(get_bool(s.name)?),
-            Kind::Int | Kind::Size => drop(get_u64(s.name)?),
-            Kind::Float => drop(get_f64(s.name)?),
-            Kind::Enum(_) => drop(get_enum(s.name)?),
-        }
-    }
-    Ok(())
+    TABLE.iter().try_for_each(|s| check(s, &raw(s.name)))
 }
 
 #[cfg(test)]

@@ -191,12 +191,14 @@ pub fn run(args: RunArgs) -> i32 {
     if let Some(p) = &args.progress {
         std::env::set_var(settings::PROGRESS, p);
     }
-    if let Err(e) = settings::validate_all() {
-        return fail(e);
-    }
+    // The job's settings, as its ranks will read them from the environment we pass on.
+    let cfg = match activerma_core::Config::from_env() {
+        Ok(c) => c,
+        Err(e) => return fail(e),
+    };
     let files = match (|| {
-        let heap = activerma_core::page::page_ceil(settings::get_u64(settings::SEGMENT_SIZE)? as usize);
-        let params = JobFiles::params_from_settings(args.n, activerma::table_bytes(heap)?)?;
+        let heap = activerma_core::page::page_ceil(cfg.get_u64(settings::SEGMENT_SIZE)? as usize);
+        let params = JobFiles::params_from_config(&cfg, args.n, activerma::table_bytes(&cfg, heap)?)?;
         JobFiles::create(params, true)
     })() {
         Ok(f) => f,
@@ -207,7 +209,7 @@ pub fn run(args: RunArgs) -> i32 {
         Err(e) => return fail(e),
     };
     install_signal_handlers();
-    let verbose = settings::get_bool(settings::VERBOSE).unwrap_or(false);
+    let verbose = cfg.get_bool(settings::VERBOSE).unwrap_or(false);
 
     let mut children: Vec<Option<Child>> = Vec::new();
     let mut sources = Vec::new();

@@ -79,13 +79,13 @@ impl TableLayout {
     pub fn bytes(&self) -> usize {
         self.log_off() + self.log_arena
     }
-    pub fn from_settings(heap_size: usize) -> Result<TableLayout> {
+    pub fn from_config(cfg: &activerma_core::Config, heap_size: usize) -> Result<TableLayout> {
         use activerma_core::settings as s;
         Ok(TableLayout {
-            max_regions: (s::get_u64(s::MAX_REGIONS)? as usize).max(2),
+            max_regions: (cfg.get_u64(s::MAX_REGIONS)? as usize).max(2),
             heap_pages: heap_size.div_ceil(page_size()),
-            private_pages: s::get_u64(s::MAX_PRIVATE_PAGES)? as usize,
-            log_arena: activerma_core::page::page_ceil(s::get_u64(s::LOG_ARENA)? as usize),
+            private_pages: cfg.get_u64(s::MAX_PRIVATE_PAGES)? as usize,
+            log_arena: activerma_core::page::page_ceil(cfg.get_u64(s::LOG_ARENA)? as usize),
         })
     }
 }

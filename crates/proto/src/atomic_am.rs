@@ -21,12 +21,8 @@ pub enum AtomicPath {
 }
 
 impl AtomicPath {
-    pub fn from_settings() -> Result<AtomicPath> {
-        Ok(if activerma_core::settings::get_enum(activerma_core::settings::ATOMICS)? == "target" {
-            AtomicPath::Target
-        } else {
-            AtomicPath::OneSided
-        })
+    pub fn from_config(cfg: &activerma_core::Config) -> Result<AtomicPath> {
+        Ok(if cfg.get_enum(activerma_core::settings::ATOMICS)? == "target" { AtomicPath::Target } else { AtomicPath::OneSided })
     }
 }
 

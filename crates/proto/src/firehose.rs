@@ -148,12 +148,12 @@ fn decode_reply(src: Rank, msg: &[u8]) -> Option<MoveReply> {
     Some(MoveReply { move_id: w[0], result, target_callback_ran: w[2] != 0 })
 }
 
-/// M, MAXVICTIM, bucket pages from the settings table; f = M / (ranks - 1).
-pub fn config_from_settings(rank: Rank, nranks: usize) -> Result<Config> {
-    let m = settings::get_u64(settings::FIREHOSE_M)? as usize;
-    let v = settings::get_u64(settings::FIREHOSE_MAXVICTIM)? as usize;
-    let pages = settings::get_u64(settings::FIREHOSE_BUCKET)? as usize;
-    let timeout = settings::get_f64(settings::TIMEOUT_S)?;
+/// M, MAXVICTIM, bucket pages from the job's configuration; f = M / (ranks - 1).
+fn firehose_config(job: &activerma_core::Config, rank: Rank, nranks: usize) -> Result<Config> {
+    let m = job.get_u64(settings::FIREHOSE_M)? as usize;
+    let v = job.get_u64(settings::FIREHOSE_MAXVICTIM)? as usize;
+    let pages = job.get_u64(settings::FIREHOSE_BUCKET)? as usize;
+    let timeout = job.get_f64(settings::TIMEOUT_S)?;
     if pages == 0 || !pages.is_power_of_two() {
         return Err(Error::BadSetting {
             name: settings::FIREHOSE_BUCKET.into(),
@@ -173,9 +173,9 @@ pub fn config_from_settings(rank: Rank, nranks: usize) -> Result<Config> {
 
 /// Creates this rank's Firehose and installs its handlers; call after the table exists and
 /// before the job's first barrier.
-pub(crate) fn setup(am: &Arc<Am>, table: Arc<TargetTable>) -> Result<Arc<Firehose>> {
+pub(crate) fn setup(am: &Arc<Am>, table: Arc<TargetTable>, job: &activerma_core::Config) -> Result<Arc<Firehose>> {
     let conduit = am.conduit();
-    let cfg = config_from_settings(conduit.rank(), conduit.size())?;
+    let cfg = firehose_config(job, conduit.rank(), conduit.size())?;
     let fh = Arc::new(Firehose::new(cfg, Arc::new(TablePinner(table)), Arc::new(AmMoves(Arc::downgrade(am))))?);
     let f = fh.clone();
     am.register(

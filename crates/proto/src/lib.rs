@@ -54,7 +54,6 @@ mod transfer;
 
 pub use atomic_am::AtomicPath;
 pub use completion::OpHandle;
-pub use firehose::config_from_settings as firehose_config;
 pub use noncontig::Noncontig;
 pub use remote_marks::RemoteMarks;
 pub use select::{Choice, Protocol};
@@ -64,7 +63,7 @@ pub use transfer::{PendingTransfer, Transfer};
 use activerma_access::ActiveTable;
 use activerma_am::Am;
 use activerma_core::counters::{bump, Counters};
-use activerma_core::{settings, Error, Rank, Result};
+use activerma_core::{settings, Config, Error, Rank, Result};
 use activerma_mem::{AccessKind, HeapFast, Iotlb, IotlbConfig, OriginTable, RegistrationStats, Strategy, TargetTable};
 use activerma_transport::netmodel::NetModel;
 use activerma_transport::{Conduit, Window};
@@ -172,8 +171,8 @@ impl Proto {
 
     /// Registers the handlers that need this rank's own table (rendezvous registration); call
     /// after the table exists and before the job's first barrier.
-    pub fn register_table_handlers(am: &Arc<Am>, table: Arc<TargetTable>) -> Result<TableHandlers> {
-        let part = if table.registrar().strategy() == Strategy::Part { Some(part::register(am, table.clone())?) } else { None };
+    pub fn register_table_handlers(am: &Arc<Am>, table: Arc<TargetTable>, cfg: &Config) -> Result<TableHandlers> {
+        let part = if table.registrar().strategy() == Strategy::Part { Some(part::register(am, table.clone(), cfg)?) } else { None };
         rendezvous::register(am, table.clone())?;
         let rma_exposures = if am.conduit().rma_reaches_registered() { Some(rendezvous_rma::register(am, table.clone())?) } else { None };
         Ok(TableHandlers { table, part, rma_exposures })
@@ -206,11 +205,15 @@ impl Proto {
     /// Under ACTIVERMA_REGISTRATION=firehose: creates this rank's Firehose (M, MAXVICTIM and
     /// the bucket size from the settings) and installs its move handlers; call after the table
     /// exists and before the job's first barrier, then hand it to `with_firehose`.
-    pub fn register_firehose(am: &Arc<Am>, table: Arc<TargetTable>) -> Result<Option<Arc<activerma_mem::firehose::Firehose>>> {
-        if Strategy::from_settings()? != Strategy::Firehose {
+    pub fn register_firehose(
+        am: &Arc<Am>,
+        table: Arc<TargetTable>,
+        cfg: &Config,
+    ) -> Result<Option<Arc<activerma_mem::firehose::Firehose>>> {
+        if Strategy::from_config(cfg)? != Strategy::Firehose {
             return Ok(None);
         }
-        firehose::setup(am, table).map(Some)
+        firehose::setup(am, table, cfg).map(Some)
     }
 
     /// Installs the Firehose `register_firehose` made (misses then move firehoses).
@@ -227,6 +230,7 @@ impl Proto {
         counters: Arc<Counters>,
         handlers: ProtoHandlers,
         reg_stats: Arc<RegistrationStats>,
+        cfg: &Config,
     ) -> Result<Proto> {
         let n = conduit.size();
         let mut tables = Vec::with_capacity(n);
@@ -242,9 +246,9 @@ impl Proto {
         }
         use activerma_core::settings as s;
         let iotlb =
-            IotlbConfig::parse(&s::raw(s::IOTLB_ENTRIES), &s::raw(s::IOTLB_WAYS), &s::raw(s::IOTLB_EVICTION), &s::raw(s::IOTLB_MISS_NS))?;
+            IotlbConfig::parse(cfg.raw(s::IOTLB_ENTRIES), cfg.raw(s::IOTLB_WAYS), cfg.raw(s::IOTLB_EVICTION), cfg.raw(s::IOTLB_MISS_NS))?;
         let iotlb = Iotlb::new(iotlb);
-        let verbose = settings::get_bool(settings::VERBOSE)?;
+        let verbose = cfg.get_bool(settings::VERBOSE)?;
         // Every access must pass the modelled IOTLB, and the verbose log names each first use
         // of a protocol: then there is no shortcut.
         let described = |r: usize, h: &Window| tables[r].as_ref().is_some_and(|t| t.heap_range() == (h.remote_base, h.len));
@@ -257,19 +261,19 @@ impl Proto {
             segment_views,
             marks: handlers.marks,
             posted: handlers.posted,
-            strategy: Strategy::from_settings()?,
+            strategy: Strategy::from_config(cfg)?,
             reg_stats,
             part: None,
             firehose: None,
             rma_exposures: None,
             pending_until: (0..n).map(|_| AtomicU64::new(0)).collect(),
             window: (0..n).map(|_| ImplicitWindow::default()).collect(),
-            stream_after: settings::get_u64(settings::PUT_STREAM_AFTER)?,
+            stream_after: cfg.get_u64(settings::PUT_STREAM_AFTER)?,
             verbose,
-            rma_rendezvous_min: settings::get_u64(settings::RMA_RENDEZVOUS_MIN)? as usize,
-            noncontig: noncontig::NoncontigSettings::from_settings()?,
-            atomic_path: AtomicPath::from_settings()?,
-            transfer: transfer::TransferSettings::from_settings()?,
+            rma_rendezvous_min: cfg.get_u64(settings::RMA_RENDEZVOUS_MIN)? as usize,
+            noncontig: noncontig::NoncontigSettings::from_config(cfg)?,
+            atomic_path: AtomicPath::from_config(cfg)?,
+            transfer: transfer::TransferSettings::from_config(cfg)?,
             own_table: None,
             seen: Default::default(),
             conduit,

@@ -27,7 +27,7 @@ use activerma_access::log_append::{self, Logged};
 use activerma_access::LogOp;
 use activerma_am::{Am, AmCtx, HandlerId};
 use activerma_core::counters::bump;
-use activerma_core::{settings, Error, Rank, Result};
+use activerma_core::{settings, Config, Error, Rank, Result};
 use activerma_mem::{AccessKind, Lookup, Strategy};
 use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
@@ -64,10 +64,10 @@ pub(crate) struct NoncontigSettings {
 }
 
 impl NoncontigSettings {
-    pub fn from_settings() -> Result<NoncontigSettings> {
-        let word = settings::get_enum(settings::NONCONTIG)?;
+    pub fn from_config(cfg: &Config) -> Result<NoncontigSettings> {
+        let word = cfg.get_enum(settings::NONCONTIG)?;
         let method = Noncontig::ALL.into_iter().find(|m| m.name() == word).expect("the setting's words are the methods' names");
-        let sge_max = settings::get_u64(settings::SGE_MAX)?;
+        let sge_max = cfg.get_u64(settings::SGE_MAX)?;
         let kernel = activerma_transport::smp::cma::KERNEL_IOV_MAX as u64;
         if sge_max == 0 || sge_max > kernel {
             return Err(Error::BadSetting {

@@ -34,7 +34,7 @@ use crate::am_request::{self, respond, Asked};
 use crate::Proto;
 use activerma_am::{Am, AmCtx, HandlerId};
 use activerma_core::counters::bump;
-use activerma_core::{settings, Error, Rank, Result};
+use activerma_core::{settings, Config, Error, Rank, Result};
 use activerma_mem::part::{
     ErrMsg, ErrSink, FaultInjector, Nack, Origin, OriginLink, PageIn, PartConfig, PartStats, PartTarget, Peer, Retransmit, UffdRegion,
     NACK_BYTES,
@@ -58,18 +58,18 @@ pub(crate) struct PartRt {
     fault_prob: f64,
 }
 
-/// The PART knobs of the settings table.
-pub fn config_from_settings() -> Result<PartConfig> {
+/// The PART knobs of the job's configuration.
+fn part_config(job: &Config) -> Result<PartConfig> {
     let cfg = PartConfig {
-        block_size: settings::get_u64(settings::PART_BLOCK)? as usize,
-        page_in: PageIn::parse(settings::get_enum(settings::PART_PAGEIN)?)?,
-        retransmit: Retransmit::parse(settings::get_enum(settings::PART_RETRANSMIT)?)?,
-        pretouch_max: settings::get_u64(settings::PART_PRETOUCH)? as usize,
+        block_size: job.get_u64(settings::PART_BLOCK)? as usize,
+        page_in: PageIn::parse(job.get_enum(settings::PART_PAGEIN)?)?,
+        retransmit: Retransmit::parse(job.get_enum(settings::PART_RETRANSMIT)?)?,
+        pretouch_max: job.get_u64(settings::PART_PRETOUCH)? as usize,
         ..PartConfig::default()
     };
     cfg.validate().map_err(|e| Error::BadSetting {
         name: settings::PART_BLOCK.into(),
-        value: settings::raw(settings::PART_BLOCK),
+        value: job.raw(settings::PART_BLOCK).into(),
         why: e.to_string(),
     })?;
     Ok(cfg)
@@ -81,19 +81,19 @@ fn words<const N: usize>(msg: &[u8]) -> [u64; N] {
 
 /// The target's side (and the ERR handler of the origin side); only under PART. Returns the
 /// runtime the origin side uses (handed to the Proto by `with_table_handlers`).
-pub(crate) fn register(am: &Arc<Am>, table: Arc<TargetTable>) -> Result<Arc<PartRt>> {
+pub(crate) fn register(am: &Arc<Am>, table: Arc<TargetTable>, job: &Config) -> Result<Arc<PartRt>> {
     // Refuse at init, with how to fix it, when userfaultfd (SIGBUS mode) is not available.
     drop(UffdRegion::new(activerma_core::page::page_size())?);
     let me = am.conduit().rank();
     let stats: Arc<PartStats> = table.part_stats().clone();
-    let fault_prob = settings::get_f64(settings::PART_FAULT_PROB)?;
+    let fault_prob = job.get_f64(settings::PART_FAULT_PROB)?;
     let injector = Mutex::new(FaultInjector::new(fault_prob, 0x5041_5254 ^ me as u64).map_err(|e| Error::BadSetting {
         name: settings::PART_FAULT_PROB.into(),
-        value: settings::raw(settings::PART_FAULT_PROB),
+        value: job.raw(settings::PART_FAULT_PROB).into(),
         why: e.to_string(),
     })?);
     let rt = Arc::new(PartRt {
-        origin: Origin::new(me, config_from_settings()?, stats.clone())?,
+        origin: Origin::new(me, part_config(job)?, stats.clone())?,
         target: PartTarget::new(stats),
         errs: Mutex::new(Vec::new()),
         fault_prob,

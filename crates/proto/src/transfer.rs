@@ -32,7 +32,7 @@
 use crate::select::{Pass, Protocol};
 use crate::{completion, get_am, get_direct, noncontig, put_am, put_direct, Proto};
 use activerma_core::counters::bump;
-use activerma_core::{settings, Error, Rank, Result};
+use activerma_core::{settings, Config, Error, Rank, Result};
 use activerma_mem::{AccessKind, HeapFast};
 use std::collections::VecDeque;
 use std::sync::atomic::AtomicU64;
@@ -76,10 +76,10 @@ pub(crate) struct TransferSettings {
 }
 
 impl TransferSettings {
-    pub fn from_settings() -> Result<TransferSettings> {
-        let word = settings::get_enum(settings::TRANSFER)?;
+    pub fn from_config(cfg: &Config) -> Result<TransferSettings> {
+        let word = cfg.get_enum(settings::TRANSFER)?;
         let protocol = Transfer::ALL.into_iter().find(|t| t.name() == word).expect("the setting's words are the protocols' names");
-        let chunk = settings::get_u64(settings::PIPELINE_CHUNK)?;
+        let chunk = cfg.get_u64(settings::PIPELINE_CHUNK)?;
         if chunk == 0 {
             return Err(Error::BadSetting {
                 name: settings::PIPELINE_CHUNK.into(),
@@ -87,7 +87,7 @@ impl TransferSettings {
                 why: "a pipelined transfer needs chunks of at least one byte".into(),
             });
         }
-        Ok(TransferSettings { protocol, chunk: chunk as usize, pipeline_min: settings::get_u64(settings::PIPELINE_MIN)? as usize })
+        Ok(TransferSettings { protocol, chunk: chunk as usize, pipeline_min: cfg.get_u64(settings::PIPELINE_MIN)? as usize })
     }
 }
 

@@ -4,7 +4,7 @@
 
 use activerma_core::clock::now_ns;
 use activerma_core::settings;
-use activerma_core::Result;
+use activerma_core::{Config, Result};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 #[derive(Debug, Default)]
@@ -25,14 +25,15 @@ pub struct NetModel {
 }
 
 impl NetModel {
-    pub fn from_settings() -> Result<NetModel> {
+    /// The model the ACTIVERMA_NET_* settings describe (all 0: off).
+    pub fn from_config(cfg: &Config) -> Result<NetModel> {
         Ok(NetModel {
-            latency_ns: settings::get_u64(settings::NET_LATENCY_NS)?,
-            bandwidth_bps: settings::get_u64(settings::NET_BANDWIDTH_MBS)?.saturating_mul(1_000_000),
-            recv_ns: settings::get_u64(settings::NET_RECV_NS)?,
-            log_ns: settings::get_u64(settings::NET_LOG_NS)?,
-            scratchpad_ns: settings::get_u64(settings::NET_SCRATCHPAD_NS)?,
-            interrupt_ns: settings::get_u64(settings::NET_INTERRUPT_NS)?,
+            latency_ns: cfg.get_u64(settings::NET_LATENCY_NS)?,
+            bandwidth_bps: cfg.get_u64(settings::NET_BANDWIDTH_MBS)?.saturating_mul(1_000_000),
+            recv_ns: cfg.get_u64(settings::NET_RECV_NS)?,
+            log_ns: cfg.get_u64(settings::NET_LOG_NS)?,
+            scratchpad_ns: cfg.get_u64(settings::NET_SCRATCHPAD_NS)?,
+            interrupt_ns: cfg.get_u64(settings::NET_INTERRUPT_NS)?,
             link_free_at: AtomicU64::new(0),
         })
     }

@@ -180,6 +180,9 @@ pub fn main() -> i32 {
     });
     jobs.push(Job { case: "small_queues", ranks: 3, env: vec![("ACTIVERMA_AM_SLOTS", "4"), ("ACTIVERMA_AM_SLOT_SIZE", "128")] });
     jobs.push(Job { case: "peer_exits_early", ranks: 2, env: vec![] });
+    for ranks in [2, 3] {
+        jobs.push(Job { case: "settings_without_environment", ranks, env: vec![("ACTIVERMA_TRANSFER", "pipelined")] });
+    }
     // Implicit puts with non-temporal stores from the first byte of a window (unaligned
     // offsets and lengths in both cases; randomized checks every byte).
     for (case, ranks) in [("nonblocking_and_flush", 2), ("nonblocking_and_flush", 3), ("randomized", 3)] {
@@ -428,6 +431,7 @@ fn run_under_mpi(mpi: &str, filter: Option<&str>, t: &mut Tally) -> i32 {
     jobs.push(Job { case: "progress_without_target_calls", ranks: 2, env: vec![("ACTIVERMA_PROGRESS", "thread")] });
     jobs.push(Job { case: "randomized", ranks: 3, env: vec![("ACTIVERMA_PROGRESS", "thread")] });
     jobs.push(Job { case: "active_messages", ranks: 2, env: vec![("ACTIVERMA_PROGRESS", "wake")] });
+    jobs.push(Job { case: "settings_without_environment", ranks: 2, env: vec![("ACTIVERMA_TRANSFER", "pipelined")] });
     jobs.push(Job {
         case: "modelled_network",
         ranks: 2,

@@ -28,7 +28,7 @@ pub use stats::RegistrationStats;
 pub use strategy::Strategy;
 
 use activerma_core::page::{page_ceil, page_floor, page_size};
-use activerma_core::{settings, Error, Result};
+use activerma_core::{settings, Config, Error, Result};
 use rustc_hash::FxHashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -53,9 +53,9 @@ impl Registrar {
     }
 
     /// The job's strategy with the real pinner and ACTIVERMA_PIN_LIMIT.
-    pub fn from_settings(stats: Arc<RegistrationStats>) -> Result<Registrar> {
-        let budget = settings::get_u64(settings::PIN_LIMIT)?;
-        Ok(Registrar::new(Strategy::from_settings()?, Arc::new(MlockPinner), budget, stats))
+    pub fn from_config(cfg: &Config, stats: Arc<RegistrationStats>) -> Result<Registrar> {
+        let budget = cfg.get_u64(settings::PIN_LIMIT)?;
+        Ok(Registrar::new(Strategy::from_config(cfg)?, Arc::new(MlockPinner), budget, stats))
     }
 
     pub fn strategy(&self) -> Strategy {

@@ -2,7 +2,7 @@
 //! same setting (the launcher passes the environment to all ranks), so an origin knows which
 //! slow path a target serves without asking it.
 
-use activerma_core::{settings, Error, Result};
+use activerma_core::{settings, Config, Error, Result};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Strategy {
@@ -64,8 +64,8 @@ impl Strategy {
     }
 
     /// The strategy of this job (ACTIVERMA_REGISTRATION).
-    pub fn from_settings() -> Result<Strategy> {
-        Strategy::parse(settings::get_enum(settings::REGISTRATION)?)
+    pub fn from_config(cfg: &Config) -> Result<Strategy> {
+        Strategy::parse(cfg.get_enum(settings::REGISTRATION)?)
     }
 
     /// Exposed pages are REGISTERED as soon as they are exposed (no miss ever happens).

@@ -26,7 +26,7 @@ use crate::mapping::Mapping;
 use crate::{AtomicOp, Conduit, FragHeader, PeerStatus, Window};
 use activerma_core::clock::Deadline;
 use activerma_core::page::page_size;
-use activerma_core::{settings, Error, Rank, Result};
+use activerma_core::{settings, Config, Error, Rank, Result};
 pub use ffi::initialized_comm_size;
 use ffi::Mpi;
 /// An MPI communicator handle of the program's (`MpiConduit::init`, `activerma::init_mpi_comm`).
@@ -90,11 +90,11 @@ struct Shared {
 impl MpiConduit {
     /// Initializes MPI and the job: heap, table, window, active-message endpoints. The job is
     /// MPI_COMM_WORLD, or `over` (a communicator of a program that initialized MPI itself).
-    pub fn init(heap_size: usize, table_bytes: usize, over: Option<MpiComm>) -> Result<MpiConduit> {
+    pub fn init(cfg: &Config, heap_size: usize, table_bytes: usize, over: Option<MpiComm>) -> Result<MpiConduit> {
         let mut mpi = Mpi::init(over)?;
         let (rank, size) = (mpi.rank(), mpi.size());
         let ps = page_size();
-        let share = settings::get_enum(settings::MPI_SHARED)? == "auto" && mpi.whole_job_on_one_host()?;
+        let share = cfg.get_enum(settings::MPI_SHARED)? == "auto" && mpi.whole_job_on_one_host()?;
         // One shared window: per rank a spare page (alignment), the heap, the table. An MPI
         // whose one-sided component cannot make shared windows (e.g. Open MPI with
         // `--mca osc rdma`) fails on every rank alike: then the heap is an ordinary window.
@@ -103,7 +103,7 @@ impl MpiConduit {
             match mpi.allocate_shared_heap(heap_size + ps + table_len) {
                 Ok(parts) => Some(parts),
                 Err(e) => {
-                    if settings::get_bool(settings::VERBOSE).unwrap_or(false) {
+                    if cfg.get_bool(settings::VERBOSE)? {
                         eprintln!("activerma: rank {rank}: no shared window ({e}); every access goes through MPI one-sided operations");
                     }
                     None
@@ -148,8 +148,7 @@ impl MpiConduit {
         // waits for MPI's progress engine, and a pump's wake-ups only cost (1 MiB puts ran
         // 1.4x slower with it).
         // Nor is there one when only the calling thread may call MPI.
-        let pump_us =
-            if shared.is_some() || calling_thread_only.is_some() { 0 } else { settings::get_u64(settings::MPI_ASYNC_PROGRESS_US)? };
+        let pump_us = if shared.is_some() || calling_thread_only.is_some() { 0 } else { cfg.get_u64(settings::MPI_ASYNC_PROGRESS_US)? };
         let pump = progress_pump(mpi.clone(), calls.clone(), pump_us)?;
         Ok(MpiConduit {
             rank,
@@ -172,7 +171,7 @@ impl MpiConduit {
             cpu_atomics_coherent: shared.is_some() || Mpi::library_version().starts_with("Open MPI"),
             shared,
             poll_lock: AtomicBool::new(false),
-            timeout_s: settings::get_f64(settings::TIMEOUT_S)?,
+            timeout_s: cfg.get_f64(settings::TIMEOUT_S)?,
         })
     }
 

@@ -12,7 +12,7 @@ use crate::mapping::{Mapping, HEAP_HINT};
 use crate::{Conduit, FragHeader, PeerStatus, Window};
 use activerma_core::backoff::Backoff;
 use activerma_core::clock::Deadline;
-use activerma_core::{futex, settings, Error, Rank, Result};
+use activerma_core::{futex, settings, Config, Error, Rank, Result};
 use layout::*;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{fence, AtomicBool, Ordering};
@@ -80,13 +80,13 @@ impl JobFiles {
         Ok(JobFiles { ctrl, heaps, params })
     }
 
-    /// Job parameters from the settings table; `table_bytes` comes from the layer that owns tables.
-    pub fn params_from_settings(nranks: u32, table_bytes: u64) -> Result<JobParams> {
+    /// Job parameters from the configuration; `table_bytes` comes from the layer that owns tables.
+    pub fn params_from_config(cfg: &Config, nranks: u32, table_bytes: u64) -> Result<JobParams> {
         Ok(JobParams {
             nranks,
-            heap_size: activerma_core::page::page_ceil(settings::get_u64(settings::SEGMENT_SIZE)? as usize) as u64,
-            am_slots: settings::get_u64(settings::AM_SLOTS)? as u32,
-            am_slot_size: settings::get_u64(settings::AM_SLOT_SIZE)? as u32,
+            heap_size: activerma_core::page::page_ceil(cfg.get_u64(settings::SEGMENT_SIZE)? as usize) as u64,
+            am_slots: cfg.get_u64(settings::AM_SLOTS)? as u32,
+            am_slot_size: cfg.get_u64(settings::AM_SLOT_SIZE)? as u32,
             table_bytes,
         })
     }
@@ -180,7 +180,7 @@ fn check_no_stray_launcher_variables() -> Result<()> {
 impl SmpConduit {
     /// Joins the job the launcher created (ACTIVERMA_RANK etc. set), or returns `None` when
     /// the program was started without the launcher.
-    pub fn from_env() -> Result<Option<SmpConduit>> {
+    pub fn from_env(cfg: &Config) -> Result<Option<SmpConduit>> {
         let Ok(rank_text) = std::env::var(ENV_RANK) else {
             check_no_stray_launcher_variables()?;
             return Ok(None);
@@ -189,7 +189,7 @@ impl SmpConduit {
         // SAFETY: the launcher passed these descriptors to us; we take ownership exactly once.
         let ctrl = unsafe { OwnedFd::from_raw_fd(env_fd(ENV_CTRL_FD)?) };
         let heaps = unsafe { OwnedFd::from_raw_fd(env_fd(ENV_HEAP_FD)?) };
-        let c = Self::attach(rank, ctrl, heaps)?;
+        let c = Self::attach(cfg, rank, ctrl, heaps)?;
         if let Ok(size) = std::env::var(ENV_SIZE) {
             if size.parse::<usize>().ok() != Some(c.nranks) {
                 return Err(Error::InvalidArgument(format!("{ENV_SIZE}={size} disagrees with the job's {} ranks", c.nranks)));
@@ -199,12 +199,12 @@ impl SmpConduit {
     }
 
     /// A one-rank job of our own, for programs started without the launcher.
-    pub fn standalone(table_bytes: u64) -> Result<SmpConduit> {
-        let files = JobFiles::create(JobFiles::params_from_settings(1, table_bytes)?, false)?;
-        Self::attach(0, files.ctrl, files.heaps)
+    pub fn standalone(cfg: &Config, table_bytes: u64) -> Result<SmpConduit> {
+        let files = JobFiles::create(JobFiles::params_from_config(cfg, 1, table_bytes)?, false)?;
+        Self::attach(cfg, 0, files.ctrl, files.heaps)
     }
 
-    fn attach(rank: Rank, ctrl_fd: OwnedFd, heap_fd: OwnedFd) -> Result<SmpConduit> {
+    fn attach(cfg: &Config, rank: Rank, ctrl_fd: OwnedFd, heap_fd: OwnedFd) -> Result<SmpConduit> {
         let total = files::file_len(ctrl_fd.as_raw_fd())? as usize;
         if total < activerma_core::page::page_size() {
             return Err(Error::InvalidArgument("job control memory is too small: not an activerma job".into()));
@@ -242,8 +242,8 @@ impl SmpConduit {
             off,
             send_locks: (0..n).map(|_| AtomicBool::new(false)).collect(),
             poll_lock: AtomicBool::new(false),
-            timeout_s: settings::get_f64(settings::TIMEOUT_S)?,
-            emulate_remote: settings::get_bool(settings::SMP_EMULATE_REMOTE)?,
+            timeout_s: cfg.get_f64(settings::TIMEOUT_S)?,
+            emulate_remote: cfg.get_bool(settings::SMP_EMULATE_REMOTE)?,
         };
         let me = c.info(rank);
         me.pid.store(std::process::id(), Ordering::Release);

@@ -14,8 +14,9 @@ fn recorder(seen: &Seen) -> activerma::LogHandler {
     Arc::new(move |e: &LogEntry| s.lock().unwrap().push((e.meta.op, e.meta.origin, e.meta.addr, e.meta.total_len, e.data().to_vec())))
 }
 
-fn notify_from_env() -> Result<Notify> {
-    Notify::from_settings()
+/// The notification the job's ACTIVERMA_AA_NOTIFY names (the suite runs the cases under each).
+fn notify_of(w: &activerma::World) -> Result<Notify> {
+    Notify::from_config(w.config())
 }
 
 /// Rank 1 puts/gets pages of rank 0 marked with each combination; rank 0 checks memory and log.
@@ -31,7 +32,7 @@ pub fn bit_combinations() -> Result<()> {
     let seen: Seen = Default::default();
     let faults: Seen = Default::default();
     if me == 0 {
-        w.create_log(3, 1 << 16, notify_from_env()?, recorder(&seen))?;
+        w.create_log(3, 1 << 16, notify_of(&w)?, recorder(&seen))?;
         w.set_fault_handler(Notify::Poll, recorder(&faults))?;
     }
     // Put combinations on pages 0..5, get combinations on page 6.
@@ -143,7 +144,7 @@ pub fn many_origins_tiny_log() -> Result<()> {
         w.create_log(
             1,
             256,
-            notify_from_env()?,
+            notify_of(&w)?,
             Arc::new(move |e: &LogEntry| {
                 let bytes: u64 = e.data().iter().map(|&x| x as u64).sum();
                 s.fetch_add(bytes, Ordering::Relaxed);
@@ -267,7 +268,7 @@ pub fn active_flush_orders() -> Result<()> {
             w.create_log(
                 domain,
                 1 << 12,
-                notify_from_env()?,
+                notify_of(&w)?,
                 Arc::new(move |e: &LogEntry| {
                     // SAFETY: word `origin` of page 1 of our segment, which outlives the handlers.
                     let count = unsafe { &*((counts + 8 * e.meta.origin as usize) as *const AtomicU64) };
@@ -329,7 +330,7 @@ pub fn handler_replies() -> Result<()> {
     w.create_log(
         WORK,
         1 << 12,
-        notify_from_env()?,
+        notify_of(&w)?,
         Arc::new(move |e: &LogEntry| {
             let v = u64::from_le_bytes(e.data()[..8].try_into().unwrap());
             rw.put_nbi(reply_at[e.meta.origin as usize], &(v + 1).to_le_bytes()).expect("reply");
@@ -341,7 +342,7 @@ pub fn handler_replies() -> Result<()> {
     w.create_log(
         REPLIES,
         1 << 12,
-        notify_from_env()?,
+        notify_of(&w)?,
         Arc::new(move |e: &LogEntry| {
             s.fetch_add(u64::from_le_bytes(e.data()[..8].try_into().unwrap()), Ordering::AcqRel);
             c.fetch_add(1, Ordering::AcqRel);

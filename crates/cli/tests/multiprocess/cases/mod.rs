@@ -3,6 +3,7 @@
 mod active_access;
 mod am;
 mod apps;
+mod config;
 mod faults;
 mod firehose;
 mod noncontig;
@@ -29,6 +30,7 @@ pub fn run(case: &str) -> i32 {
         "randomized" => randomized::run(),
         "lists_of_pieces" => noncontig::lists_of_pieces(),
         "transfer_protocols" => transfer::transfer_protocols(),
+        "settings_without_environment" => config::settings_without_environment(),
         "bad_input" => faults::bad_input(),
         "modelled_network" => faults::modelled_network(),
         "peer_exits_early" => faults::peer_exits_early(),
