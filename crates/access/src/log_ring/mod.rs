@@ -512,26 +512,31 @@ impl LogRing {
         while idle_lanes < self.lanes {
             let lane = self.lane(batch.lane);
             let mut taken = 0;
-            // Entries ahead of the one handled whose accessed memory is being loaded: a handler
-            // almost always touches the address its access went to (a DHT's insert: the cell),
-            // so while it runs, the next entries' lines are on their way (a dependent cache
-            // miss per entry otherwise, which a message carrying no address cannot avoid).
-            let (mut ahead, mut lead) = (lane.tail(), 0);
+            // Entries past the tail whose accessed memory is being loaded (`lead` of them, up
+            // to `ahead`): a handler almost always touches the address its access went to (a
+            // DHT's insert: the cell), so while it runs, the next entries' lines are on their
+            // way (a dependent cache miss per entry otherwise, which a message carrying no
+            // address cannot avoid). Topped up after each handler, not before: looking ahead
+            // reads the line after the entry, which its producer may hold (it prefetches the
+            // line its next entry goes to), and a lone entry's handler — an acknowledgement
+            // the producer waits for — must not wait for that line to move.
+            let (mut ahead, mut lead) = (0u64, 0usize);
             while taken < LANE_BATCH {
-                if lead == 0 {
-                    ahead = lane.tail();
-                }
-                while lead < PREFETCH_AHEAD {
-                    let Some(next) = lane.prefetch_accessed(ahead) else { break };
-                    (ahead, lead) = (next, lead + 1);
-                }
                 let Some(h) = lane.head() else { break };
-                lead = lead.saturating_sub(1);
                 let e = Entry::new(h, batch.lane, self, false);
                 f(&e);
                 lane.free(e.pos, e.size);
                 batch.done += 1;
                 taken += 1;
+                if lead == 0 {
+                    ahead = lane.tail();
+                } else {
+                    lead -= 1; // the entry just handled was one of them
+                }
+                while lead < PREFETCH_AHEAD {
+                    let Some(next) = lane.prefetch_accessed(ahead) else { break };
+                    (ahead, lead) = (next, lead + 1);
+                }
             }
             total += taken as usize;
             idle_lanes = if taken == 0 { idle_lanes + 1 } else { 0 };
