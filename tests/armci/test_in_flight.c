@@ -91,6 +91,34 @@ int main(void) {
                 int src = 7 + k * 3000 + j * 300 + b;
                 EXPECT(d3[k * 500 + j * 100 + b] == (unsigned char)(src * 7 + next), "3-D NbGetS: %d %d %d", k, j, b);
             }
+    ARMCI_Barrier();
+    /* NbPutS in flight: a 2-D patch into every other 1000-byte run of the next rank's rows
+     * 40..79, from a buffer with its own stride, left in flight while a blocking GetS of the
+     * same patch follows (location consistency: it sees the puts), then waited. */
+    unsigned char *src2 = malloc(40 * 1003);
+    for (int i = 0; i < 40 * 1003; i++)
+        src2[i] = (unsigned char)(i * 13 + me);
+    char *patch = (char *)base[next] + 40 * 2000;
+    armci_hdl_t hp2;
+    ARMCI_INIT_HANDLE(&hp2);
+    ARMCI_NbPutS(src2, ds2, patch, ss2, c2, 1, next, &hp2);
+    unsigned char *back = malloc(40 * 1003);
+    memset(back, 0, 40 * 1003);
+    ARMCI_GetS(patch, ss2, back, ds2, c2, 1, next);
+    for (int r = 0; r < 40; r++)
+        for (int b = 0; b < 1000; b++)
+            EXPECT(back[r * 1003 + b] == src2[r * 1003 + b], "GetS after NbPutS: row %d byte %d", r, b);
+    EXPECT(ARMCI_Wait(&hp2) == 0, "wait of the strided put");
+    free(back);
+    free(src2);
+    ARMCI_Barrier();
+    /* The rows between the put's runs are untouched (still the original pattern of `next`). */
+    unsigned char *row = malloc(2000);
+    ARMCI_Get(patch, row, 2000, next);
+    for (int b = 1000; b < 2000; b++)
+        EXPECT(row[b] == (unsigned char)((40 * 2000 + b) * 7 + next), "gap byte %d after NbPutS", b);
+    free(row);
+    ARMCI_Barrier();
     /* An NbGetS is not overtaken by a later Put to the patch it reads. */
     long before = 0, after = 3000 + me;
     int one[1] = {0}, cnt[1] = {sizeof before};

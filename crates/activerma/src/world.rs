@@ -464,6 +464,18 @@ impl World {
     ) -> Result<PendingTransfer<'a>> {
         self.live()?.proto.get_strided_nb_by(protocol, src.rank, src.addr, pattern, dst)
     }
+    /// Non-blocking strided put by protocol: `src` (laid out by the pattern's local strides) is
+    /// the transfer's until the handle's `wait` returns; as `get_strided_nb_by`, the pieces
+    /// travel in packed messages under buffered and pipelined protocols.
+    pub fn put_strided_nb_by<'a>(
+        &'a self,
+        protocol: Transfer,
+        dst: RemotePtr,
+        pattern: &StridedPattern,
+        src: &'a [u8],
+    ) -> Result<PendingTransfer<'a>> {
+        self.live()?.proto.put_strided_nb_by(protocol, dst.rank, dst.addr, pattern, src)
+    }
     /// The protocol this run's `put_by`/`get_by` callers use by default (ACTIVERMA_TRANSFER).
     pub fn transfer(&self) -> Result<Transfer> {
         Ok(self.live()?.proto.transfer())

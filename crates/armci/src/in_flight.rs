@@ -1,7 +1,7 @@
-//! The transfers ARMCI_NbPut / ARMCI_NbGet leave in flight, and ARMCI's ordering rules over
-//! them.
+//! The transfers ARMCI_NbPut / NbGet / NbPutS / NbGetS leave in flight, and ARMCI's ordering
+//! rules over them.
 //!
-//! A non-blocking contiguous call starts a `PendingTransfer` by the run's protocol. What the
+//! A non-blocking contiguous or strided call starts a `PendingTransfer` by the run's protocol. What the
 //! core completes at issue (zero-copy on one host without the modelled network: the bytes
 //! have moved) is finished at once and never recorded, so the default path costs one relaxed
 //! load more. The rest (buffered and pipelined transfers waiting for the target's answers or

@@ -1,14 +1,14 @@
 //! Strided transfers with any number of stride levels: ARMCI's arrays read into activerma's
 //! `StridedPattern`, moved by `World::put_strided` / `get_strided` (one check of the whole
-//! pattern and a CPU copy per piece to a segment on this host). ARMCI_NbGetS starts
-//! `World::get_strided_nb_by` by the run's protocol and records it in in_flight.rs; the other
-//! non-blocking strided calls complete before they return, as ARMCI allows.
+//! pattern and a CPU copy per piece to a segment on this host). ARMCI_NbGetS / NbPutS start
+//! `World::get_strided_nb_by` / `put_strided_nb_by` by the run's protocol and record them in
+//! in_flight.rs; ARMCI_NbAccS completes before it returns, as ARMCI allows.
 
 use crate::errors::{entry, R};
 use crate::in_flight;
 use crate::state::{local_arg, nonneg, proc_arg, remote_arg, rt, world};
 use crate::sync::{mark, ArmciHdl};
-use activerma::StridedPattern;
+use activerma::{RemotePtr, StridedPattern, World};
 use std::ffi::{c_int, c_void};
 
 /// Reads ARMCI's arrays (count[0..=levels], the strides [0..levels] of each side) into
@@ -39,22 +39,69 @@ pub(crate) fn extent(e: activerma::Result<usize>) -> R<usize> {
     e.map_err(rt)
 }
 
-unsafe fn puts(src: *mut c_void, ss: *mut c_int, dst: *mut c_void, ds: *mut c_int, count: *mut c_int, levels: c_int, proc: c_int) -> R {
-    let w = world()?;
-    let p = proc_arg(w, proc, "proc")?;
-    let s = pattern_from_c(ds, ss, count, levels)?;
-    let local = extent(s.local_extent())?;
-    local_arg(src, local, "src_ptr")?;
-    let at = remote_arg(p, dst as usize, extent(s.remote_extent())?, "dst_ptr")?;
-    if local == 0 {
-        return Ok(());
-    }
-    w.put_strided(at, &s, std::slice::from_raw_parts(src as *const u8, local)).map_err(rt)
+/// A strided call's arguments, checked.
+struct Strided {
+    w: &'static World,
+    proc: usize,
+    /// Where the patch starts at `proc`.
+    at: RemotePtr,
+    pattern: StridedPattern,
+    /// Bytes of the local side.
+    bytes: usize,
 }
 
-/// A strided get of rank `proc`'s patch into `dst`: blocking, or (with `hdl`, NULL for an
-/// implicit handle) started by the run's protocol and recorded in in_flight.rs; `dst` stays the
-/// transfer's until the handle completes, as ARMCI's contract says.
+/// Checks a strided call's arguments (`remote_stride` is the side at `proc`); None when the
+/// pattern moves nothing.
+#[allow(clippy::too_many_arguments)] // ARMCI's arguments, and the names errors give them
+unsafe fn strided_args(
+    local: *mut c_void,
+    local_stride: *mut c_int,
+    remote: *mut c_void,
+    remote_stride: *mut c_int,
+    count: *mut c_int,
+    levels: c_int,
+    proc: c_int,
+    names: (&str, &str),
+) -> R<Option<Strided>> {
+    let w = world()?;
+    let p = proc_arg(w, proc, "proc")?;
+    let s = pattern_from_c(remote_stride, local_stride, count, levels)?;
+    let at = remote_arg(p, remote as usize, extent(s.remote_extent())?, names.1)?;
+    let bytes = extent(s.local_extent())?;
+    local_arg(local, bytes, names.0)?;
+    Ok((bytes > 0).then_some(Strided { w, proc: p, at, pattern: s, bytes }))
+}
+
+/// A strided put of `src` to rank `proc`'s patch: blocking, or (with `hdl`, NULL for an
+/// implicit handle) started by the run's protocol and recorded in in_flight.rs; `src` stays the
+/// transfer's until the handle completes (ARMCI lets a program reuse it only after a wait).
+#[allow(clippy::too_many_arguments)] // ARMCI's arguments, and the handle
+unsafe fn puts(
+    src: *mut c_void,
+    ss: *mut c_int,
+    dst: *mut c_void,
+    ds: *mut c_int,
+    count: *mut c_int,
+    levels: c_int,
+    proc: c_int,
+    hdl: Option<*mut ArmciHdl>,
+) -> R {
+    let Some(Strided { w, proc: p, at, pattern: s, bytes }) = strided_args(src, ss, dst, ds, count, levels, proc, ("src_ptr", "dst_ptr"))?
+    else {
+        return Ok(());
+    };
+    let src = std::slice::from_raw_parts(src as *const u8, bytes);
+    match hdl {
+        None => w.put_strided(at, &s, src).map_err(rt),
+        Some(h) => {
+            let started = w.put_strided_nb_by(crate::contiguous::transfer(), at, &s, src).map_err(rt)?;
+            in_flight::record(h as usize, p, started)
+        }
+    }
+}
+
+/// A strided get of rank `proc`'s patch into `dst`: blocking, or (with `hdl`) started and
+/// recorded as `puts`; `dst` stays the transfer's until the handle completes.
 #[allow(clippy::too_many_arguments)] // ARMCI's arguments, and the handle
 unsafe fn gets(
     src: *mut c_void,
@@ -66,16 +113,11 @@ unsafe fn gets(
     proc: c_int,
     hdl: Option<*mut ArmciHdl>,
 ) -> R {
-    let w = world()?;
-    let p = proc_arg(w, proc, "proc")?;
-    let s = pattern_from_c(ss, ds, count, levels)?;
-    let at = remote_arg(p, src as usize, extent(s.remote_extent())?, "src_ptr")?;
-    let local = extent(s.local_extent())?;
-    local_arg(dst, local, "dst_ptr")?;
-    if local == 0 {
+    let Some(Strided { w, proc: p, at, pattern: s, bytes }) = strided_args(dst, ds, src, ss, count, levels, proc, ("dst_ptr", "src_ptr"))?
+    else {
         return Ok(());
-    }
-    let dst = std::slice::from_raw_parts_mut(dst as *mut u8, local);
+    };
+    let dst = std::slice::from_raw_parts_mut(dst as *mut u8, bytes);
     match hdl {
         None => w.get_strided(at, &s, dst).map_err(rt),
         Some(h) => {
@@ -95,7 +137,7 @@ pub unsafe extern "C" fn ARMCI_PutS(
     levels: c_int,
     proc: c_int,
 ) -> c_int {
-    entry("ARMCI_PutS", || puts(src, ss, dst, ds, count, levels, proc));
+    entry("ARMCI_PutS", || puts(src, ss, dst, ds, count, levels, proc, None));
     0
 }
 
@@ -124,7 +166,7 @@ pub unsafe extern "C" fn ARMCI_NbPutS(
     proc: c_int,
     hdl: *mut ArmciHdl,
 ) -> c_int {
-    entry("ARMCI_NbPutS", || puts(src, ss, dst, ds, count, levels, proc));
+    entry("ARMCI_NbPutS", || puts(src, ss, dst, ds, count, levels, proc, Some(hdl)));
     mark(hdl, proc);
     0
 }
@@ -160,7 +202,7 @@ pub unsafe extern "C" fn ARMCI_PutS_flag(
     proc: c_int,
 ) -> c_int {
     entry("ARMCI_PutS_flag", || {
-        puts(src, ss, dst, ds, count, levels, proc)?;
+        puts(src, ss, dst, ds, count, levels, proc, None)?;
         crate::contiguous::put_flag(flag, value, proc)
     });
     0

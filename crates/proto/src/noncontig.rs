@@ -469,14 +469,31 @@ pub(crate) fn register(am: &Am) -> Result<()> {
 }
 
 fn put_packed(p: &Proto, rank: Rank, pieces: &[(usize, &[u8])]) -> Result<()> {
+    let cell = am_request::send(p, PUT_PACKED, &packed_put_request(p, rank, pieces), rank)?;
+    receive_packed_put(p, rank, cell, pieces)
+}
+
+/// The request of a packed put of `pieces` (address, bytes) to `rank`, the bytes included.
+fn packed_put_request(p: &Proto, rank: Rank, pieces: &[(usize, &[u8])]) -> Vec<u8> {
     // The target logs pieces on pages it marked for Active Access itself: the next active
     // flush there must ask it.
     p.note_bounced(rank);
-    let list: Vec<(usize, usize)> = pieces.iter().map(|x| (x.0, x.1.len())).collect();
     let data: Vec<&[u8]> = pieces.iter().map(|x| x.1).collect();
-    let msg = encode_request(p.next_seq(rank), list.iter().copied(), &data);
+    encode_request(p.next_seq(rank), pieces.iter().map(|x| (x.0, x.1.len())), &data)
+}
+
+/// Sends a packed put of `pieces` to `rank`, acknowledged through `receive_packed_put`; None
+/// (nothing sent) while every completion cell is taken.
+pub(crate) fn try_ask_packed_put(p: &Proto, rank: Rank, pieces: &[(usize, &[u8])]) -> Result<Option<u32>> {
+    am_request::try_send(p, PUT_PACKED, &packed_put_request(p, rank, pieces), rank)
+}
+
+/// Waits for the target's answer to the packed put sent with `cell`: every piece written, or
+/// the first it refused (then none was).
+pub(crate) fn receive_packed_put(p: &Proto, rank: Rank, cell: u32, pieces: &[(usize, &[u8])]) -> Result<()> {
+    let list: Vec<(usize, usize)> = pieces.iter().map(|x| (x.0, x.1.len())).collect();
     let bytes: usize = list.iter().map(|x| x.1).sum();
-    let (value, answer) = am_request::request(p, PUT_PACKED, &msg, Asked { rank, addr: list[0].0, len: bytes, op: "packed put" })?;
+    let (value, answer) = am_request::answer(p, cell, &Asked { rank, addr: list[0].0, len: bytes, op: "packed put" })?;
     answered(rank, "put", &list, value, &answer)?;
     bump(&p.counters.noncontig_packed, 1);
     bump(&p.counters.put_am, 1);

@@ -133,6 +133,13 @@ impl StridedPattern {
         ))
     }
 
+    /// The pattern's pieces as (remote address, local bytes) from `addr` and `src`, in the
+    /// pattern's order (pieces that overlap on the local side may: they are only read).
+    pub(crate) fn source_pieces<'s>(&self, addr: usize, src: &'s [u8]) -> Result<Vec<(usize, &'s [u8])>> {
+        self.check_local(src.len())?;
+        Ok(self.offsets()?.into_iter().map(|(r, l)| (addr + r, &src[l..l + self.piece])).collect())
+    }
+
     /// Whether no two pieces overlap on the local side (then `pieces_of` lends them out).
     pub(crate) fn local_pieces_apart(&self) -> Result<bool> {
         Ok(disjoint(&self.offsets()?, self.piece))
@@ -215,10 +222,18 @@ impl Proto {
 
     /// Blocking strided put of `src` (laid out by the local strides) to `rank`'s `addr`.
     pub fn put_strided(&self, rank: Rank, addr: usize, pattern: &StridedPattern, src: &[u8]) -> Result<()> {
+        let complete_at = self.put_strided_moved(rank, addr, pattern, src)?;
+        crate::completion::spin_until(complete_at);
+        Ok(())
+    }
+
+    /// The strided put's data movement, as `get_strided_moved`: returns once the bytes are in
+    /// place, with the modelled time the transfer completes at (0: now).
+    pub(crate) fn put_strided_moved(&self, rank: Rank, addr: usize, pattern: &StridedPattern, src: &[u8]) -> Result<u64> {
         pattern.check_local(src.len())?;
         let extent = pattern.remote_extent()?;
         if extent == 0 {
-            return Ok(());
+            return Ok(0);
         }
         if let Some((local, HeapFast::Plain)) = self.shortcut(rank, addr, extent, AccessKind::Put) {
             let piece = pattern.piece;
@@ -231,16 +246,9 @@ impl Proto {
             self.count_shortcut(pattern);
             bump(&self.counters.put_direct, 1);
             bump(&self.counters.bytes_put, (piece * pattern.pieces()) as u64);
-            crate::completion::spin_until(self.net.completion_time(piece * pattern.pieces()));
-            return Ok(());
+            return Ok(self.net.completion_time(piece * pattern.pieces()));
         }
-        let piece = pattern.piece;
-        let mut pieces = Vec::with_capacity(pattern.pieces());
-        pattern.for_each(|r, l| {
-            pieces.push((addr + r, &src[l..l + piece]));
-            Ok::<(), Error>(())
-        })?;
-        self.put_pieces(rank, &pieces)
+        self.put_pieces(rank, &pattern.source_pieces(addr, src)?).map(|_| 0)
     }
 }
 

@@ -1,8 +1,10 @@
-//! Non-blocking strided gets by transfer protocol (the ARMCI paper's §4 protocols applied to a
-//! 2-D patch, what ARMCI_NbGetS calls and its Figure 7(b) measures).
+//! Non-blocking strided gets and puts by transfer protocol (the ARMCI paper's §4 protocols
+//! applied to a 2-D patch: what ARMCI_NbGetS / NbPutS call, and its Figure 7(b) measures).
 //!
 //! ```text
-//! get_strided_nb_by(t, rank, addr, pattern, dst):
+//! get_strided_nb_by(t, rank, addr, pattern, dst):   (put_strided_nb_by: the same, the pieces'
+//!                                                    bytes in the requests, which the target
+//!                                                    scatters and acknowledges)
 //!     (run, counted as) = resolve(t, rank, addr, remote extent, Get)       (transfer.rs)
 //!     buffered  -> one packed request listing every piece; the target's CPU gathers them
 //!                  into one answer, which `test`/`wait` scatter into dst
@@ -79,26 +81,110 @@ impl Proto {
     }
 }
 
-/// The pieces in packed requests of at most `limit` bytes each, in order; a piece longer than
-/// `limit` is split (its parts are pieces of their own).
-fn packed_asks(pieces: Pieces<'_>, limit: usize) -> VecDeque<Ask<'_>> {
-    let mut asks = VecDeque::new();
-    let mut group: Pieces = Vec::new();
+impl Proto {
+    /// Non-blocking strided put by protocol `t`, as `get_strided_nb_by`: `src` (laid out by the
+    /// pattern's local strides) is borrowed until the handle's `wait` returns. Buffered and
+    /// pipelined puts carry the pieces in packed requests the target's CPU scatters (sent now,
+    /// or when cells free up, by `test`/`wait`); zero-copy moves them now.
+    pub fn put_strided_nb_by<'a>(
+        &'a self,
+        t: Transfer,
+        rank: Rank,
+        addr: usize,
+        pattern: &StridedPattern,
+        src: &'a [u8],
+    ) -> Result<PendingTransfer<'a>> {
+        self.check_rank(rank)?;
+        let extent = pattern.remote_extent()?;
+        let bytes = pattern.piece * pattern.pieces();
+        let pieces = pattern.source_pieces(addr, src)?; // the local buffer is checked here
+        if extent == 0 || bytes == 0 {
+            return Ok(PendingTransfer::done(self, rank, Transfer::ZeroCopy));
+        }
+        let (run, used) = self.resolve(t, rank, addr, extent, AccessKind::Put)?;
+        let request_bytes = match run {
+            Run::Buffered => usize::MAX,
+            Run::Pipelined => self.transfer.chunk,
+            Run::PinUserBuffer => {
+                let used = self.pinning_user_buffer(src.as_ptr() as usize, src.len(), |pinned| {
+                    if pinned {
+                        self.put_strided(rank, addr, pattern, src)
+                    } else {
+                        let asks = grouped(pieces, self.transfer.chunk).into_iter().map(Ask::PutPieces).collect();
+                        PendingTransfer::asking(self, rank, Transfer::Pipelined, asks).wait().map(drop)
+                    }
+                })?;
+                return Ok(PendingTransfer::done(self, rank, self.count(used, bytes)));
+            }
+            Run::Core => {
+                let at = self.put_strided_moved(rank, addr, pattern, src)?;
+                return Ok(PendingTransfer::at(self, rank, self.count(used, bytes), at));
+            }
+        };
+        self.count(used, bytes);
+        let asks = grouped(pieces, request_bytes).into_iter().map(Ask::PutPieces).collect();
+        Ok(PendingTransfer::asking(self, rank, used, asks))
+    }
+}
+
+/// Bytes a request lends out: a piece to fill (a get) or to send (a put), split where a
+/// request's limit falls.
+trait Lent: Sized {
+    fn len(&self) -> usize;
+    fn split(self, at: usize) -> (Self, Self);
+}
+
+impl Lent for &mut [u8] {
+    fn len(&self) -> usize {
+        <[u8]>::len(self)
+    }
+    fn split(self, at: usize) -> (Self, Self) {
+        self.split_at_mut(at)
+    }
+}
+
+impl Lent for &[u8] {
+    fn len(&self) -> usize {
+        <[u8]>::len(self)
+    }
+    fn split(self, at: usize) -> (Self, Self) {
+        self.split_at(at)
+    }
+}
+
+/// The pieces in groups of at most `limit` bytes each, in order, for one packed request each;
+/// a piece longer than `limit` is split (its parts are pieces of their own).
+fn grouped<B: Lent>(pieces: Vec<(usize, B)>, limit: usize) -> Vec<Vec<(usize, B)>> {
+    let limit = limit.max(1);
+    let mut groups = Vec::new();
+    let mut group: Vec<(usize, B)> = Vec::new();
     let mut group_bytes = 0;
     for (at, piece) in pieces {
-        for (i, part) in piece.chunks_mut(limit.max(1)).enumerate() {
-            if group_bytes + part.len() > limit && !group.is_empty() {
-                asks.push_back(Ask::Pieces(std::mem::take(&mut group)));
+        let (mut rest, mut off) = (piece, 0);
+        loop {
+            let n = rest.len().min(limit);
+            let (part, tail) = rest.split(n);
+            if group_bytes + n > limit && !group.is_empty() {
+                groups.push(std::mem::take(&mut group));
                 group_bytes = 0;
             }
-            group_bytes += part.len();
-            group.push((at + i * limit.max(1), part));
+            group_bytes += n;
+            group.push((at + off, part));
+            (rest, off) = (tail, off + n);
+            if rest.len() == 0 {
+                break;
+            }
         }
     }
     if !group.is_empty() {
-        asks.push_back(Ask::Pieces(group));
+        groups.push(group);
     }
-    asks
+    groups
+}
+
+/// A strided get's pieces in packed requests of at most `limit` bytes.
+fn packed_asks(pieces: Pieces<'_>, limit: usize) -> VecDeque<Ask<'_>> {
+    grouped(pieces, limit).into_iter().map(Ask::Pieces).collect()
 }
 
 #[cfg(test)]
@@ -115,7 +201,7 @@ mod tests {
             .into_iter()
             .map(|ask| match ask {
                 Ask::Pieces(p) => p.iter().map(|(at, d)| (*at, d.len())).collect(),
-                Ask::Range(..) => panic!("strided gets ask for pieces"),
+                _ => panic!("strided gets ask for pieces"),
             })
             .collect();
         assert_eq!(lists, vec![vec![(1000, 10)], vec![(2000, 16)], vec![(2016, 9), (3000, 5)]]);

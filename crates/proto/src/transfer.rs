@@ -296,9 +296,9 @@ enum Pending<'a> {
     At(u64),
     /// Puts posted to the target: complete when it acknowledged every one.
     Posted,
-    /// Get requests in flight (cell, address, where the answer goes) and the chunks not asked
-    /// yet, at most PIPELINE_DEPTH in flight; the first refusal, kept until all are answered.
-    Gets {
+    /// Requests through the target's CPU in flight (cell, request) and those not sent yet, at
+    /// most PIPELINE_DEPTH in flight; the first refusal, kept until all are answered.
+    Asking {
         asked: VecDeque<(u32, Ask<'a>)>,
         rest: VecDeque<Ask<'a>>,
         failed: Option<Error>,
@@ -311,15 +311,17 @@ impl<'a> Pending<'a> {
     }
 
     fn asking(rest: VecDeque<Ask<'a>>) -> Pending<'a> {
-        Pending::Gets { asked: VecDeque::with_capacity(PIPELINE_DEPTH), rest, failed: None }
+        Pending::Asking { asked: VecDeque::with_capacity(PIPELINE_DEPTH), rest, failed: None }
     }
 }
 
-/// One request of a get through the target's CPU: a contiguous range, or a list of pieces
-/// packed into one message and answered in one (a strided get's rows).
+/// One request through the target's CPU: a get of a contiguous range, a get of a list of
+/// pieces packed into one message and answered in one (a strided get's rows), or a put of such
+/// a list, its bytes in the message (a strided put's rows).
 pub(crate) enum Ask<'a> {
     Range(usize, &'a mut [u8]),
     Pieces(crate::strided::Pieces<'a>),
+    PutPieces(Vec<(usize, &'a [u8])>),
 }
 
 impl Ask<'_> {
@@ -330,6 +332,7 @@ impl Ask<'_> {
                 let list: Vec<(usize, usize)> = pieces.iter().map(|(at, piece)| (*at, piece.len())).collect();
                 noncontig::try_ask_packed_get(p, rank, &list)
             }
+            Ask::PutPieces(pieces) => noncontig::try_ask_packed_put(p, rank, pieces),
         }
     }
 
@@ -337,6 +340,7 @@ impl Ask<'_> {
         match self {
             Ask::Range(at, piece) => get_am::receive(p, rank, *at, cell, piece),
             Ask::Pieces(pieces) => noncontig::receive_packed_get(p, rank, cell, pieces),
+            Ask::PutPieces(pieces) => noncontig::receive_packed_put(p, rank, cell, pieces),
         }
     }
 }
@@ -375,7 +379,7 @@ impl<'a> PendingTransfer<'a> {
     /// threads' requests give cells back within microseconds) and otherwise fails — the cells
     /// are held by transfers this thread has not waited for, and waiting could never end.
     fn ask_more(&mut self, must: bool) {
-        let Pending::Gets { asked, rest, failed } = &mut self.state else { return };
+        let Pending::Asking { asked, rest, failed } = &mut self.state else { return };
         let mut since: Option<std::time::Instant> = None;
         while failed.is_none() && asked.len() < PIPELINE_DEPTH {
             let Some(ask) = rest.pop_front() else { break };
@@ -409,7 +413,7 @@ impl<'a> PendingTransfer<'a> {
             Pending::Done => true,
             Pending::At(at) => *at == 0 || activerma_core::clock::now_ns() >= *at,
             Pending::Posted => !p.posted.any_to(rank),
-            Pending::Gets { asked, rest, failed } => {
+            Pending::Asking { asked, rest, failed } => {
                 while let Some((cell, _)) = asked.front() {
                     if !p.am.completions.get(*cell as u64).is_some_and(|c| c.is_done()) {
                         break;
@@ -439,7 +443,7 @@ impl<'a> PendingTransfer<'a> {
         // Gets: every request sent is answered and its cell given back, even after a failure.
         loop {
             self.ask_more(true);
-            let Pending::Gets { asked, failed, .. } = &mut self.state else { break };
+            let Pending::Asking { asked, failed, .. } = &mut self.state else { break };
             let Some((cell, mut ask)) = asked.pop_front() else { break };
             if let Err(e) = ask.receive(p, rank, cell) {
                 failed.get_or_insert(e);
@@ -452,7 +456,7 @@ impl<'a> PendingTransfer<'a> {
                 Ok(())
             }
             Pending::Posted => put_am::wait_acknowledged(p, Some(rank)),
-            Pending::Gets { failed, .. } => failed.map_or(Ok(()), Err),
+            Pending::Asking { failed, .. } => failed.map_or(Ok(()), Err),
         }
     }
 }

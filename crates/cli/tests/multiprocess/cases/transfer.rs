@@ -3,7 +3,8 @@
 //! memory of every rank: every byte arrives, the bytes around it stay untouched, the protocol
 //! that moved each transfer is the one returned and counted, and bad input is refused by each
 //! protocol with the error the plain calls give, writing nothing. Non-blocking strided gets
-//! (`get_strided_nb_by`) by every protocol gather exactly the pattern's pieces.
+//! and puts (`get_strided_nb_by`, `put_strided_nb_by`) by every protocol move exactly the
+//! pattern's pieces.
 
 use super::{expect_protocol, offer, pattern, Offered};
 use activerma::{Error, RemotePtr, Result, StridedPattern, Transfer, World};
@@ -34,6 +35,18 @@ fn auto_private_ok(used: Transfer, own: bool, len: usize) -> bool {
     match (own, same_host, strategy.as_str()) {
         (true, _, _) | (false, true, "" | "none" | "pin-all") => used == Transfer::ZeroCopy,
         (false, true, "bounce") => used == if len >= 256 << 10 { Transfer::Pipelined } else { Transfer::Buffered },
+        _ => used != Transfer::Auto,
+    }
+}
+
+/// Whether a strided transfer forced to `protocol` moved as it should have (`own`: to this
+/// rank, where buffering through the target is a copy by our own CPU).
+fn strided_moved_as(protocol: Transfer, used: Transfer, own: bool) -> bool {
+    match protocol {
+        Transfer::Buffered | Transfer::Pipelined if own => used == Transfer::ZeroCopy,
+        Transfer::Buffered | Transfer::Pipelined => used == protocol,
+        // A pin refused by the memlock limit falls back to pipelined.
+        Transfer::DynamicRegistration => used == protocol || used == Transfer::Pipelined,
         _ => used != Transfer::Auto,
     }
 }
@@ -156,14 +169,11 @@ pub fn transfer_protocols() -> Result<()> {
                 }
                 for g in started {
                     let used = g.wait()?;
-                    let own = t == me;
-                    let ok = match protocol {
-                        Transfer::Buffered | Transfer::Pipelined if own => used == Transfer::ZeroCopy,
-                        Transfer::Buffered | Transfer::Pipelined => used == protocol,
-                        Transfer::DynamicRegistration => used == protocol || used == Transfer::Pipelined,
-                        _ => used != Transfer::Auto,
-                    };
-                    assert!(ok, "rank {me}: {} strided get from rank {t}'s {kind} memory moved as {used:?}", protocol.name());
+                    assert!(
+                        strided_moved_as(protocol, used, t == me),
+                        "rank {me}: {} strided get from rank {t}'s {kind} memory moved as {used:?}",
+                        protocol.name()
+                    );
                 }
                 for (s, local) in patterns.iter().zip(&locals) {
                     let mut expected = vec![0xeeu8; local.len()];
@@ -177,6 +187,39 @@ pub fn transfer_protocols() -> Result<()> {
                         protocol.name(),
                         s.piece
                     );
+                }
+                // Non-blocking strided puts into a zeroed region: two 2-D patches side by side
+                // in flight at once, then the 3-level pattern alone; every byte of the region
+                // is what the pieces put, zero elsewhere.
+                for batch in [vec![(&patterns[0], 0usize), (&patterns[0], 60_000)], vec![(&patterns[1], 0)]] {
+                    w.put(RemotePtr::new(t, region), &vec![0u8; 300_000])?;
+                    let sources: Vec<Vec<u8>> = batch
+                        .iter()
+                        .enumerate()
+                        .map(|(k, (s, _))| (0..s.local_extent().unwrap()).map(|i| pattern(me + 29 * k, t + 13 * p, i)).collect())
+                        .collect();
+                    let mut started = Vec::new();
+                    for ((s, off), src) in batch.iter().zip(&sources) {
+                        started.push(w.put_strided_nb_by(protocol, RemotePtr::new(t, region + 1 + off), s, src)?);
+                    }
+                    for g in started.into_iter().rev() {
+                        let used = g.wait()?;
+                        assert!(
+                            strided_moved_as(protocol, used, t == me),
+                            "rank {me}: {} strided put to rank {t}'s {kind} memory moved as {used:?}",
+                            protocol.name()
+                        );
+                    }
+                    let mut expected = vec![0u8; 300_000];
+                    for ((s, off), src) in batch.iter().zip(&sources) {
+                        s.for_each(|r, l| {
+                            expected[1 + off + r..1 + off + r + s.piece].copy_from_slice(&src[l..l + s.piece]);
+                            Ok::<(), Error>(())
+                        })?;
+                    }
+                    let mut seen = vec![0u8; 300_000];
+                    w.get(RemotePtr::new(t, region), &mut seen)?;
+                    assert!(seen == expected, "rank {me}: {} strided puts into rank {t}'s {kind} memory", protocol.name());
                 }
                 // Past the end of the exposure: refused.
                 if kind == "private" {
