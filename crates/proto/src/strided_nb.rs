@@ -55,9 +55,11 @@ impl Proto {
                 self.count(used, bytes);
                 return Ok(PendingTransfer::asking(self, rank, used, packed_asks(pieces, limit)));
             }
-            // Overlapping local pieces: lent out one at a time, by the core's path.
+            // Overlapping local pieces: lent out one at a time, by the core's path, and counted
+            // as what that path is.
+            let (_, core) = self.resolve(Transfer::ZeroCopy, rank, addr, extent, AccessKind::Get)?;
             let at = self.get_strided_moved(rank, addr, pattern, dst)?;
-            return Ok(PendingTransfer::at(self, rank, self.count(Transfer::ZeroCopy, bytes), at));
+            return Ok(PendingTransfer::at(self, rank, self.count(core, bytes), at));
         }
         if run == Run::PinUserBuffer {
             let (start, len) = (dst.as_ptr() as usize, dst.len());
