@@ -153,6 +153,26 @@ impl Access {
         n
     }
 
+    /// `poll` until every poll-mode log is empty: an entry another thread is handling (a
+    /// progress thread's poll) counts until its handler has returned.
+    pub fn drain_polled(&self) -> usize {
+        let mut n = 0;
+        loop {
+            n += self.poll();
+            let mut mask = self.polled.load(Ordering::Acquire);
+            let mut busy = false;
+            while mask != 0 {
+                let slot = mask.trailing_zeros() as usize;
+                mask &= mask - 1;
+                busy |= self.logs[slot].get().is_some_and(|l| l.ring.has_entry());
+            }
+            if !busy {
+                return n;
+            }
+            std::thread::yield_now();
+        }
+    }
+
     /// Runs the slot's handler over every complete entry at the head of its log. One consumer
     /// at a time: if another thread is draining it, returns 0.
     pub(crate) fn drain(&self, slot: usize) -> usize {

@@ -32,6 +32,16 @@ impl World {
         Ok(changed)
     }
 
+    /// `assoc_pages` in this rank's table only, without telling origins on other hosts: they
+    /// keep routing their accesses to the range through this rank, which applies the new bits
+    /// when they arrive — slower for them, the same result. Never waits for another rank, so a
+    /// log handler may call it (`assoc_pages` may not: on segments with ranks on other hosts it
+    /// waits for every rank's acknowledgement, which a handler running inside a wait would
+    /// never see).
+    pub fn assoc_pages_here(&self, addr: *const u8, len: usize, actions: Actions, domain: Option<u16>) -> Result<usize> {
+        activerma_access::assoc_pages(&self.live_inner()?.table, addr as usize, len, actions, domain)
+    }
+
     /// Creates the access log of `domain` (`capacity` bytes, a power of two ≥ 256, split into a
     /// lane per origin rank: see `activerma_access::log_ring::lanes_for`) whose entries
     /// run through `handler`, notified as `notify` says (`Notify::from_settings()` for the
@@ -56,6 +66,12 @@ impl World {
     /// Independent of `flush`, which completes plain RMA.
     pub fn active_flush(&self, rank: Rank) -> Result<()> {
         self.live_inner()?.proto.active_flush(rank)
+    }
+
+    /// Runs the handlers of this rank's poll-mode logs now, until they hold no entry (as every
+    /// progress step does, but without serving active messages); returns the entries handled.
+    pub fn drain_logs(&self) -> Result<usize> {
+        Ok(self.access()?.drain_polled())
     }
 
     /// Hits and misses of this rank's modelled IOTLB (ACTIVERMA_IOTLB_*), and its shape.

@@ -15,7 +15,15 @@ pub fn run_with_env(n: u32, args: &[&str], env: &[(String, String)], timeout_s: 
     for (k, v) in env {
         std::env::set_var(k, v);
     }
-    let code = launcher::run(RunArgs { n, label: false, timeout: Some(timeout_s), segment_size: None, progress: None, program });
+    let code = launcher::run(RunArgs {
+        n,
+        label: false,
+        timeout: Some(timeout_s),
+        segment_size: None,
+        progress: None,
+        restart_from: None,
+        program,
+    });
     for (k, v) in saved {
         match v {
             Some(v) => std::env::set_var(&k, v),

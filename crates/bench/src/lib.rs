@@ -13,6 +13,7 @@
 //! measured: there the limits are the MPI peers' numbers (`bench/compare_mpi_conduit.sh`).
 
 mod apps;
+mod checkpoint;
 mod firehose;
 mod firehose_threads;
 mod jobs;
@@ -126,6 +127,11 @@ pub enum Which {
     /// M + MAXVICTIM, firehose vs pin-all vs rendezvous vs rendezvous-unpin, with hit rates
     /// (a 2-rank job per strategy; not part of the default set)
     FirehoseWs,
+    /// Active Access's incremental checkpointing (section 4.3): full, incremental (access log +
+    /// MMU) and trap-first-write checkpoints of a stencil-like and a DHT-like workload, 1/10/50 %
+    /// of pages modified per interval; bytes written, checkpoint time, the tracking's cost on
+    /// puts (a 2-rank job per network; not part of the default set)
+    Checkpoint,
     /// Firehose-SMP (figure 8, GUPS): 1, 2, 4, 8 threads of one rank sharing a Firehose (per-thread
     /// and aggregate put rate, deadlock-avoidance share), and shared vs separate tables' misses
     /// (jobs of 2 and T+1 ranks; not part of the default set)
@@ -280,7 +286,8 @@ pub fn main(mut args: BenchArgs) -> i32 {
     type Check = fn() -> bool;
     type Step = fn() -> BResult<()>;
     type Run = fn(&BenchArgs) -> BResult<()>;
-    let own_jobs: [(Which, Check, Step, Run); 6] = [
+    let own_jobs: [(Which, Check, Step, Run); 7] = [
+        (Which::Checkpoint, checkpoint::is_worker, checkpoint::worker, checkpoint::checkpoint),
         (Which::ArmciOverlap, overlap::is_worker, overlap::worker, overlap::overlap),
         (Which::PartLatency, part::is_worker, part::worker, part::latency),
         (Which::PartAllFaults, part_sweeps::is_sweep_worker, part_sweeps::sweep_worker, part_sweeps::all_faults),
@@ -379,7 +386,7 @@ fn launch(args: &BenchArgs) -> i32 {
     };
     let mut program = vec![exe.to_string_lossy().into_owned(), "bench".to_string(), "--rank-worker".to_string()];
     program.extend(std::env::args_os().skip(2).map(|a| a.to_string_lossy().into_owned()));
-    activerma_launcher::run(RunArgs { n: 2, label: false, timeout: None, segment_size, progress: None, program })
+    activerma_launcher::run(RunArgs { n: 2, label: false, timeout: None, segment_size, progress: None, restart_from: None, program })
 }
 
 /// Pins the calling thread to the `rank`-th CPU it may run on (if there are two or more),
@@ -484,6 +491,7 @@ impl Origin<'_> {
                 | Which::PartFaultFreq
                 | Which::FirehoseWs
                 | Which::ArmciOverlap
+                | Which::Checkpoint
                 | Which::FirehoseThreads => {}
             }
         }

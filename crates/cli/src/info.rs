@@ -140,6 +140,7 @@ fn setting_error(name: &'static str, kind: Kind) -> Option<String> {
         Kind::Int | Kind::Size => settings::get_u64(name).map(drop),
         Kind::Float => settings::get_f64(name).map(drop),
         Kind::Enum(_) => settings::get_enum(name).map(drop),
+        Kind::Path => Ok(()),
     };
     check.err().map(|e| e.to_string())
 }

@@ -78,6 +78,11 @@ impl Config {
         settings::parse_bool(settings::lookup(name), self.raw(name))
     }
 
+    /// A path setting: `None` when it is left blank.
+    pub fn get_path(&self, name: &str) -> Option<std::path::PathBuf> {
+        Some(self.raw(name)).filter(|v| !v.trim().is_empty()).map(std::path::PathBuf::from)
+    }
+
     pub fn get_enum(&self, name: &str) -> Result<&'static str> {
         settings::parse_enum(settings::lookup(name), self.raw(name))
     }

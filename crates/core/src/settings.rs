@@ -12,6 +12,8 @@ pub enum Kind {
     Size,
     Float,
     Enum(&'static [&'static str]),
+    /// A file system path (any text; blank means unset).
+    Path,
 }
 
 impl Kind {
@@ -22,6 +24,7 @@ impl Kind {
             Kind::Size => "size".into(),
             Kind::Float => "float".into(),
             Kind::Enum(v) => v.join("|"),
+            Kind::Path => "path".into(),
         }
     }
 }
@@ -38,12 +41,14 @@ pub enum Layer {
     ActiveAccess,
     Network,
     Iotlb,
+    FaultTolerance,
 }
 
 impl Layer {
     /// In the order `activerma info` shows them: from the job down to the models.
-    pub const ALL: [Layer; 9] = [
+    pub const ALL: [Layer; 10] = [
         Layer::Job,
+        Layer::FaultTolerance,
         Layer::Conduit,
         Layer::Progress,
         Layer::Memory,
@@ -66,6 +71,7 @@ impl Layer {
             Layer::ActiveAccess => "active-access",
             Layer::Network => "network",
             Layer::Iotlb => "iotlb",
+            Layer::FaultTolerance => "fault-tolerance",
         }
     }
 
@@ -81,6 +87,7 @@ impl Layer {
             Layer::ActiveAccess => "Active Access: access logs",
             Layer::Network => "modelled network",
             Layer::Iotlb => "modelled IOTLB",
+            Layer::FaultTolerance => "fault tolerance: checkpoints and restart",
         }
     }
 }
@@ -141,8 +148,14 @@ pub const PART_PAGEIN: &str = "ACTIVERMA_PART_PAGEIN";
 pub const PART_RETRANSMIT: &str = "ACTIVERMA_PART_RETRANSMIT";
 pub const PART_PRETOUCH: &str = "ACTIVERMA_PART_PRETOUCH";
 pub const PART_FAULT_PROB: &str = "ACTIVERMA_PART_FAULT_PROB";
+pub const RESTART_FROM: &str = "ACTIVERMA_RESTART_FROM";
+pub const CKPT_KILL_PAGES: &str = "ACTIVERMA_CKPT_KILL_PAGES";
 
 pub static TABLE: &[Setting] = &[
+    Setting { name: RESTART_FROM, layer: Layer::FaultTolerance, kind: Kind::Path, default: "",
+        description: "a checkpoint store (a directory): each rank's checkpointer (activerma-checkpoint) loads the newest complete checkpoint there into the memory it protects when the program asks it to restore; `activerma run --restart-from DIR` sets it; blank = start afresh" },
+    Setting { name: CKPT_KILL_PAGES, layer: Layer::FaultTolerance, kind: Kind::Int, default: "0",
+        description: "failure injection (tests, benchmarks): a rank's checkpointer kills its own process (SIGKILL) once it has written this many pages (counted over all its checkpoints), in the middle of that checkpoint (before it is complete); 0 = off" },
     Setting { name: CONDUIT, layer: Layer::Conduit, kind: Kind::Enum(&["auto", "smp", "mpi"]), default: "auto",
         description: "conduit: smp = one host, shared memory and cross-memory attach; mpi = many hosts, started by mpirun/srun (builds with the mpi feature); auto = mpi when started by an MPI launcher, else smp" },
     Setting { name: PROGRESS, layer: Layer::Progress, kind: Kind::Enum(&["app", "thread", "wake"]), default: "app",
@@ -330,6 +343,7 @@ pub(crate) fn check(s: &Setting, v: &str) -> Result<()> {
         Kind::Int | Kind::Size => parse_u64(s, v).map(drop),
         Kind::Float => parse_f64(s, v).map(drop),
         Kind::Enum(_) => parse_enum(s, v).map(drop),
+        Kind::Path => Ok(()),
     }
 }
 

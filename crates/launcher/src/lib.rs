@@ -35,6 +35,10 @@ pub struct RunArgs {
     /// Progress mode of every rank (sets ACTIVERMA_PROGRESS): app, thread or wake.
     #[arg(long)]
     pub progress: Option<String>,
+    /// Restart a job from the newest complete checkpoint in DIR (sets ACTIVERMA_RESTART_FROM:
+    /// the program's checkpointer loads it when it restores; activerma-checkpoint).
+    #[arg(long, value_name = "DIR")]
+    pub restart_from: Option<std::path::PathBuf>,
     /// The program and its arguments, passed on verbatim (`--` before them is optional).
     // trailing_var_arg: as with mpirun, everything after the program belongs to the program,
     // options included, so `run -n 2 ./prog --label` passes --label to ./prog.
@@ -190,6 +194,13 @@ pub fn run(args: RunArgs) -> i32 {
     }
     if let Some(p) = &args.progress {
         std::env::set_var(settings::PROGRESS, p);
+    }
+    if let Some(dir) = &args.restart_from {
+        // Absolute, so that a rank that changes its directory still finds it.
+        match std::fs::canonicalize(dir) {
+            Ok(d) if d.is_dir() => std::env::set_var(settings::RESTART_FROM, d),
+            _ => return fail(format!("--restart-from {}: not a directory (a checkpoint store)", dir.display())),
+        }
     }
     // The job's settings, as its ranks will read them from the environment we pass on.
     let cfg = match activerma_core::Config::from_env() {

@@ -74,9 +74,14 @@ fn mpi_label(mpi: &str) -> String {
 
 /// `mpirun`/`mpiexec` with the job's settings passed to every rank; bounded by `timeout`.
 fn launch_mpi(mpi: &str, job: &Job) -> (Output, Duration) {
+    launch_mpi_with(mpi, job, &[])
+}
+
+/// `launch_mpi` with more settings for every rank.
+pub fn launch_mpi_with(mpi: &str, job: &Job, more: &[(&str, &str)]) -> (Output, Duration) {
     let me = std::env::current_exe().unwrap();
     let started = Instant::now();
-    let env: Vec<(&str, &str)> = job.env.iter().copied().chain(tcp_settings(mpi)).collect();
+    let env: Vec<(&str, &str)> = job.env.iter().copied().chain(tcp_settings(mpi)).chain(more.iter().copied()).collect();
     let mut cmd = Command::new("timeout");
     cmd.args(["-k", "5", "120"]);
     match mpi {
@@ -398,6 +403,8 @@ pub fn main() -> i32 {
         t.check(format!("{name} [{:.1} s]", took.as_secs_f64()), out.status.success(), || show(&out));
     }
 
+    crate::restart::checks(&mut t, None, "smp", filter.as_deref());
+
     // `report` as the filter runs `activerma report`'s checks alone.
     if filter.as_deref().is_none_or(|f| f == "report") {
         crate::report::checks(&mut t);
@@ -493,6 +500,7 @@ fn run_under_mpi(mpi: &str, filter: Option<&str>, t: &mut Tally) -> i32 {
         let (out, took) = launch_mpi(mpi, job);
         t.check(format!("{name} [{:.1} s]", took.as_secs_f64()), out.status.success(), || show(&out));
     }
+    crate::restart::checks(t, Some(mpi), &mpi_label(mpi), filter);
     if filter.is_none() {
         let (out, took) = launch_mpi(mpi, &Job { case: "rank_crashes", ranks: 3, env: vec![] });
         t.check(

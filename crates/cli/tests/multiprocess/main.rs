@@ -8,6 +8,7 @@ mod command_line;
 mod driver;
 mod forwarding;
 mod report;
+mod restart;
 
 fn main() {
     if std::env::var("ACTIVERMA_RANK").is_ok() || std::env::args().nth(1).as_deref() == Some("--rank") {

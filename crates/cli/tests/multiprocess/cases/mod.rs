@@ -3,6 +3,7 @@
 mod active_access;
 mod am;
 mod apps;
+mod checkpoint;
 mod config;
 mod faults;
 mod firehose;
@@ -58,6 +59,7 @@ pub fn run(case: &str) -> i32 {
         "firehose_bound_holds" => firehose::bound_holds(),
         "part_faults_counted" => part::faults_counted(),
         "part_modelled_link" => part::modelled_link(),
+        "checkpoint_restart" => checkpoint::checkpoint_restart(),
         other => {
             eprintln!("unknown case {other}");
             return 2;

@@ -1,0 +1,401 @@
+//! Incremental checkpointing with Active Access (Besta & Hoefler, ICS'15, section 4.3).
+//!
+//! A rank protects segments (`protect`); `checkpoint()` (collective) writes what changed in
+//! them since the last checkpoint to a store on disk (`store`), and `restore()` (collective)
+//! loads the newest complete checkpoint back — on a restarted job (`activerma run
+//! --restart-from DIR` sets ACTIVERMA_RESTART_FROM) or on demand. Three schemes
+//! (`Scheme`), side by side in `activerma bench checkpoint`:
+//! - `Incremental`: remote writes tracked by metadata-only access logging (W=1, WL=1, WLD=0:
+//!   `remote`), local writes by the MMU (`mmu`); only the pages either found are written,
+//!   plus a full base every `full_every` checkpoints.
+//! - `Full`: every protected page, every time.
+//! - `TrapFirstWrite`: the dirty-bit scheme — the target write-protects its pages and its
+//!   handler mediates the first remote write to each (see `remote`).
+//!
+//! The design note is docs/design/checkpoint.md.
+
+mod dirty;
+pub mod mmu;
+mod remote;
+pub mod store;
+
+use activerma::{settings, Error, Notify, Result, Segment, World};
+use dirty::{DirtyPages, Region};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+use store::{Marker, Store};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scheme {
+    Full,
+    Incremental,
+    TrapFirstWrite,
+}
+
+impl Scheme {
+    pub fn name(self) -> &'static str {
+        match self {
+            Scheme::Full => "full",
+            Scheme::Incremental => "incremental",
+            Scheme::TrapFirstWrite => "trap-first-write",
+        }
+    }
+
+    pub fn parse(text: &str) -> Result<Scheme> {
+        [Scheme::Full, Scheme::Incremental, Scheme::TrapFirstWrite]
+            .into_iter()
+            .find(|s| s.name() == text)
+            .ok_or_else(|| Error::InvalidArgument(format!("checkpoint scheme {text:?}: expected full, incremental or trap-first-write")))
+    }
+}
+
+/// How a checkpointer works.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub scheme: Scheme,
+    /// Every this many checkpoints one is a full base (the first always is); 0 = only the first.
+    pub full_every: u64,
+    /// The Active Access domain of the tracking log (the application must not use it).
+    pub domain: u16,
+    /// Bytes of the tracking log (a power of two); a full log makes origins wait, never drops.
+    pub log_bytes: usize,
+    /// Failure injection: this rank kills itself after writing this many pages (counted over
+    /// all its checkpoints), before the checkpoint is complete. `None`: the setting
+    /// ACTIVERMA_CKPT_KILL_PAGES (0 = off).
+    pub kill_after_pages: Option<u64>,
+}
+
+impl Options {
+    pub fn new(scheme: Scheme) -> Options {
+        Options { scheme, full_every: 0, domain: (activerma::MAX_DOMAINS - 1) as u16, log_bytes: 1 << 20, kill_after_pages: None }
+    }
+}
+
+/// What one checkpoint did, on this rank.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Stats {
+    pub epoch: u64,
+    pub full: bool,
+    /// Pages found changed by others' puts (the access log) and by this rank's stores (the MMU).
+    pub remote_pages: u64,
+    pub local_pages: u64,
+    /// Pages written, and the bytes of the file that holds them (record headers included).
+    pub pages_written: u64,
+    pub bytes_written: u64,
+    pub seconds: f64,
+}
+
+/// Where local writes are seen: the MMU, or (where the kernel refuses userfaultfd) by comparing
+/// each page's checksum with the last checkpoint's.
+enum LocalWrites {
+    Mmu(mmu::WriteTracker),
+    Checksums(Vec<Vec<u32>>),
+}
+
+pub struct Checkpointer {
+    world: World,
+    store: Store,
+    opts: Options,
+    page: usize,
+    dirty: Arc<DirtyPages>,
+    local: Option<LocalWrites>,
+    /// The last complete checkpoint and its chain's base (0: none yet).
+    epoch: u64,
+    base: u64,
+    kill_after_pages: u64,
+    pages_so_far: u64,
+    log_created: bool,
+}
+
+fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    unsafe { libc::sysconf(libc::_SC_PAGESIZE) as usize }
+}
+
+impl Checkpointer {
+    /// A checkpointer writing to `dir` (created if missing). Collective only in that every rank
+    /// makes one before its first `checkpoint`.
+    pub fn new(world: &World, dir: &Path, opts: Options) -> Result<Checkpointer> {
+        if !opts.log_bytes.is_power_of_two() {
+            return Err(Error::InvalidArgument(format!("checkpoint log of {} bytes: a power of two", opts.log_bytes)));
+        }
+        Ok(Checkpointer {
+            world: world.clone(),
+            store: Store::open(dir, world.rank())?,
+            page: page_size(),
+            dirty: Arc::new(DirtyPages::new(page_size())),
+            local: None,
+            epoch: 0,
+            base: 0,
+            kill_after_pages: match opts.kill_after_pages {
+                Some(n) => n,
+                None => world.config().get_u64(settings::CKPT_KILL_PAGES)?,
+            },
+            pages_so_far: 0,
+            log_created: false,
+            opts,
+        })
+    }
+
+    pub fn scheme(&self) -> Scheme {
+        self.opts.scheme
+    }
+
+    /// How local writes are tracked here: "userfaultfd" or "checksums" (the fallback).
+    pub fn local_tracking(&self) -> &'static str {
+        match self.local {
+            Some(LocalWrites::Checksums(_)) => "checksums",
+            _ => "userfaultfd",
+        }
+    }
+
+    /// The last complete checkpoint this rank took part in or restored (0: none).
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// Protects this rank's copy of `seg`: its contents go into every checkpoint. Call on every
+    /// rank, with the same segments in the same order, before the first checkpoint.
+    pub fn protect(&mut self, seg: &Segment) -> Result<()> {
+        if self.epoch != 0 {
+            return Err(Error::InvalidArgument("protect: segments are added before the first checkpoint".into()));
+        }
+        let len = seg.len().div_ceil(self.page) * self.page;
+        let region = Region { addr: seg.as_ptr() as usize, heap_offset: seg.heap_offset(), len };
+        if !region.addr.is_multiple_of(self.page) {
+            return Err(Error::InvalidArgument("protect: the segment does not start at a page".into()));
+        }
+        let Some(dirty) = Arc::get_mut(&mut self.dirty) else {
+            return Err(Error::InvalidArgument("protect: the tracking log's handler holds the page set".into()));
+        };
+        dirty.add(region);
+        Ok(())
+    }
+
+    /// Starts tracking (once): the log and its handler, the page marks, the MMU.
+    fn start_tracking(&mut self) -> Result<()> {
+        let regions: Vec<Region> = self.dirty.regions().copied().collect();
+        if self.opts.scheme == Scheme::Full {
+            return Ok(());
+        }
+        if !self.log_created {
+            let trap = self.opts.scheme == Scheme::TrapFirstWrite;
+            let handler = remote::handler(self.dirty.clone(), trap.then(|| self.world.clone()), self.page);
+            self.world.create_log(self.opts.domain, self.opts.log_bytes, Notify::Poll, handler)?;
+            self.log_created = true;
+            self.local = Some(match mmu::WriteTracker::new() {
+                Ok(mut t) => {
+                    regions.iter().try_for_each(|r| t.track(r.addr, r.len))?;
+                    LocalWrites::Mmu(t)
+                }
+                Err(_) => LocalWrites::Checksums(regions.iter().map(|r| self.checksums(r)).collect()),
+            });
+        }
+        self.arm_marks(&regions)
+    }
+
+    /// Puts the tracking marks on every protected page (again, after a trap scheme lifted some).
+    fn arm_marks(&self, regions: &[Region]) -> Result<()> {
+        let marks = remote::tracking_marks(self.opts.scheme == Scheme::TrapFirstWrite);
+        for r in regions {
+            self.world.assoc_pages(r.addr as *const u8, r.len, marks, Some(self.opts.domain))?;
+        }
+        Ok(())
+    }
+
+    fn checksums(&self, r: &Region) -> Vec<u32> {
+        (0..r.pages(self.page)).map(|p| crc32fast::hash(self.page_bytes(r, p))).collect()
+    }
+
+    fn page_bytes(&self, r: &Region, p: usize) -> &[u8] {
+        // SAFETY: inside the protected segment, which lives as long as the job.
+        unsafe { std::slice::from_raw_parts((r.addr + p * self.page) as *const u8, self.page) }
+    }
+
+    /// The trap scheme's contract with an origin: after a put to a protected page of `target`,
+    /// wait until the target has mediated it (a no-op for the other schemes, and cheap once
+    /// the page is unprotected: nothing was logged).
+    pub fn after_remote_write(&self, target: activerma::Rank) -> Result<()> {
+        if self.opts.scheme == Scheme::TrapFirstWrite {
+            self.world.active_flush(target)?;
+        }
+        Ok(())
+    }
+
+    /// Takes a checkpoint (collective): every rank's puts complete, every rank finds the pages
+    /// that changed and writes them; returns when the checkpoint is complete for the whole job.
+    pub fn checkpoint(&mut self) -> Result<Stats> {
+        let started = Instant::now();
+        if !self.log_created {
+            self.start_tracking()?;
+        }
+        let w = &self.world;
+        // Every put into protected memory has been made, and logged, once all ranks are here.
+        w.flush_all()?;
+        w.barrier()?;
+        w.drain_logs()?;
+        let regions: Vec<Region> = self.dirty.regions().copied().collect();
+        let epoch = self.epoch + 1;
+        let full =
+            self.opts.scheme == Scheme::Full || self.base == 0 || (self.opts.full_every > 0 && epoch - self.base >= self.opts.full_every);
+        let mut stats = Stats { epoch, full, ..Default::default() };
+        // Pages per region to write: remote ones from the log, local ones from the MMU.
+        let mut pages: Vec<Vec<usize>> = Vec::with_capacity(regions.len());
+        for (i, r) in regions.iter().enumerate() {
+            let remote = self.dirty.take(i);
+            stats.remote_pages += remote.len() as u64;
+            let mut set = remote;
+            match &mut self.local {
+                Some(LocalWrites::Mmu(t)) => {
+                    let mut local = Vec::new();
+                    t.take_written(&mut |a, l| {
+                        if a >= r.addr && a < r.addr + r.len {
+                            local.extend((a - r.addr) / self.page..((a + l - r.addr) / self.page).min(r.pages(self.page)));
+                        }
+                    })?;
+                    stats.local_pages += local.len() as u64;
+                    set.extend(local);
+                }
+                Some(LocalWrites::Checksums(sums)) => {
+                    for (p, sum) in sums[i].iter_mut().enumerate() {
+                        let now = crc32fast::hash(
+                            // SAFETY: as in page_bytes (not called: `self` is borrowed mutably).
+                            unsafe { std::slice::from_raw_parts((r.addr + p * self.page) as *const u8, self.page) },
+                        );
+                        if now != *sum {
+                            *sum = now;
+                            set.push(p);
+                            stats.local_pages += 1;
+                        }
+                    }
+                }
+                None => {}
+            }
+            set.sort_unstable();
+            set.dedup();
+            pages.push(if full { (0..r.pages(self.page)).collect() } else { set });
+        }
+        let kill_after = self.kill_after_pages;
+        let page = self.page;
+        let mut written = 0u64;
+        let before = self.pages_so_far;
+        stats.bytes_written = self.store.write_pages(epoch, full, &mut |f| {
+            for (r, list) in regions.iter().zip(&pages) {
+                for &p in list {
+                    // SAFETY: as in page_bytes.
+                    let bytes = unsafe { std::slice::from_raw_parts((r.addr + p * page) as *const u8, page) };
+                    f.record((r.heap_offset + p * page) as u64, bytes)?;
+                    written += 1;
+                    if kill_after > 0 && before + written == kill_after {
+                        // Failure injection: die in the middle of the checkpoint, as a crash would.
+                        // SAFETY: signalling ourselves.
+                        unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+                    }
+                }
+            }
+            Ok(())
+        })?;
+        stats.pages_written = written;
+        self.pages_so_far += written;
+        let base = if full { epoch } else { self.base };
+        // Every rank's file is durable before the marker says the checkpoint is complete.
+        w.barrier()?;
+        if w.rank() == 0 {
+            self.store.write_marker(Marker { epoch, ranks: w.size() as u64, base })?;
+        }
+        w.barrier()?;
+        self.epoch = epoch;
+        self.base = base;
+        if full {
+            self.store.prune_before(base)?;
+        }
+        if self.opts.scheme == Scheme::TrapFirstWrite {
+            self.arm_marks(&regions)?;
+            w.barrier()?; // nobody writes before every page is trapped again
+        }
+        stats.seconds = started.elapsed().as_secs_f64();
+        Ok(stats)
+    }
+
+    /// The store a restarted job restores from: ACTIVERMA_RESTART_FROM (`activerma run
+    /// --restart-from DIR`), if set.
+    pub fn restart_dir(&self) -> Option<PathBuf> {
+        self.world.config().get_path(settings::RESTART_FROM)
+    }
+
+    /// Loads the newest complete checkpoint of ACTIVERMA_RESTART_FROM into the protected
+    /// segments, if that is set (collective); `None` when it is not (a fresh start).
+    pub fn restore(&mut self) -> Result<Option<u64>> {
+        match self.restart_dir() {
+            Some(dir) => self.restore_from(&dir).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Loads the newest checkpoint of `dir` that is complete for this job's ranks (collective;
+    /// every rank must find the same one). Returns its epoch; later checkpoints follow it.
+    pub fn restore_from(&mut self, dir: &Path) -> Result<u64> {
+        let w = self.world.clone();
+        let from = Store::open(dir, w.rank())?;
+        let marker = from.markers()?.into_iter().rev().find(|m| m.ranks == w.size() as u64);
+        let mine = marker.map_or(0, |m| m.epoch);
+        let all = w.allgather(&mine.to_le_bytes())?;
+        if let Some((r, _)) = all.iter().enumerate().find(|(_, b)| b.as_slice() != mine.to_le_bytes()) {
+            return Err(Error::CollectiveMismatch(format!(
+                "restore: rank {} finds checkpoint {mine} complete in {} but rank {r} finds {}",
+                w.rank(),
+                dir.display(),
+                u64::from_le_bytes(all[r][..8].try_into().unwrap())
+            )));
+        }
+        let Some(m) = marker else {
+            return Err(Error::InvalidArgument(format!("restore: {} holds no complete checkpoint of {} ranks", dir.display(), w.size())));
+        };
+        let regions: Vec<Region> = self.dirty.regions().copied().collect();
+        for epoch in m.base..=m.epoch {
+            from.read_pages(epoch, &mut |offset, bytes| {
+                let off = offset as usize;
+                let r = regions
+                    .iter()
+                    .find(|r| off >= r.heap_offset && off + bytes.len() <= r.heap_offset + r.len)
+                    .ok_or_else(|| Error::InvalidArgument(format!(
+                        "restore: checkpoint {epoch} holds heap offset {off:#x}, outside the segments this rank protects (protect the same segments, in the same order, as the job that wrote it)"
+                    )))?;
+                // SAFETY: inside a protected segment (checked just above).
+                unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), (r.addr + off - r.heap_offset) as *mut u8, bytes.len()) };
+                Ok(())
+            })?;
+        }
+        // What was loaded is the checkpoint's state: nothing is dirty relative to it.
+        self.start_tracking()?;
+        let fresh: Vec<Vec<u32>> = regions.iter().map(|r| self.checksums(r)).collect();
+        match &mut self.local {
+            Some(LocalWrites::Mmu(t)) => t.take_written(&mut |_, _| {})?,
+            Some(LocalWrites::Checksums(sums)) => *sums = fresh,
+            None => {}
+        }
+        self.dirty.clear();
+        self.epoch = m.epoch;
+        self.base = m.base;
+        if dir != self.store.dir() {
+            // Checkpoints go on into our own store: its first one is a full base.
+            self.base = 0;
+        }
+        w.barrier()?;
+        Ok(m.epoch)
+    }
+}
+
+impl Drop for Checkpointer {
+    /// Stops tracking: the MMU's protection goes with the userfaultfd (closing it unregisters
+    /// its ranges), and the pages lose the tracking marks, so that the segments work as plain
+    /// memory again (or under another checkpointer).
+    fn drop(&mut self) {
+        if self.opts.scheme != Scheme::Full && !self.world.is_finalized() {
+            for r in self.dirty.regions() {
+                let _ = self.world.assoc_pages(r.addr as *const u8, r.len, remote::untracked_marks(), None);
+            }
+        }
+    }
+}

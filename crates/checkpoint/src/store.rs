@@ -1,0 +1,284 @@
+//! The checkpoint store: a directory on local disk that holds, per rank, one file per
+//! checkpoint (a full base, or the pages that changed since the previous checkpoint), and per
+//! checkpoint one marker that says the whole job's checkpoint is complete.
+//!
+//! ```text
+//! DIR/rank-<r>/<epoch>.pages     header, then records (offset in the rank's heap, length,
+//!                                CRC-32, bytes), then a trailer (record count, CRC-32 of all)
+//! DIR/complete-<epoch>           written by rank 0 once every rank's file of <epoch> is durable:
+//!                                epoch, ranks, the epoch of the chain's full base
+//! ```
+//! Every file is written as `<name>.tmp`, fsynced, renamed over `<name>`, and its directory
+//! fsynced: a crash in the middle of a checkpoint leaves a `.tmp` file or a missing marker,
+//! never a half-written file under a final name, so restart finds the previous checkpoint
+//! intact. Restart applies the chain from the newest complete marker's base up to it, checking
+//! every page's checksum.
+
+use activerma::{Error, Result};
+use std::fs::{self, File};
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+const MAGIC: &[u8; 8] = b"ARMACKPT";
+const VERSION: u32 = 1;
+const KIND_FULL: u32 = 0;
+const KIND_INCREMENTAL: u32 = 1;
+/// A record's header: heap offset (8), length (4), CRC-32 (4).
+pub const RECORD_HEADER: usize = 16;
+
+fn io_error(what: &str, path: &Path, e: std::io::Error) -> Error {
+    Error::InvalidArgument(format!("checkpoint store: cannot {what} {}: {e}", path.display()))
+}
+
+fn corrupt(path: &Path, why: impl std::fmt::Display) -> Error {
+    Error::InvalidArgument(format!("checkpoint store: {} is damaged: {why}", path.display()))
+}
+
+/// fsyncs a directory, so that a rename inside it survives a crash.
+fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir).and_then(|d| d.sync_all()).map_err(|e| io_error("sync directory", dir, e))
+}
+
+/// Writes `name` in `dir` crash-safely: `.tmp`, fsync, rename, fsync of the directory.
+fn write_durably(dir: &Path, name: &str, fill: &mut dyn FnMut(&mut BufWriter<&File>) -> Result<()>) -> Result<u64> {
+    let tmp = dir.join(format!("{name}.tmp"));
+    let file = File::create(&tmp).map_err(|e| io_error("create", &tmp, e))?;
+    let mut w = BufWriter::with_capacity(1 << 20, &file);
+    fill(&mut w)?;
+    w.flush().map_err(|e| io_error("write", &tmp, e))?;
+    drop(w);
+    file.sync_all().map_err(|e| io_error("sync", &tmp, e))?;
+    let len = file.metadata().map_err(|e| io_error("stat", &tmp, e))?.len();
+    let done = dir.join(name);
+    fs::rename(&tmp, &done).map_err(|e| io_error("rename", &tmp, e))?;
+    sync_dir(dir)?;
+    Ok(len)
+}
+
+/// One rank's view of the store.
+pub struct Store {
+    dir: PathBuf,
+    rank_dir: PathBuf,
+    rank: usize,
+}
+
+/// A checkpoint's marker: complete for the whole job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Marker {
+    pub epoch: u64,
+    pub ranks: u64,
+    pub base: u64,
+}
+
+/// What a rank's checkpoint file holds, being written.
+pub struct PageFile<'a, 'f> {
+    w: &'a mut BufWriter<&'f File>,
+    path: &'a Path,
+    records: u64,
+    all: crc32fast::Hasher,
+    pub bytes: u64,
+}
+
+impl PageFile<'_, '_> {
+    /// Appends the bytes at `offset` of the rank's heap.
+    pub fn record(&mut self, offset: u64, data: &[u8]) -> Result<()> {
+        let crc = crc32fast::hash(data);
+        let mut head = [0u8; RECORD_HEADER];
+        head[..8].copy_from_slice(&offset.to_le_bytes());
+        head[8..12].copy_from_slice(&(data.len() as u32).to_le_bytes());
+        head[12..].copy_from_slice(&crc.to_le_bytes());
+        self.all.update(&head);
+        self.all.update(data);
+        self.w.write_all(&head).and_then(|_| self.w.write_all(data)).map_err(|e| io_error("write", self.path, e))?;
+        self.records += 1;
+        self.bytes += (RECORD_HEADER + data.len()) as u64;
+        Ok(())
+    }
+}
+
+impl Store {
+    pub fn open(dir: &Path, rank: usize) -> Result<Store> {
+        let rank_dir = dir.join(format!("rank-{rank}"));
+        fs::create_dir_all(&rank_dir).map_err(|e| io_error("create", &rank_dir, e))?;
+        Ok(Store { dir: dir.to_path_buf(), rank_dir, rank })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn page_file_name(epoch: u64) -> String {
+        format!("{epoch:010}.pages")
+    }
+
+    /// Writes this rank's file of `epoch` (a full base if `full`), records coming from `fill`;
+    /// returns the bytes the file holds.
+    pub fn write_pages(&self, epoch: u64, full: bool, fill: &mut dyn FnMut(&mut PageFile<'_, '_>) -> Result<()>) -> Result<u64> {
+        let name = Self::page_file_name(epoch);
+        let path = self.rank_dir.join(&name);
+        write_durably(&self.rank_dir, &name, &mut |w| {
+            let mut head = Vec::with_capacity(32);
+            head.extend_from_slice(MAGIC);
+            head.extend_from_slice(&VERSION.to_le_bytes());
+            head.extend_from_slice(&(if full { KIND_FULL } else { KIND_INCREMENTAL }).to_le_bytes());
+            head.extend_from_slice(&(self.rank as u64).to_le_bytes());
+            head.extend_from_slice(&epoch.to_le_bytes());
+            w.write_all(&head).map_err(|e| io_error("write", &path, e))?;
+            let mut pf = PageFile { w, path: &path, records: 0, all: crc32fast::Hasher::new(), bytes: head.len() as u64 };
+            fill(&mut pf)?;
+            let (records, crc, w) = (pf.records, pf.all.finalize(), pf.w);
+            w.write_all(&records.to_le_bytes()).and_then(|_| w.write_all(&crc.to_le_bytes())).map_err(|e| io_error("write", &path, e))
+        })
+    }
+
+    /// Rank 0, once every rank's file of `m.epoch` is durable: the checkpoint is complete.
+    pub fn write_marker(&self, m: Marker) -> Result<()> {
+        write_durably(&self.dir, &format!("complete-{:010}", m.epoch), &mut |w| {
+            let text = format!("epoch {}\nranks {}\nbase {}\n", m.epoch, m.ranks, m.base);
+            w.write_all(text.as_bytes()).map_err(|e| io_error("write", &self.dir, e))
+        })
+        .map(drop)
+    }
+
+    /// The complete checkpoints, oldest first.
+    pub fn markers(&self) -> Result<Vec<Marker>> {
+        let mut out = Vec::new();
+        let entries = fs::read_dir(&self.dir).map_err(|e| io_error("list", &self.dir, e))?;
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Some(num) = name.strip_prefix("complete-") else { continue };
+            if num.ends_with(".tmp") {
+                continue;
+            }
+            let path = e.path();
+            let text = fs::read_to_string(&path).map_err(|e| io_error("read", &path, e))?;
+            let field = |key: &str| -> Result<u64> {
+                text.lines()
+                    .find_map(|l| l.strip_prefix(key).and_then(|v| v.trim().parse().ok()))
+                    .ok_or_else(|| corrupt(&path, format!("no {key}")))
+            };
+            out.push(Marker { epoch: field("epoch ")?, ranks: field("ranks ")?, base: field("base ")? });
+        }
+        out.sort_by_key(|m| m.epoch);
+        Ok(out)
+    }
+
+    /// Applies this rank's file of `epoch`: every record goes to `apply(offset, bytes)` after
+    /// its checksum is checked. Returns the records applied.
+    pub fn read_pages(&self, epoch: u64, apply: &mut dyn FnMut(u64, &[u8]) -> Result<()>) -> Result<u64> {
+        let path = self.rank_dir.join(Self::page_file_name(epoch));
+        let file = File::open(&path).map_err(|e| io_error("open", &path, e))?;
+        let len = file.metadata().map_err(|e| io_error("stat", &path, e))?.len();
+        let mut r = BufReader::with_capacity(1 << 20, file);
+        let mut head = [0u8; 32];
+        r.read_exact(&mut head).map_err(|e| io_error("read", &path, e))?;
+        if &head[..8] != MAGIC || u32::from_le_bytes(head[8..12].try_into().unwrap()) != VERSION {
+            return Err(corrupt(&path, "not an activerma checkpoint file of this version"));
+        }
+        let (rank, ep) = (u64::from_le_bytes(head[16..24].try_into().unwrap()), u64::from_le_bytes(head[24..32].try_into().unwrap()));
+        if rank != self.rank as u64 || ep != epoch {
+            return Err(corrupt(&path, format!("it holds rank {rank}'s checkpoint {ep}")));
+        }
+        let mut pos = 32u64;
+        let mut all = crc32fast::Hasher::new();
+        let mut buf = Vec::new();
+        let mut records = 0u64;
+        while pos + 12 < len {
+            let mut rh = [0u8; RECORD_HEADER];
+            r.read_exact(&mut rh).map_err(|e| io_error("read", &path, e))?;
+            let offset = u64::from_le_bytes(rh[..8].try_into().unwrap());
+            let n = u32::from_le_bytes(rh[8..12].try_into().unwrap()) as usize;
+            let crc = u32::from_le_bytes(rh[12..].try_into().unwrap());
+            if pos + (RECORD_HEADER + n) as u64 + 12 > len {
+                return Err(corrupt(&path, format!("record {records} runs past the end")));
+            }
+            buf.resize(n, 0);
+            r.read_exact(&mut buf).map_err(|e| io_error("read", &path, e))?;
+            if crc32fast::hash(&buf) != crc {
+                return Err(corrupt(&path, format!("the checksum of the page at heap offset {offset:#x} does not match")));
+            }
+            all.update(&rh);
+            all.update(&buf);
+            apply(offset, &buf)?;
+            records += 1;
+            pos += (RECORD_HEADER + n) as u64;
+        }
+        let mut tail = [0u8; 12];
+        r.read_exact(&mut tail).map_err(|e| io_error("read", &path, e))?;
+        if u64::from_le_bytes(tail[..8].try_into().unwrap()) != records
+            || u32::from_le_bytes(tail[8..].try_into().unwrap()) != all.finalize()
+        {
+            return Err(corrupt(&path, "its trailer does not match its records"));
+        }
+        Ok(records)
+    }
+
+    /// Removes this rank's files older than `base` (a newer complete base makes them useless),
+    /// and, on rank 0, their markers; `.tmp` leftovers of a crash go too.
+    pub fn prune_before(&self, base: u64) -> Result<()> {
+        let sweep = |dir: &Path, prefix: &str, suffix: &str| -> Result<()> {
+            for e in fs::read_dir(dir).map_err(|e| io_error("list", dir, e))?.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let stale_tmp = name.ends_with(".tmp");
+                let old = name
+                    .strip_prefix(prefix)
+                    .and_then(|n| n.strip_suffix(suffix))
+                    .and_then(|n| n.parse::<u64>().ok())
+                    .is_some_and(|ep| ep < base);
+                if stale_tmp || old {
+                    let _ = fs::remove_file(e.path());
+                }
+            }
+            Ok(())
+        };
+        sweep(&self.rank_dir, "", ".pages")?;
+        if self.rank == 0 {
+            sweep(&self.dir, "complete-", "")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_round_trip_and_damage_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(dir.path(), 3).unwrap();
+        let pages: Vec<(u64, Vec<u8>)> = (0..5u64).map(|i| (i * 4096, vec![i as u8 + 1; 4096])).collect();
+        s.write_pages(7, true, &mut |f| pages.iter().try_for_each(|(o, d)| f.record(*o, d))).unwrap();
+        let mut got = Vec::new();
+        let read = s.read_pages(7, &mut |o, d| {
+            got.push((o, d.to_vec()));
+            Ok(())
+        });
+        assert_eq!(read.unwrap(), 5);
+        assert_eq!(got, pages);
+        // One flipped byte in the third page's data is found and named.
+        let path = dir.path().join("rank-3").join("0000000007.pages");
+        let mut bytes = fs::read(&path).unwrap();
+        bytes[32 + 2 * (RECORD_HEADER + 4096) + RECORD_HEADER + 100] ^= 1;
+        fs::write(&path, bytes).unwrap();
+        let e = s.read_pages(7, &mut |_, _| Ok(())).unwrap_err().to_string();
+        assert!(e.contains("0x2000") && e.contains("checksum"), "{e}");
+    }
+
+    #[test]
+    fn only_complete_markers_count_and_pruning_keeps_the_chain() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(dir.path(), 0).unwrap();
+        for ep in 1..=3 {
+            s.write_pages(ep, ep == 2, &mut |_| Ok(())).unwrap();
+            s.write_marker(Marker { epoch: ep, ranks: 1, base: if ep >= 2 { 2 } else { 1 } }).unwrap();
+        }
+        fs::write(dir.path().join("complete-0000000004.tmp"), b"epoch 4\n").unwrap();
+        assert_eq!(s.markers().unwrap().iter().map(|m| m.epoch).collect::<Vec<_>>(), vec![1, 2, 3]);
+        s.prune_before(2).unwrap();
+        assert_eq!(s.markers().unwrap().iter().map(|m| m.epoch).collect::<Vec<_>>(), vec![2, 3]);
+        assert!(s.read_pages(1, &mut |_, _| Ok(())).is_err());
+        assert_eq!(s.read_pages(3, &mut |_, _| Ok(())).unwrap(), 0);
+        assert!(!dir.path().join("complete-0000000004.tmp").exists());
+    }
+}

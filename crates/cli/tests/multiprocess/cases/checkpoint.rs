@@ -1,0 +1,134 @@
+//! Checkpoint and restart (activerma-checkpoint): a deterministic workload of local writes and
+//! puts, a checkpoint after every step; a rank may die in the middle of one, and a restarted
+//! job (`activerma run --restart-from DIR`, or ACTIVERMA_RESTART_FROM under mpirun) must find
+//! exactly the state of the last complete checkpoint, every byte, and go on from there.
+//!
+//! Driven by the environment: CKPT_DIR (the store), CKPT_SCHEME (full | incremental |
+//! trap-first-write), CKPT_STEPS (steps to reach), CKPT_KILL (`rank:epoch`: that rank dies
+//! on the first page of that checkpoint), CKPT_EXPECT_RESTORED (the epoch a restart must find).
+
+use activerma::{Error, Result, World};
+use activerma_checkpoint::{Checkpointer, Options, Scheme};
+
+const PAGE: usize = 4096;
+/// Pages per rank: the first half only its owner writes, the second half only the previous rank.
+const PAGES: usize = 32;
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+/// Step `k`'s writes by rank `writer`: (page, offset in it, length, byte), into its own copy
+/// (local) or into the next rank's (remote). Several per step, partial pages, some pages again.
+fn writes(writer: usize, k: usize, remote: bool) -> Vec<(usize, usize, usize, u8)> {
+    (0..3)
+        .map(|j| {
+            let half = if remote { PAGES / 2 } else { 0 };
+            let page = half + (k * 5 + j * 3 + writer) % (PAGES / 2);
+            let off = (k * 97 + j * 1000 + writer * 13) % (PAGE - 600);
+            let len = 1 + (k * 31 + j * 211) % 600;
+            (page, off, len, (writer * 41 + k * 7 + j + remote as usize * 100) as u8 | 1)
+        })
+        .collect()
+}
+
+/// What rank `me`'s copy holds after `steps` steps.
+fn expected(me: usize, n: usize, steps: usize) -> Vec<u8> {
+    let mut m = vec![0u8; PAGES * PAGE];
+    let prev = (me + n - 1) % n;
+    for k in 1..=steps {
+        for (page, off, len, b) in writes(me, k, false).into_iter().chain(writes(prev, k, true)) {
+            m[page * PAGE + off..page * PAGE + off + len].fill(b);
+        }
+    }
+    m
+}
+
+/// A full base every this many checkpoints: checkpoint 4 is one, so a run of 5 steps prunes
+/// and a restart after it applies a chain.
+const FULL_EVERY: u64 = 3;
+
+/// Pages rank `me`'s checkpoint `k` writes: all of them for a full one (the first, every
+/// FULL_EVERY-th after the base, every one of the full scheme), else the pages step `k` changed.
+fn pages_written(scheme: Scheme, me: usize, n: usize, k: usize) -> u64 {
+    let full = scheme == Scheme::Full || k == 1 || (k as u64 - 1).is_multiple_of(FULL_EVERY);
+    if full {
+        return PAGES as u64;
+    }
+    let prev = (me + n - 1) % n;
+    writes(me, k, false).iter().chain(writes(prev, k, true).iter()).map(|w| w.0).collect::<std::collections::BTreeSet<_>>().len() as u64
+}
+
+pub fn checkpoint_restart() -> Result<()> {
+    let dir = std::path::PathBuf::from(env("CKPT_DIR").expect("CKPT_DIR"));
+    let scheme = Scheme::parse(&env("CKPT_SCHEME").unwrap_or("incremental".into()))?;
+    let steps: usize = env("CKPT_STEPS").map_or(4, |s| s.parse().unwrap());
+    let w = activerma::init()?;
+    let (me, n) = (w.rank(), w.size());
+    let seg = w.alloc_segment(PAGES * PAGE)?;
+    let mut opts = Options::new(scheme);
+    opts.full_every = FULL_EVERY;
+    if let Some(kill) = env("CKPT_KILL") {
+        let (rank, epoch) = kill.split_once(':').expect("rank:epoch");
+        if rank.parse::<usize>().unwrap() == me {
+            let before: u64 = (1..epoch.parse::<usize>().unwrap()).map(|k| pages_written(scheme, me, n, k)).sum();
+            opts.kill_after_pages = Some(before + 1);
+        }
+    }
+    let mut ck = Checkpointer::new(&w, &dir, opts)?;
+    ck.protect(&seg)?;
+    let restored = ck.restore()?;
+    let want = env("CKPT_EXPECT_RESTORED").map(|e| e.parse::<u64>().unwrap());
+    if restored != want {
+        return Err(Error::InvalidArgument(format!("rank {me}: restored {restored:?}, expected {want:?}")));
+    }
+    let start = restored.unwrap_or(0) as usize;
+    check_state(&w, &seg, start, "after restore")?;
+    for k in start + 1..=steps {
+        step(&w, &seg, &ck, k)?;
+        let st = ck.checkpoint()?;
+        if st.epoch != k as u64 {
+            return Err(Error::InvalidArgument(format!("rank {me}: checkpoint {} after step {k}", st.epoch)));
+        }
+        // An incremental checkpoint writes what changed: this step's pages, no more.
+        let want = pages_written(scheme, me, n, k);
+        if st.pages_written != want || st.full != (want == PAGES as u64) {
+            return Err(Error::InvalidArgument(format!(
+                "rank {me}: checkpoint {k} (full: {}) wrote {} pages, expected {want} ({} found by the log, {} by the MMU)",
+                st.full, st.pages_written, st.remote_pages, st.local_pages
+            )));
+        }
+        check_state(&w, &seg, k, "after a checkpoint")?;
+    }
+    w.finalize()
+}
+
+fn step(w: &World, seg: &activerma::Segment, ck: &Checkpointer, k: usize) -> Result<()> {
+    let (me, n) = (w.rank(), w.size());
+    for (page, off, len, b) in writes(me, k, false) {
+        seg.write_local(page * PAGE + off, &vec![b; len]);
+    }
+    let next = (me + 1) % n;
+    for (page, off, len, b) in writes(me, k, true) {
+        w.put(seg.remote(next, page * PAGE + off), &vec![b; len])?;
+        ck.after_remote_write(next)?;
+    }
+    Ok(())
+}
+
+fn check_state(w: &World, seg: &activerma::Segment, steps: usize, when: &str) -> Result<()> {
+    w.barrier()?;
+    let mut got = vec![0u8; PAGES * PAGE];
+    seg.read_local(0, &mut got);
+    let want = expected(w.rank(), w.size(), steps);
+    if let Some(i) = (0..got.len()).find(|&i| got[i] != want[i]) {
+        return Err(Error::InvalidArgument(format!(
+            "rank {}: {when} (step {steps}): byte {i} (page {}) is {}, expected {}",
+            w.rank(),
+            i / PAGE,
+            got[i],
+            want[i]
+        )));
+    }
+    w.barrier()
+}
