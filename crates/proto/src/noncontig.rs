@@ -427,8 +427,10 @@ pub(crate) fn register(am: &Am) -> Result<()> {
                 let done = if l.active {
                     let logged = Logged::at_target(t.get(), l, me, ctx.src, seq);
                     let mut w = activerma_am::Waiter::default();
-                    log_append::put(&logged, addr, bytes, &mut write, &mut || w.step_in_handler(ctx.am(), ctx.src, "room in an access log"))
-                        .map(|_| ())
+                    log_append::put(&logged, addr, bytes, false, &mut write, &mut || {
+                        w.step_in_handler(ctx.am(), ctx.src, "room in an access log")
+                    })
+                    .map(|_| ())
                 } else {
                     write(addr, bytes)
                 };

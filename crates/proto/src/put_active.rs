@@ -21,7 +21,7 @@ pub(crate) fn run(p: &Proto, rank: Rank, addr: usize, src: &[u8], lookup: &Looku
     };
     let mut waiter = activerma_am::Waiter::default();
     let touched = crate::active_origin::logged(p, rank, lookup, |l| {
-        log_append::put(l, addr, src, &mut write, &mut || waiter.step(&p.am, rank, "room in an access log"))
+        log_append::put(l, addr, src, !lookup.private, &mut write, &mut || waiter.step(&p.am, rank, "room in an access log"))
     })?;
     p.note_touched(rank, touched);
     bump(&p.counters.put_active, 1);

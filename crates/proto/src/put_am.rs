@@ -78,7 +78,7 @@ fn apply(table: &OwnTable, ctx: &AmCtx, msg: &[u8]) -> Result<bool> {
             return Ok(false);
         }
         let mut w = activerma_am::Waiter::default();
-        log_append::put(&l, addr, data, &mut write, &mut || w.step_in_handler(ctx.am(), ctx.src, "room in an access log"))?;
+        log_append::put(&l, addr, data, false, &mut write, &mut || w.step_in_handler(ctx.am(), ctx.src, "room in an access log"))?;
     } else {
         write(addr, data)?;
     }

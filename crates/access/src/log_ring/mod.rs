@@ -305,6 +305,14 @@ impl LogRing {
     /// progress and retries, since a log never drops an entry. Fails with `InvalidArgument` if
     /// `data` exceeds `max_chunk()`.
     pub fn try_append(&self, meta: &EntryMeta, data: &[u8]) -> Result<bool> {
+        self.try_append_after(meta, data, &mut || {})
+    }
+
+    /// `try_append`, running `before_publish` once the entry's place is claimed and before it
+    /// is published (not at all if the lane is full). An origin stores its data there: the
+    /// claim's locked instruction then does not wait for that store's cache miss to drain from
+    /// the store buffer, and the handler still never sees the entry before the data.
+    pub fn try_append_after(&self, meta: &EntryMeta, data: &[u8], before_publish: &mut dyn FnMut()) -> Result<bool> {
         if data.len() > self.max_chunk() {
             return Err(Error::InvalidArgument(format!(
                 "access log entry of {} data bytes exceeds the largest chunk of this log ({} bytes); append_access splits accesses",
@@ -315,6 +323,7 @@ impl LogRing {
         let lane = self.lane(self.lane_of(meta.origin));
         match lane.claim(entry_size(data.len())) {
             Some(claim) => {
+                before_publish();
                 lane.publish(claim, meta, data);
                 Ok(true)
             }
@@ -331,8 +340,11 @@ impl LogRing {
     /// off, and returns an error to give up, which is returned here. Entries appended before
     /// giving up stay in the log: the consumer then sees an access without its `last` chunk.
     ///
+    /// `before_first_publish` runs once, between claiming the access's first entry and
+    /// publishing it (see `try_append_after`; `&mut || {}` for nothing).
+    ///
     /// Returns the number of entries written.
-    #[allow(clippy::too_many_arguments)] // one argument per field of the access, as callers hold them
+    #[allow(clippy::too_many_arguments)] // one argument per field of the access, as callers hold them, and the hook
     pub fn append_access(
         &self,
         op: LogOp,
@@ -343,7 +355,9 @@ impl LogRing {
         with_data: bool,
         total_len: u64,
         wait: &mut dyn FnMut() -> Result<()>,
+        before_first_publish: &mut dyn FnMut(),
     ) -> Result<usize> {
+        let mut first = Some(before_first_publish);
         let payload: &[u8] = if with_data { data } else { &[] };
         if with_data && total_len != data.len() as u64 {
             return Err(Error::InvalidArgument(format!(
@@ -365,7 +379,15 @@ impl LogRing {
                 offset: offset as u64,
                 last: end == payload.len(),
             };
-            while !self.try_append(&meta, &payload[offset..end])? {
+            loop {
+                let mut hook = || {
+                    if let Some(f) = first.take() {
+                        f();
+                    }
+                };
+                if self.try_append_after(&meta, &payload[offset..end], &mut hook)? {
+                    break;
+                }
                 wait()?;
             }
             written += 1;

@@ -212,12 +212,22 @@ fn log_ring_append_access_splits_and_reassembles() {
     let mut consumer_side: Vec<(EntryMeta, Vec<u8>)> = Vec::new();
     // The log holds only a few chunks; `wait` plays the consumer, as progress would.
     let written = ring
-        .append_access(LogOp::Put, 5, 77, 0x10_0000, &access, true, access.len() as u64, &mut || {
-            while let Some(got) = pop(&ring) {
-                consumer_side.push(got);
-            }
-            Ok(())
-        })
+        .append_access(
+            LogOp::Put,
+            5,
+            77,
+            0x10_0000,
+            &access,
+            true,
+            access.len() as u64,
+            &mut || {
+                while let Some(got) = pop(&ring) {
+                    consumer_side.push(got);
+                }
+                Ok(())
+            },
+            &mut || {},
+        )
         .unwrap();
     while let Some(got) = pop(&ring) {
         consumer_side.push(got);
@@ -236,19 +246,27 @@ fn log_ring_append_access_splits_and_reassembles() {
     assert_eq!(rebuilt, access);
 
     // Metadata only: one entry for the whole access.
-    assert_eq!(ring.append_access(LogOp::Get, 5, 78, 0x20_0000, &[], false, 1 << 20, &mut || Ok(())).unwrap(), 1);
+    assert_eq!(ring.append_access(LogOp::Get, 5, 78, 0x20_0000, &[], false, 1 << 20, &mut || Ok(()), &mut || {}).unwrap(), 1);
     let (m, d) = pop(&ring).unwrap();
     assert_eq!((m.op, m.seq, m.addr, m.total_len, m.offset, m.last), (LogOp::Get, 78, 0x20_0000, 1 << 20, 0, true));
     assert!(d.is_empty());
 
     // An empty access with data is one empty, last entry.
-    assert_eq!(ring.append_access(LogOp::Put, 5, 79, 0, &[], true, 0, &mut || Ok(())).unwrap(), 1);
+    assert_eq!(ring.append_access(LogOp::Put, 5, 79, 0, &[], true, 0, &mut || Ok(()), &mut || {}).unwrap(), 1);
     assert!(pop(&ring).unwrap().0.last);
 
     // Giving up in `wait` propagates its error; the chunks written so far stay.
-    let gave_up = ring.append_access(LogOp::Put, 5, 80, 0, &access, true, access.len() as u64, &mut || {
-        Err(Error::Timeout { what: "room in the access log".into(), secs: 0.0 })
-    });
+    let gave_up = ring.append_access(
+        LogOp::Put,
+        5,
+        80,
+        0,
+        &access,
+        true,
+        access.len() as u64,
+        &mut || Err(Error::Timeout { what: "room in the access log".into(), secs: 0.0 }),
+        &mut || {},
+    );
     assert!(matches!(gave_up, Err(Error::Timeout { .. })));
     assert!(ring.pending() > 0);
     let mut offset = 0;
@@ -258,7 +276,10 @@ fn log_ring_append_access_splits_and_reassembles() {
     }
 
     // Mismatched length with data is refused.
-    assert!(matches!(ring.append_access(LogOp::Put, 5, 81, 0, &access, true, 1, &mut || Ok(())), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        ring.append_access(LogOp::Put, 5, 81, 0, &access, true, 1, &mut || Ok(()), &mut || {}),
+        Err(Error::InvalidArgument(_))
+    ));
 }
 
 #[test]
@@ -418,10 +439,20 @@ fn stress(capacity: usize, lanes: usize) {
                     let data = if with_data { payload(origin, seq, len) } else { Vec::new() };
                     let op = if with_data { LogOp::Put } else { LogOp::Get };
                     entries += ring
-                        .append_access(op, origin, seq, access_addr(origin, seq), &data, with_data, len as u64, &mut || {
-                            std::thread::yield_now();
-                            Ok(())
-                        })
+                        .append_access(
+                            op,
+                            origin,
+                            seq,
+                            access_addr(origin, seq),
+                            &data,
+                            with_data,
+                            len as u64,
+                            &mut || {
+                                std::thread::yield_now();
+                                Ok(())
+                            },
+                            &mut || {},
+                        )
                         .unwrap();
                 }
                 entries

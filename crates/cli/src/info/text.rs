@@ -52,7 +52,7 @@ pub fn render(info: &Info) -> String {
             let shown = |v: &str| if v.is_empty() { "(none)".to_string() } else { v.to_string() };
             let value = if s.set { format!("{} (set)", s.value) } else { shown(&s.value) };
             wrap(&mut out, &first, &" ".repeat(VALUE_COLUMN), &value);
-            let about = format!("[{}; default {}] {}", s.kind, shown(&s.default), s.description);
+            let about = format!("[{}; default {}] {}", s.kind, shown(s.default), s.description);
             wrap(&mut out, DESCRIPTION_INDENT, DESCRIPTION_INDENT, &about);
             if let Some(e) = &s.error {
                 wrap(&mut out, &format!("{DESCRIPTION_INDENT}error: "), DESCRIPTION_INDENT, e);
