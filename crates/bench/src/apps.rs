@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 /// memory access per log entry, 15 ns per entry of a log in the CPU's scratchpad (AA-SP: the
 /// paper's direct CPU access), and 3 µs per interrupt, one per 10 entries or messages (AA-Int,
 /// AM-Ints: the handler threads poll and busy-wait that instead of a real futex wake-up).
-const PAPER_MODEL: [(&str, &str); 5] = [
+pub(crate) const PAPER_MODEL: [(&str, &str); 5] = [
     ("ACTIVERMA_NET_LATENCY_NS", "1500"),
     ("ACTIVERMA_NET_RECV_NS", "1000"),
     ("ACTIVERMA_NET_LOG_NS", "70"),

@@ -15,7 +15,9 @@
 mod apps;
 mod checkpoint;
 mod firehose;
+
 mod firehose_threads;
+mod get_logging;
 mod jobs;
 mod limits;
 mod machine;
@@ -132,6 +134,11 @@ pub enum Which {
     /// of pages modified per interval; bytes written, checkpoint time, the tracking's cost on
     /// puts (a 2-rank job per network; not part of the default set)
     Checkpoint,
+    /// Active Access's logging of gets (section 4.4, Figure 9a): 8-byte gets to random ranks,
+    /// each logged at the target by Active Access, by RMA (fetch-add + put of the record) or by
+    /// an active message, against no logging (jobs of 2, 3, 4 ranks per network; not part of
+    /// the default set)
+    GetLogging,
     /// Firehose-SMP (figure 8, GUPS): 1, 2, 4, 8 threads of one rank sharing a Firehose (per-thread
     /// and aggregate put rate, deadlock-avoidance share), and shared vs separate tables' misses
     /// (jobs of 2 and T+1 ranks; not part of the default set)
@@ -286,7 +293,8 @@ pub fn main(mut args: BenchArgs) -> i32 {
     type Check = fn() -> bool;
     type Step = fn() -> BResult<()>;
     type Run = fn(&BenchArgs) -> BResult<()>;
-    let own_jobs: [(Which, Check, Step, Run); 7] = [
+    let own_jobs: [(Which, Check, Step, Run); 8] = [
+        (Which::GetLogging, get_logging::is_worker, get_logging::worker, get_logging::get_logging),
         (Which::Checkpoint, checkpoint::is_worker, checkpoint::worker, checkpoint::checkpoint),
         (Which::ArmciOverlap, overlap::is_worker, overlap::worker, overlap::overlap),
         (Which::PartLatency, part::is_worker, part::worker, part::latency),
@@ -492,6 +500,7 @@ impl Origin<'_> {
                 | Which::FirehoseWs
                 | Which::ArmciOverlap
                 | Which::Checkpoint
+                | Which::GetLogging
                 | Which::FirehoseThreads => {}
             }
         }
