@@ -378,9 +378,14 @@ impl Checkpointer {
         self.dirty.clear();
         self.epoch = m.epoch;
         self.base = m.base;
-        if dir != self.store.dir() {
-            // Checkpoints go on into our own store: its first one is a full base.
+        let same = |a: &Path, b: &Path| std::fs::canonicalize(a).ok().zip(std::fs::canonicalize(b).ok()).is_some_and(|(a, b)| a == b);
+        if !same(dir, self.store.dir()) {
+            // Checkpoints go on into our own store: its first one is a full base, numbered
+            // after anything complete there already (never rewriting a file under a marker).
             self.base = 0;
+            let own = self.store.markers()?.last().map_or(0, |m| m.epoch);
+            let all = w.allgather(&own.to_le_bytes())?;
+            self.epoch = all.iter().map(|b| u64::from_le_bytes(b[..8].try_into().unwrap())).fold(self.epoch, u64::max);
         }
         w.barrier()?;
         Ok(m.epoch)
