@@ -17,6 +17,14 @@ impl Region {
     pub fn pages(&self, page: usize) -> usize {
         self.len.div_ceil(page)
     }
+
+    /// The bytes of page `p` (of `page` bytes) of this region here.
+    pub fn page_bytes(&self, p: usize, page: usize) -> &[u8] {
+        debug_assert!(p < self.pages(page));
+        // SAFETY: inside the protected segment (its length is rounded up to whole pages of the
+        // heap), which lives as long as the job.
+        unsafe { std::slice::from_raw_parts((self.addr + p * page) as *const u8, page) }
+    }
 }
 
 pub struct DirtyPages {

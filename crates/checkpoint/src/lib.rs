@@ -205,12 +205,7 @@ impl Checkpointer {
     }
 
     fn checksums(&self, r: &Region) -> Vec<u32> {
-        (0..r.pages(self.page)).map(|p| crc32fast::hash(self.page_bytes(r, p))).collect()
-    }
-
-    fn page_bytes(&self, r: &Region, p: usize) -> &[u8] {
-        // SAFETY: inside the protected segment, which lives as long as the job.
-        unsafe { std::slice::from_raw_parts((r.addr + p * self.page) as *const u8, self.page) }
+        (0..r.pages(self.page)).map(|p| crc32fast::hash(r.page_bytes(p, self.page))).collect()
     }
 
     /// The trap scheme's contract with an origin: after a put to a protected page of `target`,
@@ -240,52 +235,47 @@ impl Checkpointer {
         let full =
             self.opts.scheme == Scheme::Full || self.base == 0 || (self.opts.full_every > 0 && epoch - self.base >= self.opts.full_every);
         let mut stats = Stats { epoch, full, ..Default::default() };
-        // Pages per region to write: remote ones from the log, local ones from the MMU.
+        // Pages per region to write: remote ones from the log, local ones from the MMU (one
+        // scan for every region: it protects what it reports again).
+        let mut local_runs = Vec::new();
+        if let Some(LocalWrites::Mmu(t)) = &self.local {
+            t.take_written(&mut |a, l| local_runs.push((a, l)))?;
+        }
+        let page = self.page;
         let mut pages: Vec<Vec<usize>> = Vec::with_capacity(regions.len());
         for (i, r) in regions.iter().enumerate() {
-            let remote = self.dirty.take(i);
-            stats.remote_pages += remote.len() as u64;
-            let mut set = remote;
+            let mut set = self.dirty.take(i);
+            stats.remote_pages += set.len() as u64;
+            let local_from = set.len();
             match &mut self.local {
-                Some(LocalWrites::Mmu(t)) => {
-                    let mut local = Vec::new();
-                    t.take_written(&mut |a, l| {
-                        if a >= r.addr && a < r.addr + r.len {
-                            local.extend((a - r.addr) / self.page..((a + l - r.addr) / self.page).min(r.pages(self.page)));
-                        }
-                    })?;
-                    stats.local_pages += local.len() as u64;
-                    set.extend(local);
+                Some(LocalWrites::Mmu(_)) => {
+                    for &(a, l) in local_runs.iter().filter(|&&(a, _)| a >= r.addr && a < r.addr + r.len) {
+                        set.extend((a - r.addr) / page..((a + l - r.addr) / page).min(r.pages(page)));
+                    }
                 }
                 Some(LocalWrites::Checksums(sums)) => {
                     for (p, sum) in sums[i].iter_mut().enumerate() {
-                        let now = crc32fast::hash(
-                            // SAFETY: as in page_bytes (not called: `self` is borrowed mutably).
-                            unsafe { std::slice::from_raw_parts((r.addr + p * self.page) as *const u8, self.page) },
-                        );
+                        let now = crc32fast::hash(r.page_bytes(p, page));
                         if now != *sum {
                             *sum = now;
                             set.push(p);
-                            stats.local_pages += 1;
                         }
                     }
                 }
                 None => {}
             }
+            stats.local_pages += (set.len() - local_from) as u64;
             set.sort_unstable();
             set.dedup();
-            pages.push(if full { (0..r.pages(self.page)).collect() } else { set });
+            pages.push(if full { (0..r.pages(page)).collect() } else { set });
         }
         let kill_after = self.kill_after_pages;
-        let page = self.page;
         let mut written = 0u64;
         let before = self.pages_so_far;
         stats.bytes_written = self.store.write_pages(epoch, full, &mut |f| {
             for (r, list) in regions.iter().zip(&pages) {
                 for &p in list {
-                    // SAFETY: as in page_bytes.
-                    let bytes = unsafe { std::slice::from_raw_parts((r.addr + p * page) as *const u8, page) };
-                    f.record((r.heap_offset + p * page) as u64, bytes)?;
+                    f.record((r.heap_offset + p * page) as u64, r.page_bytes(p, page))?;
                     written += 1;
                     if kill_after > 0 && before + written == kill_after {
                         // Failure injection: die in the middle of the checkpoint, as a crash would.
