@@ -111,6 +111,12 @@
 #define ARMA_ERR_INVALID_HANDLE 16
 
 /**
+ * A rank of a job started with `activerma run --respawn N` died and is being replaced:
+ * operations to it (and collectives) fail until arma_wait_for_rank(rank) returns.
+ */
+#define ARMA_ERR_RANK_FAILED 17
+
+/**
  * Remote ranks may get and arma_fetch (an atomic read) but not put; the other atomics write
  * and need ARMA_PROT_READ_WRITE (ARMA_ERR_PROTECTION here).
  */
@@ -337,6 +343,8 @@ int arma_allgather(const void *mine, size_t len, void *out);
  * Allocates a segment of `len` bytes on every rank (collective; every rank passes the same
  * `len`). `*local` receives this rank's copy, zero-filled. Remote ranks reach it with plain
  * loads and stores (no target progress needed); arma_seg_addr gives its address on a rank.
+ * In a replacement rank before arma_rejoin (arma_incarnation() > 0) it is not collective: it
+ * finds the rank's segment again, holding what the dead process left in it.
  */
 int arma_seg_alloc(size_t len, void **local);
 
@@ -524,6 +532,41 @@ int arma_active_flush(int rank);
  * model is off). Either pointer may be NULL.
  */
 int arma_iotlb_stats(uint64_t *hits, uint64_t *misses);
+
+/**
+ * This process's incarnation of its rank: 0 for a rank the job started with, k for the k-th
+ * replacement of a rank that died (`activerma run --respawn N`); -1 before arma_init.
+ *
+ * Surviving a rank's death: when a rank dies, every operation to it and every collective
+ * fails on the other ranks with ARMA_ERR_RANK_FAILED (arma_failed_rank names it) — never a
+ * hang, never a write into its memory — until they call arma_wait_for_rank(rank). The
+ * replacement starts the program again: arma_init, then the same arma_alloc_segment calls as
+ * the rank's first incarnation made (they find its segments again, contents as the dead
+ * process left them, without waiting for the others), restores its state (e.g. from a
+ * checkpoint), then calls arma_rejoin; collectives before that fail with
+ * ARMA_ERR_INVALID_ARGUMENT.
+ */
+int arma_incarnation(void);
+
+/**
+ * The rank that this thread's last ARMA_ERR_RANK_FAILED named, -1 if none did.
+ */
+int arma_failed_rank(void);
+
+/**
+ * A replacement rank says it is back (a no-op on any other rank): returns once every other
+ * rank has seen the failure, after which their arma_wait_for_rank returns and collectives
+ * work again. Call it after restoring the rank's state.
+ */
+int arma_rejoin(void);
+
+/**
+ * Waits until `target`'s replacement has rejoined (returns at once if `target` did not fail);
+ * from then on operations to it work again. Stores its incarnation in `*incarnation` unless
+ * that is NULL. Serves other ranks' requests while it waits. Without --respawn, a rank that
+ * died stays gone: ARMA_ERR_PEER_GONE.
+ */
+int arma_wait_for_rank(int target, int *incarnation);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -16,6 +16,21 @@ here=$(cd "$(dirname "$0")" && pwd)
 prefix_setup activerma
 build_and_run "hello test_rma test_errors active_access"
 
+# A rank that dies and is replaced: the launcher's --respawn (one host; not under LAUNCH).
+if [ -z "${LAUNCH:-}" ]; then
+    # shellcheck disable=SC2086 # pkg-config output is a list of flags
+    $cc -std=c11 -pedantic -Wall -Wextra -Werror -D_DEFAULT_SOURCE $cflags "$here/test_respawn.c" -o "$build/test_respawn" $libs >"$build/test_respawn.cc" 2>&1
+    built=$?
+    for n in 2 3; do
+        if [ $built -ne 0 ]; then
+            report "test_respawn ($n ranks): does not compile" "$build/test_respawn.cc" 1
+            continue
+        fi
+        timeout "$limit" activerma run -n "$n" --respawn 1 --label --timeout "$((limit - 5))" -- "$build/test_respawn" >"$build/test_respawn.$n.log" 2>&1
+        report "test_respawn ($n ranks, --respawn 1)" "$build/test_respawn.$n.log" $?
+    done
+fi
+
 # The README's C example, built and run exactly as the README says (its "C" block), with no
 # LD_LIBRARY_PATH even if the caller has one: the program must find libactiverma by itself.
 readme() (

@@ -136,8 +136,29 @@ impl Access {
                 let t = LogThread::start(self.clone(), slot, notify)?;
                 self.threads.lock().unwrap().push(t);
             }
+            Notify::Hold => {}
         }
         Ok(())
+    }
+
+    /// Runs `domain`'s log handler over everything the log holds now (any notification mode;
+    /// a Hold log is drained only so); returns how many entries ran.
+    pub fn drain_log(&self, me: activerma_core::Rank, domain: u16) -> Result<usize> {
+        let slot = self.arena.slot_of(Some(domain), me)?;
+        if self.logs[slot].get().is_none() {
+            return Err(Error::InvalidArgument(format!("drain_log: domain {domain} has no log")));
+        }
+        let mut n = 0;
+        loop {
+            let k = self.drain(slot);
+            n += k;
+            if k == 0 && !self.logs[slot].get().is_some_and(|l| l.ring.has_entry()) {
+                return Ok(n);
+            }
+            if k == 0 {
+                std::thread::yield_now(); // another thread is handling an entry
+            }
+        }
     }
 
     /// Runs the handlers of the poll-mode logs over everything they hold; returns how many

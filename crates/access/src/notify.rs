@@ -17,6 +17,11 @@ pub enum Notify {
     Wake { threshold: u64 },
     /// A dedicated thread spins on the log.
     Thread,
+    /// Nobody: the entries stay in the log until the program runs its handler over them
+    /// (`World::drain_log`) — the paper's log as a store (section 4.4: the IOMMU leaves what a
+    /// get read in memory until a recovery fetches it). A full log holds origins back until
+    /// then, so it must be sized for what arrives between drains.
+    Hold,
 }
 
 impl Notify {
@@ -34,6 +39,7 @@ impl Notify {
             Notify::Poll => "poll",
             Notify::Wake { .. } => "wake",
             Notify::Thread => "thread",
+            Notify::Hold => "hold",
         }
     }
 

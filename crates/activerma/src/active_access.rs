@@ -68,6 +68,13 @@ impl World {
         self.live_inner()?.proto.active_flush(rank)
     }
 
+    /// Runs the handler of `domain`'s log over every entry it holds now, whatever its
+    /// notification (the only way a `Notify::Hold` log is drained); returns the entries handled.
+    pub fn drain_log(&self, domain: u16) -> Result<usize> {
+        let i = self.live_inner()?;
+        i.access.drain_log(self.rank(), domain)
+    }
+
     /// Runs the handlers of this rank's poll-mode logs now, until they hold no entry (as every
     /// progress step does, but without serving active messages); returns the entries handled.
     pub fn drain_logs(&self) -> Result<usize> {

@@ -18,6 +18,7 @@
 mod active_access;
 mod exposed;
 mod remote_ptr;
+mod respawn;
 mod segment;
 mod world;
 

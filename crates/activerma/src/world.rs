@@ -16,8 +16,8 @@ use std::sync::{Arc, Mutex};
 
 pub(crate) struct Inner {
     pub(crate) access: Arc<activerma_access::Access>,
-    conduit: Arc<dyn Conduit>,
-    am: Arc<Am>,
+    pub(crate) conduit: Arc<dyn Conduit>,
+    pub(crate) am: Arc<Am>,
     pub(crate) proto: Proto,
     pub(crate) table: Arc<TargetTable>,
     heap: Mutex<SymHeap>,
@@ -31,6 +31,9 @@ pub(crate) struct Inner {
     print_counters: bool,
     /// The settings the job was started with (read once, at init).
     config: Config,
+    /// A replacement rank (respawn.rs) that has not rejoined yet: collectives are refused and
+    /// segments are found again rather than allocated.
+    pub(crate) recovering: AtomicBool,
 }
 
 /// Handle to the job; cheap to clone, shared by every thread of the rank.
@@ -90,12 +93,20 @@ fn init_over(cfg: Config, comm: Option<JobComm>) -> Result<World> {
     let handlers = Proto::register_handlers(&am)?;
 
     let me = conduit.rank();
+    let recovering = conduit.incarnation() > 0;
     let heap = conduit.heap_window(me).ok_or_else(|| Error::Unsupported("conduit without a local heap".into()))?;
     let table_window = conduit.table_window(me).ok_or_else(|| Error::Unsupported("conduit without a table window".into()))?;
     let max_regions = cfg.get_u64(settings::MAX_REGIONS)?.max(2) as usize;
     let layout = TableLayout::from_config(&cfg, heap.len)?;
     let fault_log = cfg.get_u64(settings::FAULT_LOG_SIZE)? as usize;
     let origins = conduit.size();
+    if recovering {
+        // The dead process's table described memory that died with it (private exposures,
+        // marks, logs drained into its memory): the replacement starts from an empty one, and
+        // nobody reads it meanwhile (it is down: liveness.rs).
+        // SAFETY: our own table window; no other process accesses it while we are down.
+        unsafe { std::ptr::write_bytes(table_window.local, 0, table_window.len) };
+    }
     // The access-log table is formatted in the window's arena before the table is published.
     let (mut table, log_table) =
         TargetTable::init(table_window, heap.remote_base, heap.len, max_regions, layout.log_arena, |arena, bytes| {
@@ -108,10 +119,13 @@ fn init_over(cfg: Config, comm: Option<JobComm>) -> Result<World> {
     let table = Arc::new(table);
     let table_handlers = Proto::register_table_handlers(&am, table.clone(), &cfg)?;
     let firehose = Proto::register_firehose(&am, table.clone(), &cfg)?;
-    // Everyone's table and heap base must be in place before anyone looks at them.
-    conduit.barrier(&mut || {
-        am.progress();
-    })?;
+    // Everyone's table and heap base must be in place before anyone looks at them (a
+    // replacement's peers are past this point; it rejoins later: respawn.rs).
+    if !recovering {
+        conduit.barrier(&mut || {
+            am.progress();
+        })?;
+    }
     let proto = Proto::new(conduit.clone(), am.clone(), net.clone(), counters.clone(), handlers, reg_stats, &cfg)?
         .with_firehose(firehose)
         .with_table_handlers(table_handlers);
@@ -131,6 +145,7 @@ fn init_over(cfg: Config, comm: Option<JobComm>) -> Result<World> {
             finalized: AtomicBool::new(false),
             print_counters: cfg.get_bool(settings::COUNTERS)?,
             config: cfg,
+            recovering: AtomicBool::new(recovering),
             am: am.clone(),
             conduit,
         }),
@@ -227,6 +242,13 @@ impl World {
     pub fn net_model(&self) -> String {
         self.inner.net.describe()
     }
+    /// Waits until this rank's modelled link has delivered everything booked on it — posted
+    /// active messages and implicit operations included (returns at once without a modelled
+    /// network). For benchmarks: a phase that posted messages is over only then, and the next
+    /// one starts on an idle link.
+    pub fn wait_link_idle(&self) {
+        activerma_core::clock::spin_until(self.inner.net.idle_at());
+    }
     pub fn counters(&self) -> &Counters {
         &self.inner.counters
     }
@@ -294,6 +316,7 @@ impl World {
     /// All ranks arrive before any leaves; also completes this rank's implicit operations.
     pub fn barrier(&self) -> Result<()> {
         let i = self.live()?;
+        self.not_recovering("barrier")?;
         i.proto.flush_all()?;
         i.conduit.barrier(&mut || {
             i.am.progress();
@@ -303,6 +326,7 @@ impl World {
     /// Every rank contributes bytes; everyone gets all contributions, in rank order.
     pub fn allgather(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>> {
         let i = self.live()?;
+        self.not_recovering("allgather")?;
         i.conduit.allgather(mine, &mut || {
             i.am.progress();
         })
@@ -312,7 +336,11 @@ impl World {
     /// same length).
     pub fn alloc_segment(&self, len: usize) -> Result<Segment> {
         let i = self.live()?;
-        let all = self.allgather(&(len as u64).to_le_bytes())?;
+        let recovering = self.is_recovering();
+        // A replacement finds its segments again, alone: the same allocations in the same
+        // order give the same offsets, and the memory keeps what the dead process left.
+        let all =
+            if recovering { vec![(len as u64).to_le_bytes().to_vec(); self.size()] } else { self.allgather(&(len as u64).to_le_bytes())? };
         if let Some((r, l)) = all.iter().enumerate().find(|(_, b)| b.as_slice() != (len as u64).to_le_bytes()) {
             return Err(Error::CollectiveMismatch(format!(
                 "alloc_segment: rank {} asked for {len} bytes but rank {r} for {}",
@@ -339,6 +367,9 @@ impl World {
             }
         }
         i.table.map_segment(offset, len);
+        if recovering {
+            return Ok(Segment { world: self.clone(), offset, len, local });
+        }
         // Fresh memory reads as zero on every rank, even after a free and a new allocation.
         // SAFETY: the block is ours and nobody else writes it before the barrier below.
         unsafe { std::ptr::write_bytes(local, 0, len) };
@@ -595,6 +626,7 @@ impl World {
     /// stops the progress thread. Any later operation fails with `Error::Finalized`.
     pub fn finalize(&self) -> Result<()> {
         let i = self.live()?;
+        self.not_recovering("finalize")?;
         let r = self.barrier();
         if i.print_counters {
             let set: Vec<String> = i.counters.snapshot().into_iter().filter(|&(_, v)| v != 0).map(|(k, v)| format!("{k}={v}")).collect();

@@ -93,6 +93,8 @@ pub struct Am {
     wake_interval_ns: u64,
     interrupt_every: u64,
     pub completions: Completions,
+    /// Respawn jobs: requests to a rank that failed are refused (transport/liveness.rs).
+    liveness: Option<Arc<activerma_transport::liveness::Liveness>>,
 }
 
 impl Am {
@@ -111,6 +113,7 @@ impl Am {
             wake_interval_ns: cfg.get_u64(settings::WAKE_INTERVAL_US)?.max(1) * 1000,
             interrupt_every: cfg.get_u64(settings::NET_INTERRUPT_EVERY)?,
             completions: Completions::new(4096),
+            liveness: conduit.liveness(),
             conduit,
         })
     }
@@ -134,6 +137,9 @@ impl Am {
         if dst >= self.conduit.size() {
             return Err(Error::InvalidRank { rank: dst, size: self.conduit.size() });
         }
+        if let Some(l) = &self.liveness {
+            l.check(dst)?;
+        }
         Ok(())
     }
 
@@ -146,7 +152,7 @@ impl Am {
         }
         let guard = self.send_locks[dst].lock().unwrap();
         self.flush_deferred_locked(dst)?;
-        let r = self.send_fragments(dst, handler, token, payload, true);
+        let r = self.send_fragments(dst, handler, token, payload, true, false);
         drop(guard);
         r.map(|_| ())
     }
@@ -156,7 +162,7 @@ impl Am {
         if let Ok(_g) = self.send_locks[dst].try_lock() {
             let nothing_waiting = !self.deferred.lock().unwrap().iter().any(|d| d.dst == dst);
             if nothing_waiting && payload.len() <= self.conduit.am_fragment_capacity() {
-                if let Ok(true) = self.send_fragments(dst, handler, token, payload, false) {
+                if let Ok(true) = self.send_fragments(dst, handler, token, payload, false, true) {
                     return;
                 }
             }
@@ -165,8 +171,10 @@ impl Am {
     }
 
     /// With the destination's send lock held: pushes every fragment, waiting for room when
-    /// `block`; without it, returns `Ok(false)` if the first fragment does not fit.
-    fn send_fragments(&self, dst: Rank, handler: HandlerId, token: u64, payload: &[u8], block: bool) -> Result<bool> {
+    /// `block`; without it, returns `Ok(false)` if the first fragment does not fit. A `reply`
+    /// goes to whoever asked, even a replacement rank still restoring (respawn jobs): while
+    /// it waits for room it only gives up if the process is gone.
+    fn send_fragments(&self, dst: Rank, handler: HandlerId, token: u64, payload: &[u8], block: bool, reply: bool) -> Result<bool> {
         let cap = self.conduit.am_fragment_capacity();
         let total = payload.len();
         let mut off = 0;
@@ -197,7 +205,11 @@ impl Am {
             // Full queue: back-pressure. Drain our own inbox so the peer can drain its one.
             self.poll_inbox();
             if backoff.snooze() {
-                self.check_peer(dst)?;
+                if reply {
+                    self.check_process(dst)?;
+                } else {
+                    self.check_peer(dst)?;
+                }
                 let d = deadline.get_or_insert_with(|| Deadline::after_secs(self.timeout_s));
                 if d.expired() {
                     return Err(Error::Timeout { what: format!("room in the active-message queue to rank {dst}"), secs: d.secs() });
@@ -215,7 +227,7 @@ impl Am {
                     None => return Ok(()),
                 }
             };
-            self.send_fragments(next.dst, next.handler, next.token, &next.payload, true)?;
+            self.send_fragments(next.dst, next.handler, next.token, &next.payload, true, true)?;
         }
     }
 
@@ -301,8 +313,17 @@ impl Am {
         ps.iter().map(|p| p()).sum()
     }
 
-    /// Errors if `rank` is gone.
+    /// Errors if `rank` is gone, or (respawn jobs) failed since this process last agreed to
+    /// its incarnation.
     pub fn check_peer(&self, rank: Rank) -> Result<()> {
+        if let Some(l) = &self.liveness {
+            l.check(rank)?;
+        }
+        self.check_process(rank)
+    }
+
+    /// Errors if `rank`'s process is gone.
+    fn check_process(&self, rank: Rank) -> Result<()> {
         match self.conduit.peer_status(rank) {
             PeerStatus::Gone(how) => Err(Error::PeerGone { rank, how }),
             _ => Ok(()),

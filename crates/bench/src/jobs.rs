@@ -22,6 +22,7 @@ pub fn run_with_env(n: u32, args: &[&str], env: &[(String, String)], timeout_s: 
         segment_size: None,
         progress: None,
         restart_from: None,
+        respawn: 0,
         program,
     });
     for (k, v) in saved {

@@ -17,6 +17,7 @@ mod checkpoint;
 mod firehose;
 
 mod firehose_threads;
+mod ft_sort;
 mod get_logging;
 mod jobs;
 mod limits;
@@ -139,6 +140,11 @@ pub enum Which {
     /// an active message, against no logging (jobs of 2, 3, 4 ranks per network; not part of
     /// the default set)
     GetLogging,
+    /// Active Access's fault-tolerant sort (section 5.2.4, Figure 9b): the exchange time of a
+    /// parallel sort whose gets are logged by Active Access, RMA or active messages, against
+    /// no logging (a job per network and size; --ranks sets the ranks, default 2; not part of
+    /// the default set)
+    FtSort,
     /// Firehose-SMP (figure 8, GUPS): 1, 2, 4, 8 threads of one rank sharing a Firehose (per-thread
     /// and aggregate put rate, deadlock-avoidance share), and shared vs separate tables' misses
     /// (jobs of 2 and T+1 ranks; not part of the default set)
@@ -293,7 +299,8 @@ pub fn main(mut args: BenchArgs) -> i32 {
     type Check = fn() -> bool;
     type Step = fn() -> BResult<()>;
     type Run = fn(&BenchArgs) -> BResult<()>;
-    let own_jobs: [(Which, Check, Step, Run); 8] = [
+    let own_jobs: [(Which, Check, Step, Run); 9] = [
+        (Which::FtSort, ft_sort::is_worker, ft_sort::worker, ft_sort::ft_sort),
         (Which::GetLogging, get_logging::is_worker, get_logging::worker, get_logging::get_logging),
         (Which::Checkpoint, checkpoint::is_worker, checkpoint::worker, checkpoint::checkpoint),
         (Which::ArmciOverlap, overlap::is_worker, overlap::worker, overlap::overlap),
@@ -394,7 +401,16 @@ fn launch(args: &BenchArgs) -> i32 {
     };
     let mut program = vec![exe.to_string_lossy().into_owned(), "bench".to_string(), "--rank-worker".to_string()];
     program.extend(std::env::args_os().skip(2).map(|a| a.to_string_lossy().into_owned()));
-    activerma_launcher::run(RunArgs { n: 2, label: false, timeout: None, segment_size, progress: None, restart_from: None, program })
+    activerma_launcher::run(RunArgs {
+        n: 2,
+        label: false,
+        timeout: None,
+        segment_size,
+        progress: None,
+        restart_from: None,
+        respawn: 0,
+        program,
+    })
 }
 
 /// Pins the calling thread to the `rank`-th CPU it may run on (if there are two or more),
@@ -501,6 +517,7 @@ impl Origin<'_> {
                 | Which::ArmciOverlap
                 | Which::Checkpoint
                 | Which::GetLogging
+                | Which::FtSort
                 | Which::FirehoseThreads => {}
             }
         }

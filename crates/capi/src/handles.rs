@@ -64,6 +64,7 @@ fn invalid_handle(handle: u64) -> Fail {
             "handle {handle:#x} names no outstanding operation: it was never filled by arma_put_nb / arma_get_nb \
              (or that call failed), or its operation already completed (arma_wait, or arma_test reporting done)"
         ),
+        failed_rank: None,
     }
 }
 

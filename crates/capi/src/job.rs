@@ -107,6 +107,7 @@ pub unsafe extern "C" fn arma_allgather(mine: *const c_void, len: usize, out: *m
             return Err(Fail {
                 code: ARMA_ERR_COLLECTIVE_MISMATCH,
                 msg: format!("rank {} passed len {len} but rank {r} passed {}", w.rank(), b.len()),
+                failed_rank: None,
             });
         }
         if total > 0 {

@@ -24,6 +24,8 @@ mod atomics;
 
 mod active_access; // Active Access: page actions, access logs, active flush
 
+mod respawn; // surviving a rank's death
+
 mod state; // the process-global World and registries (not in the header)
 
 mod handles; // the registry of outstanding nb operations (not in the header)
@@ -35,5 +37,6 @@ pub use active_access::*;
 pub use atomics::*;
 pub use job::*;
 pub use memory::*;
+pub use respawn::*;
 pub use rma::*;
 pub use status::*;

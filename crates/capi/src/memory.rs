@@ -27,6 +27,8 @@ pub struct arma_exposure_t {
 /// Allocates a segment of `len` bytes on every rank (collective; every rank passes the same
 /// `len`). `*local` receives this rank's copy, zero-filled. Remote ranks reach it with plain
 /// loads and stores (no target progress needed); arma_seg_addr gives its address on a rank.
+/// In a replacement rank before arma_rejoin (arma_incarnation() > 0) it is not collective: it
+/// finds the rank's segment again, holding what the dead process left in it.
 #[no_mangle]
 pub unsafe extern "C" fn arma_seg_alloc(len: usize, local: *mut *mut c_void) -> c_int {
     guard("arma_seg_alloc", || {

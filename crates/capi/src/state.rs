@@ -25,8 +25,11 @@ pub(crate) static NEXT_EXPOSURE: AtomicU64 = AtomicU64::new(1);
 /// The World, or why there is none to use.
 #[inline]
 pub(crate) fn world() -> CResult<&'static World> {
-    let w =
-        WORLD.get().ok_or_else(|| Fail { code: ARMA_ERR_NOT_INITIALIZED, msg: "arma_init has not been called (or it failed)".into() })?;
+    let w = WORLD.get().ok_or_else(|| Fail {
+        code: ARMA_ERR_NOT_INITIALIZED,
+        msg: "arma_init has not been called (or it failed)".into(),
+        failed_rank: None,
+    })?;
     if FINALIZED.load(Ordering::Acquire) {
         return Err(Error::Finalized.into());
     }
@@ -42,6 +45,7 @@ pub(crate) fn rank(w: &World, r: c_int) -> CResult<usize> {
         Err(_) => Err(Fail {
             code: ARMA_ERR_INVALID_RANK,
             msg: format!("invalid rank {r}: the job has {} ranks, numbered 0 to {}", w.size(), w.size().saturating_sub(1)),
+            failed_rank: None,
         }),
     }
 }

@@ -39,23 +39,32 @@ pub const ARMA_ERR_NOT_INITIALIZED: c_int = 15;
 /// arma_wait / arma_test on a handle that names no outstanding operation: never filled by a
 /// successful arma_put_nb / arma_get_nb, already completed, or not a handle at all.
 pub const ARMA_ERR_INVALID_HANDLE: c_int = 16;
+/// A rank of a job started with `activerma run --respawn N` died and is being replaced:
+/// operations to it (and collectives) fail until arma_wait_for_rank(rank) returns.
+pub const ARMA_ERR_RANK_FAILED: c_int = 17;
 
 /// A failed call: its status code and the message `arma_last_error` will return.
 pub(crate) struct Fail {
     pub code: c_int,
     pub msg: String,
+    /// The rank an ARMA_ERR_RANK_FAILED names (arma_failed_rank).
+    pub failed_rank: Option<usize>,
 }
 
 pub(crate) type CResult<T = ()> = Result<T, Fail>;
 
 impl From<activerma::Error> for Fail {
     fn from(e: activerma::Error) -> Fail {
-        Fail { code: e.code(), msg: e.to_string() }
+        let failed_rank = match e {
+            activerma::Error::RankFailed { rank, .. } => Some(rank),
+            _ => None,
+        };
+        Fail { code: e.code(), msg: e.to_string(), failed_rank }
     }
 }
 
 pub(crate) fn invalid(msg: impl Into<String>) -> Fail {
-    Fail { code: ARMA_ERR_INVALID_ARGUMENT, msg: msg.into() }
+    Fail { code: ARMA_ERR_INVALID_ARGUMENT, msg: msg.into(), failed_rank: None }
 }
 
 /// Room for the last error message. A fixed per-thread buffer, so a pointer from
@@ -65,6 +74,12 @@ const LAST_ERROR_CAP: usize = 1024;
 
 thread_local! {
     static LAST_ERROR: RefCell<[u8; LAST_ERROR_CAP]> = const { RefCell::new([0; LAST_ERROR_CAP]) };
+    static LAST_FAILED_RANK: std::cell::Cell<c_int> = const { std::cell::Cell::new(-1) };
+}
+
+/// The rank named by this thread's last ARMA_ERR_RANK_FAILED, -1 if no call failed so.
+pub(crate) fn last_failed_rank() -> c_int {
+    LAST_FAILED_RANK.try_with(|c| c.get()).unwrap_or(-1)
 }
 
 fn set_last_error(msg: String) {
@@ -93,6 +108,9 @@ pub(crate) fn guard(name: &str, body: impl FnOnce() -> CResult) -> c_int {
         Ok(Ok(())) => ARMA_OK,
         Ok(Err(f)) => {
             set_last_error(format!("{name}: {}", f.msg));
+            if let Some(r) = f.failed_rank {
+                let _ = LAST_FAILED_RANK.try_with(|c| c.set(r as c_int));
+            }
             f.code
         }
         Err(p) => {
@@ -124,6 +142,7 @@ pub extern "C" fn arma_strerror(code: c_int) -> *const c_char {
         ARMA_ERR_OS => b"system call failed\0",
         ARMA_ERR_NOT_INITIALIZED => b"arma_init has not been called\0",
         ARMA_ERR_INVALID_HANDLE => b"invalid handle: no outstanding operation\0",
+        ARMA_ERR_RANK_FAILED => b"a rank failed and is being respawned\0",
         _ => b"unknown activerma status code\0",
     };
     s.as_ptr().cast()
@@ -164,6 +183,7 @@ mod tests {
             (Error::Unsupported(s()), ARMA_ERR_UNSUPPORTED),
             (Error::CollectiveMismatch(s()), ARMA_ERR_COLLECTIVE_MISMATCH),
             (Error::Os { call: "", errno_text: s() }, ARMA_ERR_OS),
+            (Error::RankFailed { rank: 0, incarnation: 0 }, ARMA_ERR_RANK_FAILED),
         ];
         for (e, c) in pairs {
             assert_eq!(e.code(), c, "{e:?}");
@@ -173,7 +193,7 @@ mod tests {
     #[test]
     fn every_code_has_its_own_text() {
         let text = |c| unsafe { std::ffi::CStr::from_ptr(arma_strerror(c)) }.to_str().unwrap().to_owned();
-        let known: Vec<String> = (ARMA_OK..=ARMA_ERR_INVALID_HANDLE).map(text).collect();
+        let known: Vec<String> = (ARMA_OK..=ARMA_ERR_RANK_FAILED).map(text).collect();
         let unknown = text(99);
         for (c, t) in known.iter().enumerate() {
             assert!(!t.is_empty() && *t != unknown, "code {c}: {t}");

@@ -315,8 +315,18 @@ impl Checkpointer {
     }
 
     /// Loads the newest complete checkpoint of ACTIVERMA_RESTART_FROM into the protected
-    /// segments, if that is set (collective); `None` when it is not (a fresh start).
+    /// segments, if that is set (collective); `None` when it is not (a fresh start). In a
+    /// replacement rank (`activerma run --respawn`, `World::is_recovering`) it loads, alone, the
+    /// newest checkpoint complete in this checkpointer's own store — the one the survivors
+    /// took last — or returns `None` if the job has none yet.
     pub fn restore(&mut self) -> Result<Option<u64>> {
+        if self.world.is_recovering() {
+            if self.store.markers()?.into_iter().all(|m| m.ranks != self.world.size() as u64) {
+                return Ok(None);
+            }
+            let own = self.store.dir().to_path_buf();
+            return self.restore_from(&own).map(Some);
+        }
         match self.restart_dir() {
             Some(dir) => self.restore_from(&dir).map(Some),
             None => Ok(None),
@@ -324,13 +334,15 @@ impl Checkpointer {
     }
 
     /// Loads the newest checkpoint of `dir` that is complete for this job's ranks (collective;
-    /// every rank must find the same one). Returns its epoch; later checkpoints follow it.
+    /// every rank must find the same one — a replacement rank loads alone). Returns its epoch;
+    /// later checkpoints follow it.
     pub fn restore_from(&mut self, dir: &Path) -> Result<u64> {
         let w = self.world.clone();
+        let alone = w.is_recovering();
         let from = Store::open(dir, w.rank())?;
         let marker = from.markers()?.into_iter().rev().find(|m| m.ranks == w.size() as u64);
         let mine = marker.map_or(0, |m| m.epoch);
-        let all = w.allgather(&mine.to_le_bytes())?;
+        let all = if alone { vec![mine.to_le_bytes().to_vec()] } else { w.allgather(&mine.to_le_bytes())? };
         if let Some((r, _)) = all.iter().enumerate().find(|(_, b)| b.as_slice() != mine.to_le_bytes()) {
             return Err(Error::CollectiveMismatch(format!(
                 "restore: rank {} finds checkpoint {mine} complete in {} but rank {r} finds {}",
@@ -369,7 +381,7 @@ impl Checkpointer {
         self.epoch = m.epoch;
         self.base = m.base;
         let same = |a: &Path, b: &Path| std::fs::canonicalize(a).ok().zip(std::fs::canonicalize(b).ok()).is_some_and(|(a, b)| a == b);
-        if !same(dir, self.store.dir()) {
+        if !same(dir, self.store.dir()) && !alone {
             // Checkpoints go on into our own store: its first one is a full base, numbered
             // after anything complete there already (never rewriting a file under a marker).
             self.base = 0;
@@ -377,7 +389,9 @@ impl Checkpointer {
             let all = w.allgather(&own.to_le_bytes())?;
             self.epoch = all.iter().map(|b| u64::from_le_bytes(b[..8].try_into().unwrap())).fold(self.epoch, u64::max);
         }
-        w.barrier()?;
+        if !alone {
+            w.barrier()?;
+        }
         Ok(m.epoch)
     }
 }

@@ -32,6 +32,13 @@ pub enum Error {
     #[error("rank {rank} is gone ({how}); the operation cannot complete")]
     PeerGone { rank: Rank, how: String },
 
+    /// A rank of a job started with `activerma run --respawn N` died: operations to it fail
+    /// until this rank has called `wait_for_rank(rank)` (its replacement is back).
+    #[error(
+        "rank {rank} (incarnation {incarnation}) failed; its replacement is being started: wait_for_rank({rank}) waits until it is back"
+    )]
+    RankFailed { rank: Rank, incarnation: u32 },
+
     #[error("timed out after {secs} s waiting for {what} (raise ACTIVERMA_TIMEOUT_S, or 0 to wait forever)")]
     Timeout { what: String, secs: f64 },
 
@@ -73,6 +80,7 @@ impl Error {
             Error::Unsupported(_) => 12,
             Error::CollectiveMismatch(_) => 13,
             Error::Os { .. } => 14,
+            Error::RankFailed { .. } => 17,
         }
     }
 }

@@ -54,6 +54,8 @@ pub struct Source {
 
 enum Control {
     Say(String),
+    /// Streams of a rank started later (a replacement of one that died).
+    Add(Vec<Source>),
     Finish,
 }
 
@@ -73,10 +75,7 @@ impl Forwarder {
         // SAFETY: both descriptors are fresh and ours alone.
         let (wake_read, wake) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
         let (control, orders) = mpsc::channel();
-        let inputs = sources
-            .into_iter()
-            .map(|s| Input { rank: s.rank, stream: s.stream, fd: Some(s.fd), partial: Vec::new(), since: Instant::now() })
-            .collect();
+        let inputs = sources.into_iter().map(Input::new).collect();
         let pump = Pump { inputs, merger: Merger::new(ranks as usize), label, open_line: [None, None] };
         let thread = std::thread::Builder::new().name("output".into()).spawn(move || pump.run(&orders, wake_read))?;
         Ok(Forwarder { control, wake, thread })
@@ -86,6 +85,11 @@ impl Forwarder {
     /// read so far.
     pub fn say(&self, msg: impl std::fmt::Display) {
         self.order(Control::Say(format!("activerma run: {msg}\n")));
+    }
+
+    /// Forwards the streams of a rank started after `start` too.
+    pub fn add(&self, sources: Vec<Source>) {
+        self.order(Control::Add(sources));
     }
 
     /// Writes what the ranks left in their channels and everything held back, then returns.
@@ -113,6 +117,12 @@ struct Input {
     partial: Vec<u8>,
     /// When `partial` started.
     since: Instant,
+}
+
+impl Input {
+    fn new(s: Source) -> Input {
+        Input { rank: s.rank, stream: s.stream, fd: Some(s.fd), partial: Vec::new(), since: Instant::now() }
+    }
 }
 
 struct Pump {
@@ -216,6 +226,7 @@ impl Pump {
                             self.put(Stream::Stderr, None, text.as_bytes(), &mut out);
                             self.write(Stream::Stderr, &out);
                         }
+                        Ok(Control::Add(sources)) => self.inputs.extend(sources.into_iter().map(Input::new)),
                         Err(TryRecvError::Empty) => break,
                         // Finish, or the launcher dropped its end without saying so.
                         Ok(Control::Finish) | Err(TryRecvError::Disconnected) => {

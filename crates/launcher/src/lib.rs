@@ -39,6 +39,11 @@ pub struct RunArgs {
     /// the program's checkpointer loads it when it restores; activerma-checkpoint).
     #[arg(long, value_name = "DIR")]
     pub restart_from: Option<std::path::PathBuf>,
+    /// Replace a rank that dies (signal, abort, non-zero exit) by a new process with the same
+    /// rank number, up to N times in the job; the others see it fail and wait for it
+    /// (World::wait_for_rank, arma_wait_for_rank). Without it a rank's death ends the job.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub respawn: u32,
     /// The program and its arguments, passed on verbatim (`--` before them is optional).
     // trailing_var_arg: as with mpirun, everything after the program belongs to the program,
     // options included, so `run -n 2 ./prog --label` passes --label to ./prog.
@@ -117,7 +122,7 @@ fn exit_info(status: ExitStatus) -> i32 {
 }
 
 /// Starts rank `rank`, with its stdout and stderr on channels to the launcher.
-fn spawn_rank(args: &RunArgs, files: &JobFiles, rank: u32) -> std::io::Result<(Child, [Source; 2])> {
+fn spawn_rank(args: &RunArgs, files: &JobFiles, rank: u32, incarnation: u32) -> std::io::Result<(Child, [Source; 2])> {
     let out = channel::for_stream(Stream::Stdout.fd())?;
     let err = channel::for_stream(Stream::Stderr.fd())?;
     let mut cmd = Command::new(&args.program[0]);
@@ -126,9 +131,13 @@ fn spawn_rank(args: &RunArgs, files: &JobFiles, rank: u32) -> std::io::Result<(C
         .env(smp::ENV_SIZE, args.n.to_string())
         .env(smp::ENV_CTRL_FD, files.ctrl.as_raw_fd().to_string())
         .env(smp::ENV_HEAP_FD, files.heaps.as_raw_fd().to_string())
+        .env_remove(smp::ENV_INCARNATION)
         .stdin(if rank == 0 { Stdio::inherit() } else { Stdio::null() })
         .stdout(out.rank_end)
         .stderr(err.rank_end);
+    if incarnation > 0 {
+        cmd.env(smp::ENV_INCARNATION, incarnation.to_string());
+    }
     // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {
         cmd.pre_exec(|| {
@@ -209,7 +218,8 @@ pub fn run(args: RunArgs) -> i32 {
     };
     let files = match (|| {
         let heap = activerma_core::page::page_ceil(cfg.get_u64(settings::SEGMENT_SIZE)? as usize);
-        let params = JobFiles::params_from_config(&cfg, args.n, activerma::table_bytes(&cfg, heap)?)?;
+        let mut params = JobFiles::params_from_config(&cfg, args.n, activerma::table_bytes(&cfg, heap)?)?;
+        params.respawn = args.respawn > 0;
         JobFiles::create(params, true)
     })() {
         Ok(f) => f,
@@ -226,7 +236,7 @@ pub fn run(args: RunArgs) -> i32 {
     let mut sources = Vec::new();
     let mut start_error = None;
     for r in 0..args.n {
-        match spawn_rank(&args, &files, r) {
+        match spawn_rank(&args, &files, r, 0) {
             Ok((c, streams)) => {
                 control.set_pid(r as usize, c.id());
                 children.push(Some(c));
@@ -258,11 +268,35 @@ pub fn run(args: RunArgs) -> i32 {
     let started = Instant::now();
     let mut result = 0;
     let mut remaining = args.n as usize;
+    let mut respawned = 0;
     while remaining > 0 {
         let mut progressed = false;
         for (r, slot) in children.iter_mut().enumerate() {
             let Some(c) = slot else { continue };
             match c.try_wait() {
+                Ok(Some(st)) if !st.success() && result == 0 && respawned < args.respawn => {
+                    respawned += 1;
+                    progressed = true;
+                    let incarnation = control.mark_failed(r, exit_info(st));
+                    output.say(format!(
+                        "rank {r} {}; starting its replacement (incarnation {incarnation}, respawn {respawned} of {})",
+                        describe(st),
+                        args.respawn
+                    ));
+                    match spawn_rank(&args, &files, r as u32, incarnation) {
+                        Ok((c, streams)) => {
+                            control.set_pid(r, c.id());
+                            *slot = Some(c);
+                            output.add(streams.into());
+                        }
+                        Err(e) => {
+                            output.say(format!("cannot start rank {r}'s replacement: {e}; stopping the other ranks"));
+                            *slot = None;
+                            remaining -= 1;
+                            result = 2;
+                        }
+                    }
+                }
                 Ok(Some(st)) => {
                     control.set_exited(r, exit_info(st));
                     *slot = None;

@@ -82,6 +82,9 @@ pub struct Proto {
     /// Per rank: its heap, where the segment fast path may be taken (select.rs): mapped here,
     /// described by its table exactly, and nothing watching accesses (see `new`).
     segment_views: Vec<Option<Window>>,
+    /// Respawn jobs: an access to a rank that failed is refused, never written into its memory
+    /// (transport/liveness.rs). None otherwise, and the fast path pays one predicted branch.
+    liveness: Option<Arc<activerma_transport::liveness::Liveness>>,
     heaps: Vec<Option<Window>>,
     /// Bytes in every rank's symmetric heap.
     heap_len: usize,
@@ -259,6 +262,7 @@ impl Proto {
             active_via_target: (0..n).map(|_| Default::default()).collect(),
             iotlb,
             segment_views,
+            liveness: conduit.liveness(),
             marks: handlers.marks,
             posted: handlers.posted,
             strategy: Strategy::from_config(cfg)?,
@@ -291,6 +295,9 @@ impl Proto {
     fn check_rank(&self, rank: Rank) -> Result<()> {
         if rank >= self.tables.len() {
             return Err(Error::InvalidRank { rank, size: self.tables.len() });
+        }
+        if let Some(l) = &self.liveness {
+            l.check(rank)?;
         }
         Ok(())
     }
@@ -529,12 +536,23 @@ impl Proto {
 
     #[inline(always)]
     fn get_start(&self, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<u64> {
+        // Under the modelled network the transfer starts when the get is issued: the copy below
+        // (the NIC's DMA, done by this CPU) and an active get's log entry (written by the
+        // target's IOMMU while the reply travels, section 4.4) happen within its wire time, not
+        // after it.
         match self.segment_fast(rank, addr, dst.len(), AccessKind::Get) {
-            Some((local, HeapFast::Plain)) => get_direct::run(self, local, dst),
-            Some((local, HeapFast::Active(lookup))) => get_active::run(self, rank, addr, dst, &lookup, local)?,
-            None => return self.get_chosen(rank, addr, dst),
+            Some((local, HeapFast::Plain)) => {
+                let at = self.net.completion_time(dst.len());
+                get_direct::run(self, local, dst);
+                Ok(at)
+            }
+            Some((local, HeapFast::Active(lookup))) => {
+                let at = self.net.completion_time(dst.len());
+                get_active::run(self, rank, addr, dst, &lookup, local)?;
+                Ok(at)
+            }
+            None => self.get_chosen(rank, addr, dst),
         }
-        Ok(self.net.completion_time(dst.len()))
     }
 
     #[inline(never)]

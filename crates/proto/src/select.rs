@@ -147,6 +147,11 @@ impl Proto {
     #[inline(always)]
     pub(crate) fn segment_fast(&self, rank: Rank, addr: usize, len: usize, kind: AccessKind) -> Option<(*mut u8, HeapFast<'_>)> {
         let heap = (*self.segment_views.get(rank)?)?;
+        if let Some(l) = &self.liveness {
+            if !l.usable(rank) {
+                return None; // the slow path says why (check_rank)
+            }
+        }
         let off = addr.wrapping_sub(heap.remote_base);
         if len == 0 || off >= heap.len || len > heap.len - off {
             return None;

@@ -5,6 +5,7 @@
 //! movement on registered memory, cross-memory access to private memory, wake-ups, and peer
 //! liveness. Everything above (active messages, translation table, protocols) is written once.
 
+pub mod liveness;
 pub mod mapping;
 #[cfg(feature = "mpi")]
 pub mod mpi;
@@ -251,6 +252,31 @@ pub trait Conduit: Send + Sync {
     fn sleep(&self, timeout_ns: u64, still_idle: &mut dyn FnMut() -> bool);
 
     fn peer_status(&self, rank: Rank) -> PeerStatus;
+
+    /// In a job whose launcher replaces ranks that die (`activerma run --respawn N`): which
+    /// incarnation of each peer this process talks to (see liveness.rs). None otherwise.
+    fn liveness(&self) -> Option<std::sync::Arc<liveness::Liveness>> {
+        None
+    }
+    /// This process's incarnation of its rank: 0, or how many times the rank was replaced.
+    fn incarnation(&self) -> u32 {
+        0
+    }
+    /// A replacement (incarnation > 0) announces it is back, once it has restored its memory:
+    /// waits until every other rank has seen the failure (so none is inside a collective),
+    /// resets the collectives and marks itself up. Nothing to do for an original rank.
+    fn rejoin(&self, _progress: &mut dyn FnMut()) -> Result<()> {
+        Ok(())
+    }
+    /// Waits until `rank` is up again after a failure and adopts its new incarnation (returned);
+    /// returns at once if it did not fail. Without respawn a rank that died stays gone.
+    fn wait_for_rank(&self, rank: Rank, _progress: &mut dyn FnMut()) -> Result<u32> {
+        match self.peer_status(rank) {
+            PeerStatus::Gone(how) => Err(activerma_core::Error::PeerGone { rank, how }),
+            _ => Ok(0),
+        }
+    }
+
     /// Marks this rank finalized (others may still read its memory until they finalize too).
     fn mark_finalized(&self);
 }

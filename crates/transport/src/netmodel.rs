@@ -43,6 +43,14 @@ impl NetModel {
         self.latency_ns != 0 || self.bandwidth_bps != 0
     }
 
+    /// When everything booked on this origin's link so far has arrived (0 if off).
+    pub fn idle_at(&self) -> u64 {
+        if !self.enabled() {
+            return 0;
+        }
+        self.link_free_at.load(Ordering::Acquire) + self.latency_ns
+    }
+
     /// Books `bytes` on the link and returns when the operation completes remotely (0 if off).
     #[inline]
     pub fn completion_time(&self, bytes: usize) -> u64 {

@@ -8,6 +8,7 @@ mod command_line;
 mod driver;
 mod forwarding;
 mod report;
+mod respawn;
 mod restart;
 
 fn main() {

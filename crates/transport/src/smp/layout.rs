@@ -2,7 +2,10 @@
 //!
 //! ```text
 //! page 0        Header: magic, parameters, offsets
-//! ranks         RankInfo[n]: pid, state, heap base, wake word, sleeping flag   (128 B each)
+//! ranks         RankInfo[n]: pid, state, heap base, wake word, sleeping flag,
+//!               failures acknowledged                                          (128 B each)
+//! lives         n × u32 life words (incarnation << 1 | down), read on every access
+//!               to a peer in a respawn job: apart from the busy RankInfo lines
 //! barrier       arrival counter and generation                                 (own lines)
 //! exchange      n × EXCHANGE_CHUNK bytes for allgather rounds
 //! rings         n × n AM rings, ring(src,dst) = RingCtl + slots
@@ -13,7 +16,7 @@
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64};
 
 pub const MAGIC: u64 = 0x6163_7469_7665_524d; // "activeRM"
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 pub const EXCHANGE_CHUNK: usize = 4096;
 const LINE: usize = 128; // two cache lines: keeps adjacent-line prefetch from false sharing
 
@@ -26,6 +29,8 @@ pub struct JobParams {
     pub am_slots: u32,
     pub am_slot_size: u32,
     pub table_bytes: u64,
+    /// The launcher replaces ranks that die (`activerma run --respawn N`).
+    pub respawn: bool,
 }
 
 #[repr(C)]
@@ -39,6 +44,11 @@ pub struct Header {
     pub table_bytes: u64,
     /// Address the creator hopes every rank maps the heaps at (symmetric addresses).
     pub heap_hint: u64,
+    /// 1 in a job whose launcher replaces ranks that die.
+    pub respawn: u32,
+    /// Deaths so far (respawn jobs): a rank that has seen every one of them is out of every
+    /// collective, which a replacement's rejoin waits for before it resets the barrier.
+    pub failures: AtomicU32,
 }
 
 /// Rank states.
@@ -57,6 +67,8 @@ pub struct RankInfo {
     pub sleeping: AtomicU32,
     pub heap_base: AtomicU64,
     pub wake_word: AtomicU32,
+    /// How many of the job's failures (`Header::failures`) this rank has acknowledged.
+    pub acked_failures: AtomicU32,
 }
 
 #[repr(C, align(128))]
@@ -81,7 +93,9 @@ pub struct RingCtl {
 pub struct SlotHeader {
     pub stamp: AtomicU64,
     pub len: u32,
-    pub _pad: u32,
+    /// Respawn jobs: the incarnation of the destination the message is for (high 16 bits) and
+    /// the sender's (low 16).
+    pub tag: u32,
     pub deliver_at: u64,
     pub am: [u64; 2],
 }
@@ -95,6 +109,7 @@ fn round_up(x: usize, to: usize) -> usize {
 #[derive(Clone, Copy, Debug)]
 pub struct Offsets {
     pub ranks: usize,
+    pub lives: usize,
     pub barrier: usize,
     pub exchange: usize,
     pub rings: usize,
@@ -109,12 +124,13 @@ impl JobParams {
         let n = self.nranks as usize;
         let page = activerma_core::page::page_size();
         let ranks = page;
-        let barrier = round_up(ranks + n * std::mem::size_of::<RankInfo>(), LINE);
+        let lives = round_up(ranks + n * std::mem::size_of::<RankInfo>(), LINE);
+        let barrier = round_up(lives + n * 4, LINE);
         let exchange = round_up(barrier + std::mem::size_of::<BarrierCtl>(), LINE);
         let rings = round_up(exchange + n * EXCHANGE_CHUNK + LINE, page);
         let ring_bytes = round_up(std::mem::size_of::<RingCtl>() + self.am_slots as usize * self.am_slot_size as usize, page);
         let tables = round_up(rings + n * n * ring_bytes, page);
         let table_bytes = round_up(self.table_bytes as usize, page);
-        Offsets { ranks, barrier, exchange, rings, ring_bytes, tables, table_bytes, total: tables + n * table_bytes }
+        Offsets { ranks, lives, barrier, exchange, rings, ring_bytes, tables, table_bytes, total: tables + n * table_bytes }
     }
 }

@@ -8,6 +8,7 @@ pub mod files;
 pub mod layout;
 mod rings;
 
+use crate::liveness::{self, Liveness, DOWN};
 use crate::mapping::{Mapping, HEAP_HINT};
 use crate::{Conduit, FragHeader, PeerStatus, Window};
 use activerma_core::backoff::Backoff;
@@ -15,13 +16,16 @@ use activerma_core::clock::Deadline;
 use activerma_core::{futex, settings, Config, Error, Rank, Result};
 use layout::*;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{fence, AtomicBool, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
 
 /// Environment variables the launcher hands to each rank (not user settings).
 pub const ENV_RANK: &str = "ACTIVERMA_RANK";
 pub const ENV_SIZE: &str = "ACTIVERMA_SIZE";
 pub const ENV_CTRL_FD: &str = "ACTIVERMA_SMP_CTRL_FD";
 pub const ENV_HEAP_FD: &str = "ACTIVERMA_SMP_HEAP_FD";
+/// Set by the launcher for a replacement of a rank that died (`--respawn`): 1, 2, ...
+pub const ENV_INCARNATION: &str = "ACTIVERMA_INCARNATION";
 
 /// The job's two memfds, as created by the launcher (or by a rank started without one).
 pub struct JobFiles {
@@ -74,6 +78,8 @@ impl JobFiles {
                     am_slot_size: params.am_slot_size,
                     table_bytes: params.table_bytes,
                     heap_hint: HEAP_HINT as u64,
+                    respawn: params.respawn as u32,
+                    failures: AtomicU32::new(0),
                 },
             );
         }
@@ -88,6 +94,7 @@ impl JobFiles {
             am_slots: cfg.get_u64(settings::AM_SLOTS)? as u32,
             am_slot_size: cfg.get_u64(settings::AM_SLOT_SIZE)? as u32,
             table_bytes,
+            respawn: false,
         })
     }
 
@@ -109,6 +116,24 @@ impl JobControl {
         // SAFETY: rank < nranks (checked by the caller's loop); RankInfo is all atomics.
         unsafe { &*(self.map.ptr.add(self.off.ranks) as *const RankInfo).add(rank) }
     }
+    fn header(&self) -> &Header {
+        // SAFETY: the header is at offset 0.
+        unsafe { &*(self.map.ptr as *const Header) }
+    }
+    fn life(&self, rank: Rank) -> &AtomicU32 {
+        // SAFETY: rank < nranks; n life words at `lives`.
+        unsafe { &*(self.map.ptr.add(self.off.lives) as *const AtomicU32).add(rank) }
+    }
+    /// Records that `rank` died and will be replaced (respawn jobs): its next incarnation is
+    /// down until the replacement rejoins, which every survivor sees at its next access to it
+    /// or collective. Returns the replacement's incarnation.
+    pub fn mark_failed(&self, rank: Rank, exit_info: i32) -> u32 {
+        let next = liveness::incarnation_of(self.life(rank).load(Ordering::Acquire)) + 1;
+        self.life(rank).store(next << 1 | DOWN, Ordering::Release);
+        self.header().failures.fetch_add(1, Ordering::AcqRel);
+        self.set_exited(rank, exit_info);
+        next
+    }
     pub fn set_pid(&self, rank: Rank, pid: u32) {
         self.info(rank).pid.store(pid, Ordering::Release);
     }
@@ -125,15 +150,14 @@ impl JobControl {
         }
     }
     fn off_nranks(&self) -> usize {
-        // SAFETY: header is at offset 0.
-        unsafe { (*(self.map.ptr as *const Header)).nranks as usize }
+        self.header().nranks as usize
     }
 }
 
 pub struct SmpConduit {
     rank: Rank,
     nranks: usize,
-    ctrl: Mapping,
+    ctrl: Arc<Mapping>,
     heaps: Mapping,
     params: JobParams,
     off: Offsets,
@@ -142,6 +166,12 @@ pub struct SmpConduit {
     timeout_s: f64,
     /// Peers' heaps and tables are not offered to upper layers (ACTIVERMA_SMP_EMULATE_REMOTE).
     emulate_remote: bool,
+    /// Respawn jobs: the incarnations this process talks to.
+    liveness: Option<Arc<Liveness>>,
+    incarnation: u32,
+    /// Per peer, the newest incarnation a message came from: replies go to it (a request from
+    /// a dead incarnation gets a reply its replacement drops).
+    heard: Vec<AtomicU32>,
 }
 
 fn env_fd(name: &str) -> Result<RawFd> {
@@ -189,7 +219,11 @@ impl SmpConduit {
         // SAFETY: the launcher passed these descriptors to us; we take ownership exactly once.
         let ctrl = unsafe { OwnedFd::from_raw_fd(env_fd(ENV_CTRL_FD)?) };
         let heaps = unsafe { OwnedFd::from_raw_fd(env_fd(ENV_HEAP_FD)?) };
-        let c = Self::attach(cfg, rank, ctrl, heaps)?;
+        let incarnation = match std::env::var(ENV_INCARNATION) {
+            Ok(v) => v.parse().map_err(|_| Error::InvalidArgument(format!("{ENV_INCARNATION}={v} is not an incarnation number")))?,
+            Err(_) => 0,
+        };
+        let c = Self::attach(cfg, rank, incarnation, ctrl, heaps)?;
         if let Ok(size) = std::env::var(ENV_SIZE) {
             if size.parse::<usize>().ok() != Some(c.nranks) {
                 return Err(Error::InvalidArgument(format!("{ENV_SIZE}={size} disagrees with the job's {} ranks", c.nranks)));
@@ -201,15 +235,15 @@ impl SmpConduit {
     /// A one-rank job of our own, for programs started without the launcher.
     pub fn standalone(cfg: &Config, table_bytes: u64) -> Result<SmpConduit> {
         let files = JobFiles::create(JobFiles::params_from_config(cfg, 1, table_bytes)?, false)?;
-        Self::attach(cfg, 0, files.ctrl, files.heaps)
+        Self::attach(cfg, 0, 0, files.ctrl, files.heaps)
     }
 
-    fn attach(cfg: &Config, rank: Rank, ctrl_fd: OwnedFd, heap_fd: OwnedFd) -> Result<SmpConduit> {
+    fn attach(cfg: &Config, rank: Rank, incarnation: u32, ctrl_fd: OwnedFd, heap_fd: OwnedFd) -> Result<SmpConduit> {
         let total = files::file_len(ctrl_fd.as_raw_fd())? as usize;
         if total < activerma_core::page::page_size() {
             return Err(Error::InvalidArgument("job control memory is too small: not an activerma job".into()));
         }
-        let ctrl = Mapping::shared(&ctrl_fd, total, 0)?;
+        let ctrl = Arc::new(Mapping::shared(&ctrl_fd, total, 0)?);
         // SAFETY: at least one page is mapped; the header is plain data written before spawn.
         let h = unsafe { &*(ctrl.ptr as *const Header) };
         if h.magic != MAGIC || h.version != VERSION {
@@ -223,6 +257,7 @@ impl SmpConduit {
             am_slots: h.am_slots,
             am_slot_size: h.am_slot_size,
             table_bytes: h.table_bytes,
+            respawn: h.respawn != 0,
         };
         let off = params.offsets();
         if off.total != total {
@@ -233,6 +268,16 @@ impl SmpConduit {
         }
         let heaps = Mapping::shared(&heap_fd, (params.heap_size * params.nranks as u64) as usize, h.heap_hint as usize)?;
         let n = params.nranks as usize;
+        // SAFETY: n life words at `lives`, inside the mapping.
+        let lives = unsafe { ctrl.ptr.add(off.lives) as *const AtomicU32 };
+        let liveness = params.respawn.then(|| Arc::new(unsafe { Liveness::new(ctrl.clone(), lives, n) }));
+        let life = unsafe { (*lives.add(rank)).load(Ordering::Acquire) };
+        if liveness::incarnation_of(life) != incarnation {
+            return Err(Error::InvalidArgument(format!(
+                "{ENV_INCARNATION}={incarnation}, but the job's rank {rank} is at incarnation {} (set by the launcher; unset it)",
+                liveness::incarnation_of(life)
+            )));
+        }
         let c = SmpConduit {
             rank,
             nranks: n,
@@ -244,16 +289,26 @@ impl SmpConduit {
             poll_lock: AtomicBool::new(false),
             timeout_s: cfg.get_f64(settings::TIMEOUT_S)?,
             emulate_remote: cfg.get_bool(settings::SMP_EMULATE_REMOTE)?,
+            liveness,
+            incarnation,
+            heard: (0..n).map(|_| AtomicU32::new(0)).collect(),
         };
         let me = c.info(rank);
         me.pid.store(std::process::id(), Ordering::Release);
         me.heap_base.store(c.heaps.ptr as u64 + (rank as u64 * params.heap_size), Ordering::Release);
+        // A replacement has seen every failure so far (its own included).
+        me.acked_failures.store(c.header().failures.load(Ordering::Acquire), Ordering::Release);
         me.state.store(STATE_RUNNING, Ordering::Release);
         Ok(c)
     }
 
     pub fn params(&self) -> JobParams {
         self.params
+    }
+
+    fn header(&self) -> &Header {
+        // SAFETY: the header is at offset 0 of the mapping.
+        unsafe { &*(self.ctrl.ptr as *const Header) }
     }
 
     #[inline]
@@ -278,12 +333,36 @@ impl SmpConduit {
         rings::Ring::new(base, self.params.am_slots as usize, self.params.am_slot_size as usize)
     }
 
-    /// First peer that is gone, if any.
-    fn first_gone_peer(&self) -> Option<(Rank, String)> {
+    /// Why a collective cannot complete: a peer that failed (respawn jobs) or is gone.
+    fn first_lost_peer(&self) -> Option<Error> {
+        if let Some(f) = self.liveness.as_ref().and_then(|l| l.first_failed(self.rank)) {
+            return Some(f);
+        }
         (0..self.nranks).filter(|&r| r != self.rank).find_map(|r| match self.peer_status(r) {
-            PeerStatus::Gone(how) => Some((r, how)),
+            PeerStatus::Gone(how) => Some(Error::PeerGone { rank: r, how }),
             _ => None,
         })
+    }
+
+    /// The tag a message to `dst` carries in a respawn job: the incarnation of `dst` it is
+    /// meant for (the newest this process agreed to or heard from) and our own.
+    fn tag_for(&self, dst: Rank) -> u32 {
+        let Some(l) = &self.liveness else { return 0 };
+        let to = liveness::incarnation_of(l.known(dst)).max(self.heard[dst].load(Ordering::Relaxed));
+        (to & 0xffff) << 16 | (self.incarnation & 0xffff)
+    }
+
+    /// Whether a message with `tag` from `src` is for this incarnation (a message meant for a
+    /// dead one, still in the ring, is dropped); notes the sender's incarnation.
+    fn accept_tag(&self, src: Rank, tag: u32) -> bool {
+        if self.liveness.is_none() {
+            return true;
+        }
+        if tag >> 16 != self.incarnation & 0xffff {
+            return false;
+        }
+        self.heard[src].fetch_max(tag & 0xffff, Ordering::Relaxed);
+        true
     }
 
     /// Spins until `done()` holds, running `progress`, failing if a peer dies or time runs out.
@@ -293,11 +372,11 @@ impl SmpConduit {
         while !done() {
             progress();
             if backoff.snooze() {
-                if let Some((rank, how)) = self.first_gone_peer() {
+                if let Some(lost) = self.first_lost_peer() {
                     if done() {
                         break;
                     }
-                    return Err(Error::PeerGone { rank, how });
+                    return Err(lost);
                 }
                 if deadline.expired() {
                     return Err(Error::Timeout { what: what.into(), secs: deadline.secs() });
@@ -331,6 +410,10 @@ impl Conduit for SmpConduit {
 
     fn barrier(&self, progress: &mut dyn FnMut()) -> Result<()> {
         let b = self.barrier_ctl();
+        // A rank that failed will not arrive: say so before counting ourselves in.
+        if let Some(f) = self.liveness.as_ref().and_then(|l| l.first_failed(self.rank)) {
+            return Err(f);
+        }
         let gen = b.generation.0.load(Ordering::Acquire);
         if b.count.0.fetch_add(1, Ordering::AcqRel) + 1 == self.nranks as u32 {
             b.count.0.store(0, Ordering::Relaxed);
@@ -381,7 +464,7 @@ impl Conduit for SmpConduit {
         while lock.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
             std::hint::spin_loop();
         }
-        let sent = self.ring(self.rank, dst).try_push(header, payload, deliver_at_ns);
+        let sent = self.ring(self.rank, dst).try_push(header, payload, deliver_at_ns, self.tag_for(dst));
         lock.store(false, Ordering::Release);
         if sent {
             self.wake_if_sleeping(dst);
@@ -395,7 +478,11 @@ impl Conduit for SmpConduit {
         }
         let mut handled = 0;
         for src in 0..self.nranks {
-            handled += self.ring(src, self.rank).drain(budget - handled, &mut |h, p| f(src, h, p));
+            handled += self.ring(src, self.rank).drain(budget - handled, &mut |h, p, tag| {
+                if self.accept_tag(src, tag) {
+                    f(src, h, p)
+                }
+            });
             if handled >= budget {
                 break;
             }
@@ -505,6 +592,69 @@ impl Conduit for SmpConduit {
 
     fn mark_finalized(&self) {
         self.info(self.rank).state.store(STATE_FINALIZED, Ordering::Release);
+    }
+
+    fn liveness(&self) -> Option<Arc<Liveness>> {
+        self.liveness.clone()
+    }
+
+    fn incarnation(&self) -> u32 {
+        self.incarnation
+    }
+
+    fn rejoin(&self, progress: &mut dyn FnMut()) -> Result<()> {
+        let Some(l) = &self.liveness else { return Ok(()) };
+        let mine = l.word(self.rank).load(Ordering::Acquire);
+        if mine & DOWN == 0 {
+            return Ok(()); // an original rank, or rejoined already
+        }
+        // Every other rank must have seen the failures up to ours: then none is inside a
+        // barrier (it left it with RankFailed, or never entered it) and the counter can restart.
+        let failures = self.info(self.rank).acked_failures.load(Ordering::Acquire);
+        self.wait_until("every rank to see the failure (wait_for_rank)", progress, &mut || {
+            (0..self.nranks).filter(|&r| r != self.rank).all(|r| {
+                let i = self.info(r);
+                i.acked_failures.load(Ordering::Acquire) >= failures
+                    || matches!(i.state.load(Ordering::Acquire), STATE_EXITED | STATE_FINALIZED)
+                    || l.word(r).load(Ordering::Acquire) & DOWN != 0
+            })
+        })?;
+        self.barrier_ctl().count.0.store(0, Ordering::Release);
+        l.word(self.rank).store(mine & !DOWN, Ordering::Release);
+        l.adopt_if_up(self.rank);
+        for r in 0..self.nranks {
+            self.wake(r);
+        }
+        Ok(())
+    }
+
+    fn wait_for_rank(&self, rank: Rank, progress: &mut dyn FnMut()) -> Result<u32> {
+        if rank >= self.nranks {
+            return Err(Error::InvalidRank { rank, size: self.nranks });
+        }
+        let Some(l) = &self.liveness else {
+            return match self.peer_status(rank) {
+                PeerStatus::Gone(how) => Err(Error::PeerGone { rank, how }),
+                _ => Ok(0),
+            };
+        };
+        if l.usable(rank) {
+            return Ok(liveness::incarnation_of(l.known(rank)));
+        }
+        let me = self.info(self.rank);
+        let deadline = Deadline::after_secs(self.timeout_s);
+        let mut backoff = Backoff::new();
+        loop {
+            // Out of every collective until the replacement is up: tell it so.
+            me.acked_failures.fetch_max(self.header().failures.load(Ordering::Acquire), Ordering::AcqRel);
+            if let Some(life) = l.adopt_if_up(rank) {
+                return Ok(liveness::incarnation_of(life));
+            }
+            progress();
+            if backoff.snooze() && deadline.expired() {
+                return Err(Error::Timeout { what: format!("rank {rank}'s replacement to rejoin"), secs: deadline.secs() });
+            }
+        }
     }
 }
 

@@ -28,7 +28,8 @@ impl Ring {
 
     /// Producer side; the caller holds the per-destination send lock.
     #[inline]
-    pub fn try_push(&self, am: FragHeader, payload: &[u8], deliver_at: u64) -> bool {
+    /// `tag`: who the message is for and from, in a job that replaces dead ranks (mod.rs).
+    pub fn try_push(&self, am: FragHeader, payload: &[u8], deliver_at: u64, tag: u32) -> bool {
         // SAFETY: ctl and slots point into the shared mapping; only this producer writes tail.
         unsafe {
             let ctl = &*self.ctl;
@@ -38,6 +39,7 @@ impl Ring {
             }
             let s = self.slot(tail);
             (*s).len = payload.len() as u32;
+            (*s).tag = tag;
             (*s).deliver_at = deliver_at;
             (*s).am = am;
             std::ptr::copy_nonoverlapping(payload.as_ptr(), (s as *mut u8).add(SLOT_HEADER), payload.len());
@@ -49,7 +51,7 @@ impl Ring {
 
     /// Consumer side; hands up to `budget` complete slots to `f`, in order.
     #[inline]
-    pub fn drain(&self, budget: usize, f: &mut dyn FnMut(FragHeader, &[u8])) -> usize {
+    pub fn drain(&self, budget: usize, f: &mut dyn FnMut(FragHeader, &[u8], u32)) -> usize {
         // SAFETY: as above; only this consumer writes head.
         unsafe {
             let ctl = &*self.ctl;
@@ -65,7 +67,7 @@ impl Ring {
                     break; // the modelled network has not delivered it yet
                 }
                 let payload = std::slice::from_raw_parts((s as *const u8).add(SLOT_HEADER), (*s).len as usize);
-                f((*s).am, payload);
+                f((*s).am, payload, (*s).tag);
                 head += 1;
                 ctl.head.store(head, Ordering::Release);
                 n += 1;
@@ -88,13 +90,13 @@ mod tests {
         let mem = unsafe { std::alloc::alloc_zeroed(layout) };
         let r = Ring::new(mem, nslots, slot_size);
         for i in 0..4u64 {
-            assert!(r.try_push([i, 0], &[i as u8; 10], 0));
+            assert!(r.try_push([i, 0], &[i as u8; 10], 0, 0));
         }
-        assert!(!r.try_push([9, 0], &[], 0), "full ring refuses");
+        assert!(!r.try_push([9, 0], &[], 0, 0), "full ring refuses");
         let mut seen = vec![];
-        assert_eq!(r.drain(2, &mut |h, p| seen.push((h[0], p.to_vec()))), 2);
-        assert!(r.try_push([4, 0], &[4; 10], 0));
-        r.drain(10, &mut |h, p| seen.push((h[0], p.to_vec())));
+        assert_eq!(r.drain(2, &mut |h, p, _| seen.push((h[0], p.to_vec()))), 2);
+        assert!(r.try_push([4, 0], &[4; 10], 0, 0));
+        r.drain(10, &mut |h, p, _| seen.push((h[0], p.to_vec())));
         assert_eq!(seen.iter().map(|s| s.0).collect::<Vec<_>>(), vec![0, 1, 2, 3, 4]);
         assert!(seen.iter().all(|(i, p)| p == &vec![*i as u8; 10]));
         // SAFETY: allocated above with the same layout.

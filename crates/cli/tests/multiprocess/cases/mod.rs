@@ -7,11 +7,13 @@ mod checkpoint;
 mod config;
 mod faults;
 mod firehose;
+mod ft_sort;
 mod noncontig;
 pub mod output;
 mod part;
 mod randomized;
 mod registration;
+mod respawn;
 mod rma;
 mod transfer;
 
@@ -60,6 +62,8 @@ pub fn run(case: &str) -> i32 {
         "part_faults_counted" => part::faults_counted(),
         "part_modelled_link" => part::modelled_link(),
         "checkpoint_restart" => checkpoint::checkpoint_restart(),
+        "respawn_basic" => respawn::respawn_basic(),
+        "ft_sort" => ft_sort::ft_sort(),
         other => {
             eprintln!("unknown case {other}");
             return 2;

@@ -1,0 +1,290 @@
+//! Logging the gets a rank serves, so that an origin that dies can replay them (section 4.4,
+//! Figure 5), in the four designs of `bench get-logging`:
+//!
+//! ```text
+//! no-ft  nothing is logged (a replacement fetches everything again)
+//! aa     the served pages are marked R=1, RL=1, RLD=1: the get leaves a copy of what it read
+//!        in the target's access log; the target's handler files it under its origin
+//! rma    the origin, after its get, claims room in the target's log with a fetch-add and puts
+//!        the record there: the data goes back over the network
+//! am     the origin sends the record to the target in an active message; its handler files it
+//! ```
+//! A record is (origin, address, length, bytes). A replacement asks every target for the
+//! records of its origin (aa, am: a request the target answers from its store; rma: it reads
+//! the target's log with gets), in the order the gets were made.
+
+use activerma::{Actions, AmCtx, Error, LogEntry, LogOp, Notify, Rank, RemotePtr, Result, Segment, World};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Variant {
+    NoFt,
+    Aa,
+    Rma,
+    Am,
+}
+
+impl Variant {
+    pub const ALL: [Variant; 4] = [Variant::NoFt, Variant::Aa, Variant::Rma, Variant::Am];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::NoFt => "no-ft",
+            Variant::Aa => "aa",
+            Variant::Rma => "rma",
+            Variant::Am => "am",
+        }
+    }
+
+    pub fn parse(text: &str) -> Result<Variant> {
+        Variant::ALL
+            .into_iter()
+            .find(|v| v.name() == text)
+            .ok_or_else(|| Error::InvalidArgument(format!("sort variant {text:?}: expected one of no-ft, aa, rma, am")))
+    }
+}
+
+/// The Active Access domain of the logged pages.
+const DOMAIN: u16 = 10;
+const LOG_AM: u16 = activerma::FIRST_USER_HANDLER + 20;
+const ASK_AM: u16 = activerma::FIRST_USER_HANDLER + 21;
+const ANSWER_AM: u16 = activerma::FIRST_USER_HANDLER + 22;
+/// A record's header: origin, address, length (u64 each); the bytes follow.
+pub(crate) const HEADER: usize = 24;
+/// The rma log: the claimed byte count, then records.
+const RMA_RECORDS_AT: usize = 64;
+/// The origin of claimed room whose record was never written (its target died meanwhile).
+const HOLE: Rank = u32::MAX as Rank;
+
+/// One logged get, as a replacement replays it.
+#[derive(Debug)]
+pub struct Record {
+    pub addr: u64,
+    pub data: Vec<u8>,
+}
+
+/// Records filed per origin (aa, am): header + bytes, one after another.
+type Store = Arc<Mutex<Vec<Vec<u8>>>>;
+
+/// Every design's state at once (handlers, the aa log, the rma log), so that one job can run
+/// the designs side by side; each call names the design it is for.
+pub struct GetLog {
+    w: World,
+    store: Store,
+    /// The aa design's access log, once made (its size depends on the buckets).
+    aa_log: Option<usize>,
+    /// The rma design's log at each rank (every rank's copy of the same segment).
+    rma_log: Segment,
+    /// Answers to this rank's requests for its records (rank -> bytes).
+    answers: Arc<Mutex<HashMap<Rank, Vec<u8>>>>,
+    /// Bytes this rank sent back to targets to log its gets (rma, am).
+    pub bytes_sent_back: u64,
+}
+
+fn header(origin: Rank, addr: u64, len: usize) -> [u8; HEADER] {
+    let mut h = [0u8; HEADER];
+    h[..8].copy_from_slice(&(origin as u64).to_le_bytes());
+    h[8..16].copy_from_slice(&addr.to_le_bytes());
+    h[16..].copy_from_slice(&(len as u64).to_le_bytes());
+    h
+}
+
+fn word(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
+}
+
+/// Splits filed records (header + bytes) of `origin` into `Record`s.
+fn parse(bytes: &[u8], origin: Option<Rank>) -> Result<Vec<Record>> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        if at + HEADER > bytes.len() {
+            return Err(Error::InvalidArgument(format!("a get log ends inside a record header at byte {at}")));
+        }
+        let (o, addr, len) = (word(bytes, at) as Rank, word(bytes, at + 8), word(bytes, at + 16) as usize);
+        let end = at + HEADER + len;
+        if end > bytes.len() {
+            return Err(Error::InvalidArgument(format!("a get log ends inside a record of {len} bytes at byte {at}")));
+        }
+        if origin.is_none_or(|want| want == o) {
+            out.push(Record { addr, data: bytes[at + HEADER..end].to_vec() });
+        }
+        at = end;
+    }
+    Ok(out)
+}
+
+impl GetLog {
+    /// Sets up the logs (every rank, in the same order as its other allocations): `served` is
+    /// the segment others get from, `max_gets` bounds the gets one rank serves.
+    pub fn new(w: &World, served: &Segment, max_gets: usize) -> Result<GetLog> {
+        let n = w.size();
+        let store: Store = Arc::new(Mutex::new(vec![Vec::new(); n]));
+        let rma_bytes = RMA_RECORDS_AT + served.len() + max_gets * HEADER;
+        let rma_log = w.alloc_segment(rma_bytes)?;
+        let answers: Arc<Mutex<HashMap<Rank, Vec<u8>>>> = Arc::default();
+        let s = store.clone();
+        w.register_handler(
+            LOG_AM,
+            Arc::new(move |ctx: &AmCtx, p: &[u8]| {
+                s.lock().unwrap()[ctx.src].extend_from_slice(p);
+            }),
+        )?;
+        let (s, wc) = (store.clone(), w.clone());
+        w.register_handler(
+            ASK_AM,
+            Arc::new(move |ctx: &AmCtx, _: &[u8]| {
+                // Whatever the origin's gets left in our access log is filed first (a rank
+                // that never ran aa has no log: nothing to file).
+                let _ = wc.drain_log(DOMAIN);
+                let mine = s.lock().unwrap()[ctx.src].clone();
+                ctx.reply(ANSWER_AM, ctx.token, &mine);
+            }),
+        )?;
+        let a = answers.clone();
+        w.register_handler(
+            ANSWER_AM,
+            Arc::new(move |ctx: &AmCtx, p: &[u8]| {
+                a.lock().unwrap().insert(ctx.src, p.to_vec());
+            }),
+        )?;
+        Ok(GetLog { w: w.clone(), store, aa_log: None, rma_log, answers, bytes_sent_back: 0 })
+    }
+
+    /// Makes the aa design's log: a `Notify::Hold` log, the paper's log as a store — nobody
+    /// handles an entry while the exchange runs (a target's CPU does nothing for a get), the
+    /// entries are filed only when a replacement asks or at a trim. So each origin's lane must
+    /// hold everything it gets here between trims: `max_bucket` bytes in `chunk`-byte gets.
+    fn make_aa_log(&mut self, max_bucket: usize, chunk: usize) -> Result<()> {
+        if self.aa_log.is_some() {
+            return Ok(());
+        }
+        let n = self.w.size();
+        let lanes = n.clamp(1, 16).next_power_of_two();
+        // Each entry: whole 64-byte lines, a line of header; a lane wraps with up to one entry
+        // of padding; a half more for buckets larger than the first ones.
+        let lane = (max_bucket + (max_bucket / chunk + 2) * 128 + 2 * chunk) * 3 / 2 * n.div_ceil(lanes);
+        let capacity = (lane * lanes).next_power_of_two();
+        let s = self.store.clone();
+        self.w.create_log(
+            DOMAIN,
+            capacity,
+            Notify::Hold,
+            Arc::new(move |e: &LogEntry| {
+                if e.meta.op != LogOp::Get {
+                    return;
+                }
+                let mut s = s.lock().unwrap();
+                let filed = &mut s[e.meta.origin as usize];
+                if e.meta.offset == 0 {
+                    filed.extend_from_slice(&header(e.meta.origin as usize, e.meta.addr, e.meta.total_len as usize));
+                }
+                filed.extend_from_slice(e.data());
+            }),
+        )?;
+        self.aa_log = Some(capacity);
+        Ok(())
+    }
+
+    /// Marks this rank's served pages so that gets to them are logged (aa), or not (the
+    /// others); again after a replacement's restore, whose table starts empty. `max_bucket`:
+    /// the most bytes one origin gets from this rank, in `chunk`-byte gets.
+    pub fn arm(&mut self, variant: Variant, served: &Segment, max_bucket: usize, chunk: usize) -> Result<()> {
+        if variant == Variant::Aa {
+            self.make_aa_log(max_bucket, chunk)?;
+        }
+        let actions = match variant {
+            Variant::Aa => Actions::W | Actions::R | Actions::RL | Actions::RLD,
+            _ => Actions::W | Actions::R,
+        };
+        let domain = (variant == Variant::Aa).then_some(DOMAIN);
+        self.w.assoc_pages(served.as_ptr(), served.len(), actions, domain)?;
+        Ok(())
+    }
+
+    /// Logs a get this rank made of `data` at `at` (rma, am; aa logged it in the get).
+    pub fn after_get(&mut self, variant: Variant, at: RemotePtr, data: &[u8]) -> Result<()> {
+        let me = self.w.rank();
+        let h = header(me, at.addr as u64, data.len());
+        match variant {
+            Variant::Rma => {
+                let size = (HEADER + data.len()) as u64;
+                let claimed = self.w.fetch_add(self.rma_log.remote(at.rank, 0), size)? as usize;
+                let place = RMA_RECORDS_AT + claimed;
+                if place + size as usize > self.rma_log.len() {
+                    return Err(Error::OutOfResources(format!("rank {}'s get log is full ({} bytes)", at.rank, self.rma_log.len())));
+                }
+                self.bytes_sent_back += size + 8;
+                let put = self
+                    .w
+                    .put(self.rma_log.remote(at.rank, place + HEADER), data)
+                    .and_then(|_| self.w.put(self.rma_log.remote(at.rank, place), &h));
+                if let Err(Error::RankFailed { rank, .. }) = put {
+                    // The target died between the claim and the record: once it is back, the
+                    // claimed room becomes a hole readers skip, and the record goes in anew.
+                    self.w.wait_for_rank(rank)?;
+                    self.w.put(self.rma_log.remote(at.rank, place), &header(HOLE, 0, data.len()))?;
+                    return self.after_get(variant, at, data);
+                }
+                put?;
+            }
+            Variant::Am => {
+                let mut rec = Vec::with_capacity(HEADER + data.len());
+                rec.extend_from_slice(&h);
+                rec.extend_from_slice(data);
+                self.w.send_am(at.rank, LOG_AM, 0, &rec)?;
+                self.bytes_sent_back += rec.len() as u64;
+            }
+            Variant::Aa | Variant::NoFt => {}
+        }
+        Ok(())
+    }
+
+    /// Drops every record (after a checkpoint: gets before it are never replayed). Every
+    /// rank calls it at the same point, with no gets in flight.
+    pub fn trim(&self) -> Result<()> {
+        if self.aa_log.is_some() {
+            self.w.drain_log(DOMAIN)?;
+        }
+        self.store.lock().unwrap().iter_mut().for_each(Vec::clear);
+        self.rma_log.write_local(0, &0u64.to_le_bytes());
+        Ok(())
+    }
+
+    /// The records of this rank's gets, per target, in the order it made them: what a
+    /// replacement replays. Asks every other rank (they serve requests while they wait for it).
+    pub fn my_records(&self, variant: Variant) -> Result<Vec<Vec<Record>>> {
+        let (me, n) = (self.w.rank(), self.w.size());
+        let mut out: Vec<Vec<Record>> = (0..n).map(|_| Vec::new()).collect();
+        match variant {
+            Variant::NoFt => {}
+            Variant::Rma => {
+                for (t, records) in out.iter_mut().enumerate().filter(|(t, _)| *t != me) {
+                    let used = self.w.fetch(self.rma_log.remote(t, 0))? as usize;
+                    let mut bytes = vec![0u8; used];
+                    self.w.get(self.rma_log.remote(t, RMA_RECORDS_AT), &mut bytes)?;
+                    *records = parse(&bytes, Some(me))?;
+                }
+            }
+            Variant::Aa | Variant::Am => {
+                self.answers.lock().unwrap().clear();
+                for t in (0..n).filter(|&t| t != me) {
+                    self.w.send_am(t, ASK_AM, 0, &[])?;
+                }
+                let deadline = Instant::now() + Duration::from_secs(60);
+                while self.answers.lock().unwrap().len() < n - 1 {
+                    self.w.progress();
+                    if Instant::now() > deadline {
+                        return Err(Error::Timeout { what: "the logged gets from every rank".into(), secs: 60.0 });
+                    }
+                }
+                for (t, bytes) in self.answers.lock().unwrap().drain() {
+                    out[t] = parse(&bytes, Some(me))?;
+                }
+            }
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,40 @@
+//! The fault-tolerant sort (apps/sort) as a rank runs it, driven by the environment:
+//! SORT_VARIANT (no-ft | aa | rma | am), SORT_KEYS (per rank), SORT_CHUNK (bytes per get),
+//! SORT_SEED, SORT_DIR (the checkpoint store), SORT_KILL (`rank:gets`: that rank dies after
+//! that many gets of the exchange), SORT_OUT (a file each rank appends `rank crc keys replayed
+//! incarnation` to: the driver compares runs with it).
+
+use activerma::{Error, Result};
+use activerma_sort::{sort, Kill, Params, Variant};
+use std::io::Write;
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+pub fn ft_sort() -> Result<()> {
+    let w = activerma::init()?;
+    let kill = env("SORT_KILL").map(|k| {
+        let (rank, gets) = k.split_once(':').expect("rank:gets");
+        Kill { rank: rank.parse().unwrap(), after_gets: gets.parse().unwrap() }
+    });
+    let p = Params {
+        keys_per_rank: env("SORT_KEYS").map_or(1 << 16, |v| v.parse().unwrap()),
+        seed: env("SORT_SEED").map_or(1, |v| v.parse().unwrap()),
+        chunk: env("SORT_CHUNK").map_or(4096, |v| v.parse().unwrap()),
+        variant: Variant::parse(&env("SORT_VARIANT").unwrap_or("aa".into()))?,
+        ckpt_dir: Some(env("SORT_DIR").expect("SORT_DIR").into()),
+        kill,
+    };
+    let o = sort(&w, &p)?;
+    if let Some(out) = env("SORT_OUT") {
+        let line = format!("{} {:08x} {} {} {}\n", w.rank(), o.crc, o.keys, o.replayed, w.incarnation());
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(out)
+            .and_then(|mut f| f.write_all(line.as_bytes()))
+            .map_err(|e| Error::InvalidArgument(format!("SORT_OUT: {e}")))?;
+    }
+    w.finalize()
+}
