@@ -182,6 +182,13 @@
 #define ARMA_NOTIFY_THREAD 3
 
 /**
+ * Nobody runs the handler until the program calls arma_drain_log: the log holds its entries
+ * (the paper's log as a store, e.g. of the data gets read, for recovery). A full log holds
+ * origins back until then, so size it for what arrives between drains.
+ */
+#define ARMA_NOTIFY_HOLD 4
+
+/**
  * arma_log_entry_t.op of a logged put.
  */
 #define ARMA_AA_OP_PUT 1
@@ -519,6 +526,14 @@ int arma_create_log(int domain, size_t capacity, int notify, uint64_t wake_thres
  * `wake_threshold`, `h` and `ctx` as for arma_create_log. Once per rank.
  */
 int arma_set_fault_handler(int notify, uint64_t wake_threshold, arma_log_handler_t h, void *ctx);
+
+/**
+ * Runs the handler of `domain`'s log (this rank's) over every entry it holds now, whatever its
+ * notification mode — the only way an ARMA_NOTIFY_HOLD log is drained. Stores the number of
+ * entries handled in `*handled` unless it is NULL. ARMA_ERR_INVALID_ARGUMENT if the domain
+ * has no log.
+ */
+int arma_drain_log(int domain, uint64_t *handled);
 
 /**
  * Returns once rank `rank` has run the handlers of every active access (logged put or get)

@@ -3,7 +3,9 @@
  * (W=0: active puts, logged with their data, memory untouched). Rank 1 puts 100 messages of 24
  * bytes there and active-flushes; rank 0 checks that all 100 reached the handler, byte for
  * byte, and none reached memory. A page marked ARMA_AA_R only makes a put a protection fault;
- * unknown action bits are refused. Ranks beyond 1 only take part in the collectives. */
+ * unknown action bits are refused. A third page logs the gets made of it (RL, RLD) into an
+ * ARMA_NOTIFY_HOLD log: nothing runs its handler until arma_drain_log. Ranks beyond 1 only
+ * take part in the collectives. */
 #define _POSIX_C_SOURCE 200809L /* sysconf */
 #include "check.h"
 #include <stdatomic.h>
@@ -44,6 +46,19 @@ static void on_entry(const arma_log_entry_t *e, void *ctx) {
     atomic_fetch_add(&s->sum, sum);
 }
 
+/* The hold log's handler: counts the logged gets and checks their bytes (all 0x5a). */
+static _Atomic uint64_t held, held_bad;
+static void on_held(const arma_log_entry_t *e, void *ctx) {
+    (void)ctx;
+    const unsigned char *d = e->data;
+    if (e->op != ARMA_AA_OP_GET || e->origin != 1 || e->data_len != 16)
+        atomic_fetch_add(&held_bad, 1);
+    for (size_t k = 0; k < e->data_len; k++)
+        if (d[k] != 0x5a)
+            atomic_fetch_add(&held_bad, 1);
+    atomic_fetch_add(&held, 1);
+}
+
 int main(void) {
     CHECK(arma_init());
     int me = arma_rank(), n = arma_size();
@@ -53,7 +68,7 @@ int main(void) {
 
     /* Page 0: active puts (domain 5). Page 1: read-only, no logging. */
     void *mem;
-    CHECK(arma_seg_alloc(2 * (size_t)page, &mem));
+    CHECK(arma_seg_alloc(3 * (size_t)page, &mem));
     unsigned char *seg = mem;
     EXPECT((uintptr_t)seg % (uintptr_t)page == 0, "segments are page-aligned (%p)", mem);
     static struct seen s; /* static: zero-initialized, and valid until arma_finalize */
@@ -70,6 +85,11 @@ int main(void) {
                  ARMA_ERR_INVALID_ARGUMENT);
         CHECK_RC(arma_create_log(DOMAIN + 1, 1 << 16, ARMA_NOTIFY_POLL, 0, NULL, NULL),
                  ARMA_ERR_INVALID_ARGUMENT);
+        memset(seg + 2 * page, 0x5a, (size_t)page);
+        CHECK(arma_create_log(DOMAIN + 2, 1 << 16, ARMA_NOTIFY_HOLD, 0, on_held, NULL));
+        CHECK(arma_assoc_pages(seg + 2 * page, (size_t)page,
+                               ARMA_AA_W | ARMA_AA_R | ARMA_AA_RL | ARMA_AA_RLD, DOMAIN + 2));
+        CHECK_RC(arma_drain_log(DOMAIN + 3, NULL), ARMA_ERR_INVALID_ARGUMENT); /* no such log */
     }
     CHECK(arma_barrier()); /* marks and log are in place */
 
@@ -92,6 +112,13 @@ int main(void) {
         CHECK(arma_get(0, ro, back, MSG_LEN)); /* R=1: gets still work */
         for (size_t k = 0; k < MSG_LEN; k++)
             EXPECT(back[k] == 0, "byte %zu of the read-only page is %u", k, back[k]);
+        for (uint64_t i = 0; i < 10; i++) {
+            uint64_t at;
+            unsigned char got[16];
+            CHECK(arma_seg_addr(seg + 2 * page + i * 16, 0, &at));
+            CHECK(arma_get(0, at, got, sizeof got));
+            EXPECT(got[0] == 0x5a && got[15] == 0x5a, "get %" PRIu64 " read %u", i, got[0]);
+        }
     }
     CHECK(arma_barrier());
 
@@ -112,10 +139,18 @@ int main(void) {
                bytes, sum, MSGS * MSG_LEN, want_sum);
         for (long k = 0; k < 2 * page; k++)
             EXPECT(seg[k] == 0, "W=0: byte %ld of the segment is %u", k, seg[k]);
+        /* The hold log kept its 10 entries through every progress call so far. */
+        EXPECT(atomic_load(&held) == 0, "a hold log's handler ran %" PRIu64 " times unasked",
+               atomic_load(&held));
+        uint64_t handled = 0;
+        CHECK(arma_drain_log(DOMAIN + 2, &handled));
+        EXPECT(handled == 10 && atomic_load(&held) == 10 && atomic_load(&held_bad) == 0,
+               "drained %" PRIu64 " entries (%" PRIu64 " seen, %" PRIu64 " wrong), expected 10",
+               handled, atomic_load(&held), atomic_load(&held_bad));
         uint64_t hits = 1, misses = 1;
         CHECK(arma_iotlb_stats(&hits, &misses));
         CHECK(arma_iotlb_stats(NULL, NULL));
-        CHECK(arma_assoc_pages(seg, 2 * (size_t)page, ARMA_AA_W | ARMA_AA_R, -1)); /* plain again */
+        CHECK(arma_assoc_pages(seg, 3 * (size_t)page, ARMA_AA_W | ARMA_AA_R, -1)); /* plain again */
     }
     CHECK(arma_barrier());
     CHECK(arma_seg_free(seg));

@@ -6,7 +6,7 @@
 //!             allgather the samples, pick P-1 splitters; every rank's bucket bounds to all
 //! checkpoint  keys and bounds (activerma-checkpoint, full scheme); logs are trimmed
 //! 2 exchange  every rank gets its bucket from every other rank, `chunk` bytes per get, each
-//!             get logged at its target as the variant says (getlog.rs)
+//!             get logged at its target as the variant says (activerma-recovery)
 //!             (ends with a barrier: a target that went on would leave records unfiled)
 //! 3 merge     sort what arrived; check the whole job's output is sorted and holds every key
 //! ```
@@ -17,13 +17,11 @@
 //! the same byte for byte. Survivors that touch it meanwhile get `RankFailed`, wait for it
 //! and retry.
 
-mod getlog;
-
-pub use getlog::{Record, Variant};
+pub use activerma_recovery::{Record, Variant};
 
 use activerma::{Error, Result, World};
 use activerma_checkpoint::{Checkpointer, Options, Scheme};
-use getlog::GetLog;
+use activerma_recovery::{AaLog, GetLog};
 use rand::{Rng, SeedableRng};
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -73,19 +71,6 @@ fn le_words(words: &[u64]) -> Vec<u8> {
 
 fn words_of(bytes: &[u8]) -> Vec<u64> {
     bytes.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect()
-}
-
-/// Runs `op` until it does not fail because a rank died: then waits for that rank to be back
-/// and tries again (a survivor's side of recovery).
-fn surviving<T>(w: &World, mut op: impl FnMut() -> Result<T>) -> Result<T> {
-    loop {
-        match op() {
-            Err(Error::RankFailed { rank, .. }) => {
-                w.wait_for_rank(rank)?;
-            }
-            r => return r,
-        }
-    }
 }
 
 /// This rank's keys, sorted (the same for a seed and rank in every run).
@@ -140,7 +125,7 @@ impl Sorter {
         let keys = w.alloc_segment((keys_per_rank * 8).max(8))?;
         let table = w.alloc_segment(n * (n + 1) * 8)?;
         let max_gets = n * (keys_per_rank * 8 / chunk + n + 1);
-        let log = GetLog::new(w, &keys, max_gets)?;
+        let log = GetLog::new(w, &keys, max_gets, AaLog::Hold)?;
         let ck = match ckpt_dir {
             Some(dir) => {
                 let mut ck = Checkpointer::new(w, dir, Options::new(Scheme::Full))?;
@@ -189,7 +174,7 @@ impl Sorter {
 
         // Phase 2: the exchange (every rank has armed its pages first).
         if !recovering {
-            surviving(w, || w.barrier())?;
+            w.surviving(|| w.barrier())?;
         }
         let sizes: Vec<usize> = (0..n).map(|s| (bounds[s][me + 1] - bounds[s][me]) as usize).collect();
         // Resident before the clock starts, as a sort's reused buffers are: the exchange
@@ -226,8 +211,8 @@ impl Sorter {
                         // The state before the failure is reached: the others may go on.
                         w.rejoin()?;
                     }
-                    surviving(w, || w.get(at, &mut *dst))?;
-                    surviving(w, || log.after_get(variant, at, dst))?;
+                    w.surviving(|| w.get(at, &mut *dst))?;
+                    w.surviving(|| log.after_get(variant, at, dst))?;
                 }
                 outcome.gets += 1;
                 off += piece;
@@ -240,7 +225,7 @@ impl Sorter {
             }
             out_at += len;
         }
-        surviving(w, || w.flush_all())?;
+        w.surviving(|| w.flush_all())?;
         // Under a modelled network, what the exchange posted (am's records) has arrived only
         // when the link is idle: the exchange ends then, and the next one starts on a free link.
         w.wait_link_idle();
@@ -249,7 +234,7 @@ impl Sorter {
         }
         // The exchange ends together: a rank that went on to merge would leave the others'
         // records unfiled (aa, am: its CPU files them) and their gets waiting for room.
-        surviving(w, || w.barrier())?;
+        w.surviving(|| w.barrier())?;
         // Every rank's records have arrived (its link is idle): file the ones sent here.
         while w.progress() > 0 {}
         outcome.exchange_seconds = t0.elapsed().as_secs_f64();
@@ -274,7 +259,7 @@ impl Sorter {
             input_sum,
             outcome.exchange_seconds.to_bits(),
         ];
-        let all: Vec<Vec<u64>> = surviving(w, || w.allgather(&le_words(&summary)))?.iter().map(|b| words_of(b)).collect();
+        let all: Vec<Vec<u64>> = w.surviving(|| w.allgather(&le_words(&summary)))?.iter().map(|b| words_of(b)).collect();
         let total: u64 = all.iter().map(|s| s[0]).sum();
         if total != (n * p.keys_per_rank) as u64 {
             return Err(Error::InvalidArgument(format!("sort: the job ends with {total} keys, it started with {}", n * p.keys_per_rank)));

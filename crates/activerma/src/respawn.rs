@@ -56,6 +56,20 @@ impl World {
         Ok(())
     }
 
+    /// Runs `op` until it does not fail because a rank died: then waits for that rank to be
+    /// back (`wait_for_rank`) and runs it again — a survivor's side of a recovery, for an
+    /// operation that is right to repeat (a get, a barrier, a put of the same bytes).
+    pub fn surviving<T>(&self, mut op: impl FnMut() -> Result<T>) -> Result<T> {
+        loop {
+            match op() {
+                Err(Error::RankFailed { rank, .. }) => {
+                    self.wait_for_rank(rank)?;
+                }
+                r => return r,
+            }
+        }
+    }
+
     /// After an operation failed with `Error::RankFailed { rank, .. }`: waits until `rank`'s
     /// replacement has rejoined and returns its incarnation; from then on operations to it
     /// work again (and reach the replacement). Returns at once if `rank` did not fail. Serves
@@ -63,8 +77,14 @@ impl World {
     /// `--respawn` a rank that died stays gone: `Error::PeerGone`.
     pub fn wait_for_rank(&self, rank: Rank) -> Result<u32> {
         let i = self.live_inner()?;
-        i.conduit.wait_for_rank(rank, &mut || {
+        let failed = i.proto.usable(rank).is_some_and(|up| !up);
+        let incarnation = i.conduit.wait_for_rank(rank, &mut || {
             i.am.progress();
-        })
+        })?;
+        if failed {
+            // Whatever was in flight to the dead process is gone with it.
+            i.proto.forget_rank(rank);
+        }
+        Ok(incarnation)
     }
 }

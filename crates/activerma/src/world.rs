@@ -151,6 +151,11 @@ fn init_over(cfg: Config, comm: Option<JobComm>) -> Result<World> {
         }),
     };
     world.inner.progress_thread.lock().unwrap().1 = ProgressThread::start(am, mode)?;
+    if recovering {
+        // The others' Active Access marks, which a rank that started with the job learnt as
+        // they were made (other hosts only).
+        world.inner.proto.learn_marks()?;
+    }
     Ok(world)
 }
 

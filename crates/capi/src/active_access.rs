@@ -38,6 +38,10 @@ pub const ARMA_NOTIFY_POLL: c_int = 1;
 pub const ARMA_NOTIFY_WAKE: c_int = 2;
 /// A dedicated runtime thread spins on the log and runs the handler.
 pub const ARMA_NOTIFY_THREAD: c_int = 3;
+/// Nobody runs the handler until the program calls arma_drain_log: the log holds its entries
+/// (the paper's log as a store, e.g. of the data gets read, for recovery). A full log holds
+/// origins back until then, so size it for what arrives between drains.
+pub const ARMA_NOTIFY_HOLD: c_int = 4;
 
 /// arma_log_entry_t.op of a logged put.
 pub const ARMA_AA_OP_PUT: c_int = 1;
@@ -131,8 +135,9 @@ fn notify(cfg: &Config, mode: c_int, wake_threshold: u64) -> CResult<Notify> {
         ARMA_NOTIFY_POLL => Ok(Notify::Poll),
         ARMA_NOTIFY_WAKE => Ok(Notify::Wake { threshold: wake_threshold.max(1) }),
         ARMA_NOTIFY_THREAD => Ok(Notify::Thread),
+        ARMA_NOTIFY_HOLD => Ok(Notify::Hold),
         m => Err(invalid(format!(
-            "notify {m} is none of ARMA_NOTIFY_DEFAULT (0), ARMA_NOTIFY_POLL (1), ARMA_NOTIFY_WAKE (2), ARMA_NOTIFY_THREAD (3)"
+            "notify {m} is none of ARMA_NOTIFY_DEFAULT (0), ARMA_NOTIFY_POLL (1), ARMA_NOTIFY_WAKE (2), ARMA_NOTIFY_THREAD (3), ARMA_NOTIFY_HOLD (4)"
         ))),
     }
 }
@@ -214,6 +219,23 @@ pub extern "C" fn arma_set_fault_handler(notify: c_int, wake_threshold: u64, h: 
     })
 }
 
+/// Runs the handler of `domain`'s log (this rank's) over every entry it holds now, whatever its
+/// notification mode — the only way an ARMA_NOTIFY_HOLD log is drained. Stores the number of
+/// entries handled in `*handled` unless it is NULL. ARMA_ERR_INVALID_ARGUMENT if the domain
+/// has no log.
+#[no_mangle]
+pub unsafe extern "C" fn arma_drain_log(domain: c_int, handled: *mut u64) -> c_int {
+    guard("arma_drain_log", || {
+        let w = world()?;
+        let n = w.drain_log(self::domain(domain)?)?;
+        if !handled.is_null() {
+            // SAFETY: the caller passes NULL or a writable uint64_t.
+            unsafe { *handled = n as u64 };
+        }
+        Ok(())
+    })
+}
+
 /// Returns once rank `rank` has run the handlers of every active access (logged put or get)
 /// this rank made there. Independent of arma_flush, which completes plain RMA. A poll-mode
 /// target must make progress meanwhile (e.g. by waiting in arma_barrier).
@@ -273,6 +295,7 @@ mod tests {
         assert_eq!(notify(&Config::defaults(), ARMA_NOTIFY_POLL, 9).ok(), Some(Notify::Poll));
         assert_eq!(notify(&Config::defaults(), ARMA_NOTIFY_WAKE, 0).ok(), Some(Notify::Wake { threshold: 1 }));
         assert_eq!(notify(&Config::defaults(), ARMA_NOTIFY_THREAD, 0).ok(), Some(Notify::Thread));
+        assert_eq!(notify(&Config::defaults(), ARMA_NOTIFY_HOLD, 0).ok(), Some(Notify::Hold));
         assert!(notify(&Config::defaults(), 7, 0).is_err_and(|f| f.code == ARMA_ERR_INVALID_ARGUMENT));
         assert!(handler(None, std::ptr::null_mut()).is_err());
         // Through the entry point too; the world may or may not be up in this test binary, but

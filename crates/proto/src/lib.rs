@@ -380,6 +380,26 @@ impl Proto {
         }
     }
 
+    /// In a respawn job, whether `rank` is the incarnation this process talks to and up;
+    /// None in other jobs.
+    pub fn usable(&self, rank: Rank) -> Option<bool> {
+        self.liveness.as_ref().filter(|_| rank < self.tables.len()).map(|l| l.usable(rank))
+    }
+
+    /// `rank` died and its replacement is up (respawn jobs): what this origin had in flight to
+    /// the dead process — posted puts waiting for acknowledgements, bounced active accesses,
+    /// the modelled completion of implicit operations — is forgotten, so that flushes and
+    /// active flushes to the replacement do not wait for answers that never come.
+    pub fn forget_rank(&self, rank: Rank) {
+        if rank >= self.tables.len() {
+            return;
+        }
+        self.posted.forget(rank);
+        self.pending_until[rank].store(0, Ordering::Release);
+        self.touched[rank].store(0, Ordering::Release);
+        self.active_via_target[rank].store(false, Ordering::Release);
+    }
+
     /// Returns when every implicit operation this origin issued to `rank` is remotely complete.
     pub fn flush(&self, rank: Rank) -> Result<()> {
         self.check_rank(rank)?;

@@ -52,6 +52,13 @@ impl PostedPuts {
         }
     }
 
+    /// Forgets what was posted to `rank` (a process that died: its acknowledgements never
+    /// come, and what it had not applied is for the program's recovery to replay).
+    pub(crate) fn forget(&self, rank: Rank) {
+        self.outstanding[rank].store(0, Ordering::Release);
+        self.first_error[rank].lock().unwrap().take();
+    }
+
     #[inline]
     pub(crate) fn any_to(&self, rank: Rank) -> bool {
         self.outstanding[rank].load(Ordering::Acquire) != 0
@@ -122,7 +129,9 @@ pub(crate) fn register(am: &Am, posted: Arc<PostedPuts>) -> Result<()> {
                 let said = String::from_utf8_lossy(rest.get(16..).unwrap_or_default());
                 first.get_or_insert(am_request::rebuild_error(status, bits, &asked, &said));
             }
-            posted.outstanding[ctx.src].fetch_sub(1, Ordering::AcqRel);
+            // Saturating: after `forget` (the target died) a late acknowledgement of the dead
+            // process finds nothing outstanding.
+            let _ = posted.outstanding[ctx.src].fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
         }),
     )
 }

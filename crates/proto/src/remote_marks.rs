@@ -13,6 +13,10 @@
 //! ```
 //! An access issued before `assoc_pages` returned may still go one-sided (old bits); one issued
 //! after it sees the new ones — the same rule as on one host.
+//!
+//! A rank keeps the ranges it published about itself too, so that a replacement of a rank
+//! that died (`activerma run --respawn`), which starts knowing nothing, can ask every rank for
+//! them (`learn_marks`, MARKS_ASK) before it accesses anyone.
 
 use crate::am_request::{self, respond, Asked};
 use crate::Proto;
@@ -23,6 +27,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
 pub const MARKS: HandlerId = 6;
+pub const MARKS_ASK: HandlerId = 20;
 
 /// Per rank: the heap-offset ranges it marked (page aligned, sorted, disjoint).
 pub struct RemoteMarks {
@@ -84,6 +89,7 @@ impl RemoteMarks {
 }
 
 pub(crate) fn register(am: &Am, marks: Arc<RemoteMarks>) -> Result<()> {
+    let own = marks.clone();
     am.register(
         MARKS,
         Arc::new(move |ctx: &AmCtx, msg: &[u8]| {
@@ -96,6 +102,15 @@ pub(crate) fn register(am: &Am, marks: Arc<RemoteMarks>) -> Result<()> {
                 Ok((0, &[][..]))
             })();
             respond(ctx, outcome);
+        }),
+    )?;
+    let me = am.conduit().rank();
+    am.register(
+        MARKS_ASK,
+        Arc::new(move |ctx: &AmCtx, _: &[u8]| {
+            let mine: Vec<u8> =
+                own.ranges[me].read().unwrap().iter().flat_map(|&(s, e)| [s as u64, e as u64]).flat_map(u64::to_le_bytes).collect();
+            respond(ctx, Ok((0, &mine)));
         }),
     )
 }
@@ -111,8 +126,27 @@ impl Proto {
             msg.extend_from_slice(&w.to_le_bytes());
         }
         let me = self.conduit.rank();
+        self.marks.set(me, start, end, marked);
         for rank in (0..self.conduit.size()).filter(|&r| r != me) {
             am_request::request(self, MARKS, &msg, Asked { rank, addr: start, len: end - start, op: "Active Access marks" })?;
+        }
+        Ok(())
+    }
+
+    /// A replacement rank learns which ranges of every other rank's heap are marked (it
+    /// starts knowing nothing; see the module doc). Nothing to learn when every table is
+    /// visible here.
+    pub fn learn_marks(&self) -> Result<()> {
+        if self.all_tables_visible() {
+            return Ok(());
+        }
+        let me = self.conduit.rank();
+        for rank in (0..self.conduit.size()).filter(|&r| r != me) {
+            let (_, ranges) = am_request::request(self, MARKS_ASK, &[], Asked { rank, addr: 0, len: 0, op: "Active Access marks" })?;
+            let words: Vec<usize> = ranges.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap()) as usize).collect();
+            for pair in words.chunks_exact(2) {
+                self.marks.set(rank, pair[0], pair[1], true);
+            }
         }
         Ok(())
     }

@@ -406,6 +406,8 @@ pub fn main() -> i32 {
     crate::restart::checks(&mut t, None, "smp", filter.as_deref());
     crate::respawn::checks(&mut t, filter.as_deref());
     crate::respawn::ft_sort_checks(&mut t, filter.as_deref());
+    crate::respawn::replay_checks(&mut t, filter.as_deref());
+    crate::respawn::dht_replay_checks(&mut t, filter.as_deref());
 
     // `report` as the filter runs `activerma report`'s checks alone.
     if filter.as_deref().is_none_or(|f| f == "report") {

@@ -4,6 +4,50 @@
 //! without --respawn a death still ends the job.
 
 use crate::driver::{launch, show, Job, Tally};
+use std::process::Output;
+use std::time::Duration;
+
+/// Two runs of `case` through `activerma run --respawn 1`, each with a store and an output file
+/// of its own (named by the case's `dir_var` and `out_var`): one failure-free, one with
+/// `kill_var=kill`. Returns both outcomes, the second's time and each run's output lines, sorted.
+#[allow(clippy::too_many_arguments)] // the case, its job, and the three variables it reads
+fn twin_runs(
+    case: &str,
+    ranks: u32,
+    env: &[(&str, String)],
+    dir_var: &str,
+    out_var: &str,
+    kill_var: &str,
+    kill: String,
+) -> (Output, Output, Duration, Vec<String>, Vec<String>) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let run = |tag: &str, kill: Option<&str>| {
+        let out = dir.path().join(format!("{tag}.out"));
+        let store = dir.path().join(tag);
+        let mut all: Vec<(&str, String)> = env.to_vec();
+        all.push((dir_var, store.to_string_lossy().into_owned()));
+        all.push((out_var, out.to_string_lossy().into_owned()));
+        all.extend(kill.map(|k| (kill_var, k.to_string())));
+        let env_refs: Vec<(&str, &str)> = all.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let (o, took) = launch(&Job { case, ranks, env: env_refs }, &["--respawn", "1"]);
+        let mut lines: Vec<String> = std::fs::read_to_string(&out).unwrap_or_default().lines().map(String::from).collect();
+        lines.sort();
+        (o, took, lines)
+    };
+    let (clean, _, want) = run("clean", None);
+    let (killed, took, got) = run("killed", Some(&kill));
+    (clean, killed, took, want, got)
+}
+
+/// The words of an output line.
+fn fields(line: &str) -> Vec<String> {
+    line.split(' ').map(String::from).collect()
+}
+
+/// Whether the launcher said it replaced rank 1 once.
+fn replaced(killed: &Output) -> bool {
+    String::from_utf8_lossy(&killed.stderr).contains("rank 1 was killed by signal 9 (Killed); starting its replacement (incarnation 1")
+}
 
 /// A run: ranks, the --respawn budget, settings.
 type Run<'a> = (u32, &'a str, Vec<(&'a str, &'a str)>);
@@ -80,34 +124,18 @@ pub fn ft_sort_checks(t: &mut Tally, filter: Option<&str>) {
                 if filter.is_some_and(|f| !name.contains(f)) {
                     continue;
                 }
-                let dir = tempfile::tempdir().expect("a temporary directory");
-                let run = |tag: &str, kill: Option<String>| {
-                    let out = dir.path().join(format!("{tag}.out"));
-                    let store = dir.path().join(tag);
-                    let seed_text = seed.to_string();
-                    let mut env = vec![
-                        ("SORT_VARIANT", variant.to_string()),
-                        ("SORT_SEED", seed_text),
-                        ("SORT_DIR", store.to_string_lossy().into_owned()),
-                        ("SORT_OUT", out.to_string_lossy().into_owned()),
-                        ("ACTIVERMA_SMP_EMULATE_REMOTE", remote.to_string()),
-                    ];
-                    env.extend(kill.map(|k| ("SORT_KILL", k)));
-                    let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-                    let job = Job { case: "ft_sort", ranks, env: env_refs };
-                    let (o, took) = launch(&job, &["--respawn", "1"]);
-                    let mut lines: Vec<String> = std::fs::read_to_string(&out).unwrap_or_default().lines().map(String::from).collect();
-                    lines.sort();
-                    (o, took, lines)
-                };
-                let (clean, _, want) = run("clean", None);
-                let (killed, took, got) = run("killed", Some(format!("1:{kill_after}")));
+                let env = [
+                    ("SORT_VARIANT", variant.to_string()),
+                    ("SORT_SEED", seed.to_string()),
+                    ("ACTIVERMA_SMP_EMULATE_REMOTE", remote.to_string()),
+                ];
+                let (clean, killed, took, want, got) =
+                    twin_runs("ft_sort", ranks, &env, "SORT_DIR", "SORT_OUT", "SORT_KILL", format!("1:{kill_after}"));
                 // `rank crc keys replayed incarnation`: the same crc and keys per rank.
-                let fields = |l: &String| l.split(' ').map(String::from).collect::<Vec<String>>();
                 let same = want.len() == ranks as usize
                     && got.len() == ranks as usize
                     && want.iter().zip(&got).all(|(a, b)| fields(a)[..3] == fields(b)[..3]);
-                let replayed_ok = got.iter().map(fields).all(|f| {
+                let replayed_ok = got.iter().map(|l| fields(l)).all(|f| {
                     let (rank, replayed, inc) = (&f[0], f[3].parse::<u64>().unwrap_or(u64::MAX), &f[4]);
                     match (rank.as_str(), variant) {
                         ("1", "no-ft") => inc == "1" && replayed == 0,
@@ -115,14 +143,97 @@ pub fn ft_sort_checks(t: &mut Tally, filter: Option<&str>) {
                         _ => inc == "0" && replayed == 0,
                     }
                 });
-                let err = String::from_utf8_lossy(&killed.stderr);
-                let died = err.contains("rank 1 was killed by signal 9 (Killed); starting its replacement (incarnation 1");
+                let died = replaced(&killed);
                 t.check(
                     format!("{name}: output identical, gets replayed [{:.1} s]", took.as_secs_f64()),
                     clean.status.success() && killed.status.success() && died && same && replayed_ok,
                     || format!("failure-free run:\n{}\n{want:?}\nrun with a death:\n{}\n{got:?}", show(&clean), show(&killed)),
                 );
             }
+        }
+    }
+}
+
+/// Replay of a get-heavy workload whose targets rewrite their tables every step: rank 1 dies
+/// in the middle of a step (seeded), is replaced, restores the checkpoint of the last fourth
+/// step and replays the gets since from the logs; every rank must end with the failure-free
+/// run's state and the replacement must have replayed exactly the gets it had made since the
+/// checkpoint. The aa design with a log drained by progress (64 KiB, and 4 KiB: origins wait
+/// for room all the time, nothing may be lost) and with a Hold log; rma; am. REPLAY_SEEDS
+/// (default 2) sets how many kill points each configuration tries.
+pub fn replay_checks(t: &mut Tally, filter: Option<&str>) {
+    let seeds: u64 = std::env::var("REPLAY_SEEDS").ok().and_then(|v| v.parse().ok()).unwrap_or(2);
+    let designs: [(&str, Option<&str>); 5] = [("aa", None), ("aa", Some("4096")), ("aa-hold", None), ("rma", None), ("am", None)];
+    for (variant, aa_log) in designs {
+        for (ranks, remote) in [(2, "0"), (3, "0"), (3, "1")] {
+            for seed in 1..=seeds {
+                // Steps 1-12, a checkpoint after 0, 4, 8; the death after get g of step j.
+                let j = 2 + (seed * 5 + ranks as u64) % 10;
+                let g = 1 + (seed * 13 + ranks as u64 * 7) % 64;
+                let since = (j - 1) / 4 * 4;
+                let expect = (j - 1 - since) * 64 + g;
+                let name = format!(
+                    "replay_gets ({ranks} ranks, {variant}{}, ACTIVERMA_SMP_EMULATE_REMOTE={remote}: rank 1 dies at get {g} of step {j})",
+                    aa_log.map(|b| format!(" with a {b}-byte log")).unwrap_or_default()
+                );
+                if filter.is_some_and(|f| !name.contains(f)) {
+                    continue;
+                }
+                let mut env = vec![("REPLAY_VARIANT", variant.to_string()), ("ACTIVERMA_SMP_EMULATE_REMOTE", remote.to_string())];
+                env.extend(aa_log.map(|b| ("REPLAY_AA_LOG", b.to_string())));
+                let (clean, killed, took, want, got) =
+                    twin_runs("replay_gets", ranks, &env, "REPLAY_DIR", "REPLAY_OUT", "REPLAY_KILL", format!("1:{j}:{g}"));
+                let same = want.len() == ranks as usize
+                    && got.len() == ranks as usize
+                    && want.iter().zip(&got).all(|(a, b)| fields(a)[..2] == fields(b)[..2]);
+                let replayed_ok = got.iter().map(|l| fields(l)).all(|f| match f[0].as_str() {
+                    "1" => f[3] == "1" && f[2] == expect.to_string(),
+                    _ => f[3] == "0" && f[2] == "0",
+                });
+                let died = replaced(&killed);
+                t.check(
+                    format!("{name}: the failure-free state, {expect} gets replayed [{:.1} s]", took.as_secs_f64()),
+                    clean.status.success() && killed.status.success() && died && same && replayed_ok,
+                    || format!("failure-free run:\n{}\n{want:?}\nrun with a death:\n{}\n{got:?}", show(&clean), show(&killed)),
+                );
+            }
+        }
+    }
+}
+
+/// Replay of the DHT's inserts (sender-based logging of puts): rank 1 dies in the middle of a
+/// step (seeded), is replaced, restores the last checkpoint, inserts what the others had sent
+/// it since and skips what of its own they had applied; every volume must end with the
+/// failure-free contents (keys and digest). DHTR_SEEDS (default 2) kill points per shape.
+pub fn dht_replay_checks(t: &mut Tally, filter: Option<&str>) {
+    let seeds: u64 = std::env::var("DHTR_SEEDS").ok().and_then(|v| v.parse().ok()).unwrap_or(2);
+    for (ranks, remote) in [(2, "0"), (3, "0"), (3, "1")] {
+        for seed in 1..=seeds {
+            let j = 1 + (seed * 3 + ranks as u64) % 8;
+            let i = 1 + (seed * 37 + ranks as u64 * 5) % 200;
+            let name =
+                format!("dht_replay ({ranks} ranks, ACTIVERMA_SMP_EMULATE_REMOTE={remote}: rank 1 dies after insert {i} of step {j})");
+            if filter.is_some_and(|f| !name.contains(f)) {
+                continue;
+            }
+            let env = [("ACTIVERMA_SMP_EMULATE_REMOTE", remote.to_string())];
+            let (clean, killed, took, want, got) =
+                twin_runs("dht_replay", ranks, &env, "DHTR_DIR", "DHTR_OUT", "DHTR_KILL", format!("1:{j}:{i}"));
+            // `rank keys digest skipped replayed incarnation`: the same keys and digest per rank.
+            let same = want.len() == ranks as usize
+                && got.len() == ranks as usize
+                && want.iter().zip(&got).all(|(a, b)| fields(a)[..3] == fields(b)[..3]);
+            // The replacement skipped exactly what it had inserted since the checkpoint (after
+            // steps 0, 3, 6): the steps since, and step j up to insert i.
+            let since = (j - 1) / 3 * 3;
+            let expect = (j - 1 - since) * 200 + i;
+            let recovered = got.iter().map(|l| fields(l)).any(|f| f[0] == "1" && f[5] == "1" && f[3] == expect.to_string());
+            let died = replaced(&killed);
+            t.check(
+                format!("{name}: the failure-free contents in every volume [{:.1} s]", took.as_secs_f64()),
+                clean.status.success() && killed.status.success() && died && same && recovered,
+                || format!("failure-free run:\n{}\n{want:?}\nrun with a death:\n{}\n{got:?}", show(&clean), show(&killed)),
+            );
         }
     }
 }

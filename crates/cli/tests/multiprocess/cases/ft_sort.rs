@@ -4,9 +4,8 @@
 //! that many gets of the exchange), SORT_OUT (a file each rank appends `rank crc keys replayed
 //! incarnation` to: the driver compares runs with it).
 
-use activerma::{Error, Result};
+use activerma::Result;
 use activerma_sort::{sort, Kill, Params, Variant};
-use std::io::Write;
 
 fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
@@ -27,14 +26,6 @@ pub fn ft_sort() -> Result<()> {
         kill,
     };
     let o = sort(&w, &p)?;
-    if let Some(out) = env("SORT_OUT") {
-        let line = format!("{} {:08x} {} {} {}\n", w.rank(), o.crc, o.keys, o.replayed, w.incarnation());
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(out)
-            .and_then(|mut f| f.write_all(line.as_bytes()))
-            .map_err(|e| Error::InvalidArgument(format!("SORT_OUT: {e}")))?;
-    }
+    super::append_line("SORT_OUT", &format!("{} {:08x} {} {} {}\n", w.rank(), o.crc, o.keys, o.replayed, w.incarnation()))?;
     w.finalize()
 }

@@ -5,6 +5,7 @@ mod am;
 mod apps;
 mod checkpoint;
 mod config;
+mod dht_replay;
 mod faults;
 mod firehose;
 mod ft_sort;
@@ -13,6 +14,7 @@ pub mod output;
 mod part;
 mod randomized;
 mod registration;
+mod replay;
 mod respawn;
 mod rma;
 mod transfer;
@@ -64,6 +66,8 @@ pub fn run(case: &str) -> i32 {
         "checkpoint_restart" => checkpoint::checkpoint_restart(),
         "respawn_basic" => respawn::respawn_basic(),
         "ft_sort" => ft_sort::ft_sort(),
+        "replay_gets" => replay::replay_gets(),
+        "dht_replay" => dht_replay::dht_replay(),
         other => {
             eprintln!("unknown case {other}");
             return 2;
@@ -134,6 +138,19 @@ pub fn offer<'a>(w: &World, private: &'a mut [u8], read_only: &'a [u8], seg_len:
     let priv_addr = share_u64(w, exposed.addr() as u64)?;
     let ro_addr = share_u64(w, ro.addr() as u64)?;
     Ok(Offered { exposed, ro, seg, priv_addr, ro_addr })
+}
+
+/// Appends `line` to the file the environment variable `var` names, if it is set (cases that
+/// report a result for the driver to compare between runs).
+pub fn append_line(var: &str, line: &str) -> Result<()> {
+    use std::io::Write;
+    let Some(path) = std::env::var_os(var) else { return Ok(()) };
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(line.as_bytes()))
+        .map_err(|e| activerma::Error::InvalidArgument(format!("{var}: {e}")))
 }
 
 pub fn share_u64(world: &World, v: u64) -> Result<Vec<u64>> {

@@ -256,7 +256,16 @@ pub fn transfer_protocols() -> Result<()> {
         let t = (me + 1) % n;
         let word = [1u8; 64];
         let mut into = [0u8; 64];
-        let outside = priv_addr[t] as usize + n * REGION + 4096 * 16;
+        // An address in none of t's exposures: past its private buffer — unless its heap
+        // (segments are exposed memory) was mapped right there, as an MPI may place it.
+        let heap = seg.remote(t, 0).addr - seg.heap_offset();
+        let heap_len = activerma_core::page::page_ceil(w.config().get_u64(activerma::settings::SEGMENT_SIZE)? as usize);
+        let exposed_ranges = [(priv_addr[t] as usize, n * REGION), (ro_addr[t] as usize, 4096), (heap, heap_len)];
+        let outside = [priv_addr[t] as usize + n * REGION, heap + heap_len, priv_addr[t] as usize - (1 << 20), heap - (1 << 20)]
+            .into_iter()
+            .map(|a| a + 4096 * 16)
+            .find(|&a| exposed_ranges.iter().all(|&(s, l)| a + 64 <= s || a >= s + l))
+            .expect("an address outside every exposure");
         let not_exposed = w.put_by(protocol, RemotePtr::new(t, outside), &word);
         assert!(
             matches!(not_exposed, Err(Error::NotExposed { .. })),

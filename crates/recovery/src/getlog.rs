@@ -15,6 +15,7 @@
 
 use activerma::{Actions, AmCtx, Error, LogEntry, LogOp, Notify, Rank, RemotePtr, Result, Segment, World};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -46,11 +47,24 @@ impl Variant {
     }
 }
 
+/// How the aa design's access log is handled at each target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AaLog {
+    /// Nobody files a record while the program runs (`Notify::Hold`): the log is the store,
+    /// as the paper's IOMMU leaves it, and the target's CPU does nothing for a get. It is made
+    /// at the first `arm` to hold everything one origin gets here between trims.
+    Hold,
+    /// The target's progress files records into its store as they come (`Notify::Poll`): a log
+    /// of `bytes`; when it is full origins wait (back-pressure), nothing is lost.
+    Poll { bytes: usize },
+}
+
 /// The Active Access domain of the logged pages.
 const DOMAIN: u16 = 10;
 const LOG_AM: u16 = activerma::FIRST_USER_HANDLER + 20;
 const ASK_AM: u16 = activerma::FIRST_USER_HANDLER + 21;
 const ANSWER_AM: u16 = activerma::FIRST_USER_HANDLER + 22;
+const FENCE_AM: u16 = activerma::FIRST_USER_HANDLER + 23;
 /// A record's header: origin, address, length (u64 each); the bytes follow.
 pub(crate) const HEADER: usize = 24;
 /// The rma log: the claimed byte count, then records.
@@ -73,7 +87,8 @@ type Store = Arc<Mutex<Vec<Vec<u8>>>>;
 pub struct GetLog {
     w: World,
     store: Store,
-    /// The aa design's access log, once made (its size depends on the buckets).
+    aa_mode: AaLog,
+    /// The aa design's access log, once made (a Hold log's size depends on the buckets).
     aa_log: Option<usize>,
     /// The rma design's log at each rank (every rank's copy of the same segment).
     rma_log: Segment,
@@ -81,6 +96,8 @@ pub struct GetLog {
     answers: Arc<Mutex<HashMap<Rank, Vec<u8>>>>,
     /// Bytes this rank sent back to targets to log its gets (rma, am).
     pub bytes_sent_back: u64,
+    /// Trim fences that arrived from each origin and were not consumed yet.
+    fences: Arc<Vec<AtomicU64>>,
 }
 
 fn header(origin: Rank, addr: u64, len: usize) -> [u8; HEADER] {
@@ -119,7 +136,7 @@ fn parse(bytes: &[u8], origin: Option<Rank>) -> Result<Vec<Record>> {
 impl GetLog {
     /// Sets up the logs (every rank, in the same order as its other allocations): `served` is
     /// the segment others get from, `max_gets` bounds the gets one rank serves.
-    pub fn new(w: &World, served: &Segment, max_gets: usize) -> Result<GetLog> {
+    pub fn new(w: &World, served: &Segment, max_gets: usize, aa_mode: AaLog) -> Result<GetLog> {
         let n = w.size();
         let store: Store = Arc::new(Mutex::new(vec![Vec::new(); n]));
         let rma_bytes = RMA_RECORDS_AT + served.len() + max_gets * HEADER;
@@ -130,6 +147,14 @@ impl GetLog {
             LOG_AM,
             Arc::new(move |ctx: &AmCtx, p: &[u8]| {
                 s.lock().unwrap()[ctx.src].extend_from_slice(p);
+            }),
+        )?;
+        let fences: Arc<Vec<AtomicU64>> = Arc::new((0..n).map(|_| AtomicU64::new(0)).collect());
+        let f = fences.clone();
+        w.register_handler(
+            FENCE_AM,
+            Arc::new(move |ctx: &AmCtx, _: &[u8]| {
+                f[ctx.src].fetch_add(1, Ordering::AcqRel);
             }),
         )?;
         let (s, wc) = (store.clone(), w.clone());
@@ -150,28 +175,31 @@ impl GetLog {
                 a.lock().unwrap().insert(ctx.src, p.to_vec());
             }),
         )?;
-        Ok(GetLog { w: w.clone(), store, aa_log: None, rma_log, answers, bytes_sent_back: 0 })
+        Ok(GetLog { w: w.clone(), store, aa_mode, aa_log: None, rma_log, answers, bytes_sent_back: 0, fences })
     }
 
-    /// Makes the aa design's log: a `Notify::Hold` log, the paper's log as a store — nobody
-    /// handles an entry while the exchange runs (a target's CPU does nothing for a get), the
-    /// entries are filed only when a replacement asks or at a trim. So each origin's lane must
-    /// hold everything it gets here between trims: `max_bucket` bytes in `chunk`-byte gets.
+    /// Makes the aa design's log (see `AaLog`). A Hold log's lanes must hold everything an
+    /// origin gets here between trims: `max_bucket` bytes in `chunk`-byte gets.
     fn make_aa_log(&mut self, max_bucket: usize, chunk: usize) -> Result<()> {
         if self.aa_log.is_some() {
             return Ok(());
         }
         let n = self.w.size();
-        let lanes = n.clamp(1, 16).next_power_of_two();
-        // Each entry: whole 64-byte lines, a line of header; a lane wraps with up to one entry
-        // of padding; a half more for buckets larger than the first ones.
-        let lane = (max_bucket + (max_bucket / chunk + 2) * 128 + 2 * chunk) * 3 / 2 * n.div_ceil(lanes);
-        let capacity = (lane * lanes).next_power_of_two();
+        let (capacity, notify) = match self.aa_mode {
+            AaLog::Hold => {
+                let lanes = n.clamp(1, 16).next_power_of_two();
+                // Each entry: whole 64-byte lines, a line of header; a lane wraps with up to
+                // one entry of padding; a half more for buckets larger than the first ones.
+                let lane = (max_bucket + (max_bucket / chunk.max(1) + 2) * 128 + 2 * chunk) * 3 / 2 * n.div_ceil(lanes);
+                ((lane * lanes).next_power_of_two(), Notify::Hold)
+            }
+            AaLog::Poll { bytes } => (bytes, Notify::Poll),
+        };
         let s = self.store.clone();
         self.w.create_log(
             DOMAIN,
             capacity,
-            Notify::Hold,
+            notify,
             Arc::new(move |e: &LogEntry| {
                 if e.meta.op != LogOp::Get {
                     return;
@@ -242,15 +270,35 @@ impl GetLog {
         Ok(())
     }
 
-    /// Drops every record (after a checkpoint: gets before it are never replayed). Every
-    /// rank calls it at the same point, with no gets in flight.
-    pub fn trim(&self) -> Result<()> {
+    /// Drops every record (after a checkpoint: gets before it are never replayed).
+    /// Collective, with no gets in flight: it first waits until every record sent before it
+    /// is filed — am records travel on their own, so each rank sends every other a fence
+    /// behind its records (messages between two ranks arrive in order) — and no rank gets
+    /// again before every rank has trimmed (a barrier at the end): a record of a later get is
+    /// never dropped. Records sent to a rank that died are gone with it, and no fence waits
+    /// for them.
+    pub fn trim(&mut self) -> Result<()> {
+        let w = self.w.clone();
+        let (me, n) = (w.rank(), w.size());
+        for t in (0..n).filter(|&t| t != me) {
+            w.send_am(t, FENCE_AM, 0, &[])?;
+        }
+        let deadline = Instant::now() + Duration::from_secs(60);
+        for o in (0..n).filter(|&o| o != me) {
+            while self.fences[o].load(Ordering::Acquire) == 0 {
+                w.progress();
+                if Instant::now() > deadline {
+                    return Err(Error::Timeout { what: format!("rank {o}'s logged gets to arrive"), secs: 60.0 });
+                }
+            }
+            self.fences[o].fetch_sub(1, Ordering::AcqRel);
+        }
         if self.aa_log.is_some() {
-            self.w.drain_log(DOMAIN)?;
+            w.drain_log(DOMAIN)?;
         }
         self.store.lock().unwrap().iter_mut().for_each(Vec::clear);
         self.rma_log.write_local(0, &0u64.to_le_bytes());
-        Ok(())
+        w.barrier()
     }
 
     /// The records of this rank's gets, per target, in the order it made them: what a

@@ -1,0 +1,12 @@
+//! Recovery by replay (Active Access, ICS'15, section 4.4, Figure 5): a rank that dies is
+//! replaced (`activerma run --respawn N`), restores its last checkpoint (activerma-checkpoint)
+//! and replays what it did since — its gets from the records their targets logged, in their
+//! order, so that it reads what it read before even where targets have changed since.
+//!
+//! `GetLog` logs a rank's gets at their targets in one of four designs (`Variant`) and hands a
+//! replacement its records. Programs that use it: `apps/sort` (the fault-tolerant sort) and the
+//! multi-process test `replay_gets`. Design: `docs/design/recovery.md`.
+
+mod getlog;
+
+pub use getlog::{AaLog, GetLog, Record, Variant};
