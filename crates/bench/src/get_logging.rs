@@ -6,7 +6,8 @@
 //! no-ft  plain 8-byte gets (the best case: nothing is logged)
 //! aa     the served pages are marked R=1, RL=1, RLD=1: the get itself leaves a copy of the data
 //!        in the target's access log (the paper's IOMMU; here the origin appends it, with the
-//!        modelled 70 ns per entry); the target's handler takes the entries in its progress
+//!        modelled 70 ns per entry); the log holds the round's records (`Notify::Hold`: the
+//!        paper's log as a store, no CPU of the target's involved) until the check drains it
 //! rma    the origin, after its get, claims a record in the target's log with a remote
 //!        fetch-add and puts the record there (two more one-sided operations)
 //! am     the origin, after its get, sends the record in an active message; the target's
@@ -66,7 +67,12 @@ pub fn get_logging(args: &BenchArgs) -> BResult<()> {
     println!("{}", super::machine::header_line());
     for (name, settings) in networks() {
         for ranks in RANKS {
-            let mut env = vec![(NET_ENV.to_string(), name.to_string()), (OUT_ENV.to_string(), out.to_string_lossy().into_owned())];
+            let mut env = vec![
+                (NET_ENV.to_string(), name.to_string()),
+                (OUT_ENV.to_string(), out.to_string_lossy().into_owned()),
+                // Room for a round's records in the aa log (virtual: touched as they come).
+                ("ACTIVERMA_LOG_ARENA".to_string(), "256M".to_string()),
+            ];
             env.extend(settings.iter().cloned());
             if args.quick {
                 env.push((QUICK_ENV.into(), "1".into()));
@@ -179,11 +185,14 @@ pub fn worker() -> BResult<()> {
     }
     let base = table.as_ptr() as usize;
     let served = Arc::new(Served { per_origin: (0..n).map(|_| AtomicU64::new(0)).collect(), wrong: AtomicU64::new(0) });
+    // A lane per origin holds a round's records: one 64-byte entry per 8-byte get.
+    let lanes = n.clamp(1, 16).next_power_of_two();
+    let log_bytes = (lanes * gets * 64 * 5 / 4).next_power_of_two();
     let s = served.clone();
     w.create_log(
         DOMAIN,
-        1 << 20,
-        Notify::Poll,
+        log_bytes,
+        Notify::Hold,
         Arc::new(move |e: &LogEntry| {
             if e.meta.op == LogOp::Get {
                 s.record(base, e.meta.origin as usize, e.meta.addr as usize, e.data());
@@ -248,7 +257,7 @@ pub fn worker() -> BResult<()> {
             let deadline = Instant::now() + std::time::Duration::from_secs(30);
             while logged && served.per_origin.iter().map(|c| c.load(Ordering::Relaxed)).sum::<u64>() < expect && Instant::now() < deadline {
                 w.progress();
-                w.drain_logs()?;
+                w.drain_log(DOMAIN)?;
             }
             w.barrier()?;
             let held = served.take();
