@@ -27,12 +27,49 @@ use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::time::Instant;
 
-/// Failure injection: `rank` (its first incarnation) dies right after its `after_gets`-th get
-/// of the exchange, logged.
+/// Failure injection: `rank` (its first incarnation) dies during the exchange.
 #[derive(Clone, Copy, Debug)]
 pub struct Kill {
     pub rank: usize,
-    pub after_gets: u64,
+    pub when: When,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum When {
+    /// Right after its n-th get, logged.
+    AfterGets(u64),
+    /// At whatever it is doing this many nanoseconds into its exchange (a get, an append to a
+    /// log, a message half sent) — or as the exchange ends, if it ends before.
+    AfterNs(u64),
+}
+
+/// A timer that kills this process (`When::AfterNs`); `expire` at the end of the exchange kills
+/// it then if the timer has not. The lock makes the two exclusive: the process dies once, and
+/// never after `expire` returned (it does not return).
+struct KillTimer {
+    /// Held by whichever of the two kills the process.
+    lock: std::sync::Arc<std::sync::Mutex<()>>,
+}
+
+impl KillTimer {
+    fn start(after: std::time::Duration) -> KillTimer {
+        let lock = std::sync::Arc::new(std::sync::Mutex::new(()));
+        let l = lock.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(after);
+            let _held = l.lock();
+            // SAFETY: raise(2) on our own process.
+            unsafe { libc::raise(libc::SIGKILL) };
+        });
+        KillTimer { lock }
+    }
+
+    fn expire(&self) -> ! {
+        let _held = self.lock.lock();
+        // SAFETY: raise(2) on our own process.
+        unsafe { libc::raise(libc::SIGKILL) };
+        unreachable!("SIGKILL")
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -182,6 +219,12 @@ impl Sorter {
         let mut out = vec![0xffu8; sizes.iter().sum::<usize>() * 8];
         let mut out_at = 0;
         let mut outcome = Outcome::default();
+        let timer = match p.kill {
+            Some(Kill { rank, when: When::AfterNs(ns) }) if rank == me && w.incarnation() == 0 => {
+                Some(KillTimer::start(std::time::Duration::from_nanos(ns)))
+            }
+            _ => None,
+        };
         let t0 = Instant::now();
         for s in (1..=n).map(|i| (me + i) % n) {
             let (from, len) = (bounds[s][me] as usize * 8, sizes[s] * 8);
@@ -216,7 +259,7 @@ impl Sorter {
                 }
                 outcome.gets += 1;
                 off += piece;
-                if p.kill.is_some_and(|k| k.rank == me && k.after_gets == outcome.gets && w.incarnation() == 0) {
+                if p.kill.is_some_and(|k| k.rank == me && k.when == When::AfterGets(outcome.gets) && w.incarnation() == 0) {
                     // SAFETY: raise(2) on our own process.
                     unsafe { libc::raise(libc::SIGKILL) };
                 }
@@ -224,6 +267,9 @@ impl Sorter {
                 w.progress();
             }
             out_at += len;
+        }
+        if let Some(t) = timer {
+            t.expire();
         }
         w.surviving(|| w.flush_all())?;
         // Under a modelled network, what the exchange posted (am's records) has arrived only

@@ -38,6 +38,12 @@ impl ActiveTable {
         Ok(ring)
     }
 
+    /// A respawned `origin` (of `origins` ranks) covers the holes its dead predecessor left in
+    /// its lanes of every log of this target; returns how many.
+    pub fn cover_holes_of(&self, origin: u32, origins: usize) -> usize {
+        (0..MAX_LOGS).filter_map(|slot| self.log_ring(slot).ok().flatten()).map(|r| r.cover_holes_of(origin, origins)).sum()
+    }
+
     /// The target's access-log table.
     pub fn logs(&self) -> Result<&LogArena> {
         self.logs.as_ref().ok_or_else(|| Error::Unsupported(format!("rank {} has no access-log arena", self.table.rank())))

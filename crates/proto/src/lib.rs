@@ -380,6 +380,21 @@ impl Proto {
         }
     }
 
+    /// A replacement rank, before its first access: the entries its dead predecessor claimed
+    /// in the access logs of ranks on this host but never published become padding, so that
+    /// their consumers do not wait on them for good. Returns the holes covered.
+    pub fn cover_log_holes(&self) -> usize {
+        let me = self.conduit.rank();
+        let n = self.tables.len();
+        self.tables
+            .iter()
+            .enumerate()
+            .filter(|&(t, _)| t != me)
+            .filter_map(|(_, t)| t.as_ref())
+            .map(|t| t.cover_holes_of(me as u32, n))
+            .sum()
+    }
+
     /// In a respawn job, whether `rank` is the incarnation this process talks to and up;
     /// None in other jobs.
     pub fn usable(&self, rank: Rank) -> Option<bool> {

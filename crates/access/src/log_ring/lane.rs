@@ -255,6 +255,44 @@ impl Lane {
         activerma_core::prefetch::for_write(self.slot(pos + claim.size) as usize);
     }
 
+    /// For the producer that replaces this lane's only producer after its process died (a
+    /// respawned origin, before its first append): every entry the dead process claimed but
+    /// never published — a hole the consumer would wait on for good — becomes padding the
+    /// consumer skips. Walks the published entries from the tail; a hole ends at the next
+    /// line that starts an entry published in this lap (every line begins with a stamp word,
+    /// and the lines of an unpublished entry carry none that is committed) or at `reserve`.
+    /// Safe beside the consumer, which reads only published stamps and is held at the first
+    /// hole; wrong beside live producers of the lane (their claimed entries look like holes).
+    /// Returns the holes covered.
+    pub(super) fn cover_holes(&self) -> usize {
+        let line = LINE as u64;
+        let h = self.header();
+        let reserve = h.reserve.0.load(Ordering::Acquire);
+        let mut pos = h.tail.0.load(Ordering::Acquire);
+        let mut covered = 0;
+        while pos < reserve {
+            if let Some((_, size)) = self.published_entry(pos) {
+                pos += size;
+                continue;
+            }
+            let mut end = pos + line;
+            while end < reserve && self.published_entry(end).is_none() {
+                end += line;
+            }
+            // Padding never crosses the end of the lane: one piece up to it, one after.
+            let mut at = pos;
+            while at < end {
+                let room = self.capacity as u64 - (at & self.mask());
+                let piece = (end - at).min(room);
+                self.word_at(at).store(self.stamp(at, piece / line, PADDING | COMMITTED), Ordering::Release);
+                at += piece;
+            }
+            covered += 1;
+            pos = end;
+        }
+        covered
+    }
+
     /// The stamp and size of the entry (or padding) published at `pos`; None if nothing is
     /// published there, or if the stamp names an impossible size (`head` reports that).
     #[inline]

@@ -36,8 +36,9 @@
 //! - Producers take no lock: one CAS on the lane's `reserve` claims a byte range, the producer
 //!   fills it at leisure and publishes it with one Release store of its first word, so several
 //!   producers of one lane (an origin's threads) copy in parallel. (A producer that dies
-//!   between its CAS and its publish leaves a hole that blocks its lane for good, as a dead
-//!   peer blocks any protocol with it.)
+//!   between its CAS and its publish leaves a hole that blocks its lane, as a dead peer blocks
+//!   any protocol with it; a respawned origin covers its predecessor's holes with padding
+//!   before it appends, `cover_holes_of` — in a lane of its own only.)
 //! - An entry is never split across the end of its lane, so the consumer hands out one
 //!   contiguous slice: an entry that would not fit claims the rest of the lap as padding in the
 //!   same CAS.
@@ -271,6 +272,17 @@ impl LogRing {
     /// Lanes of the log.
     pub fn lanes(&self) -> usize {
         self.lanes
+    }
+
+    /// A respawned `origin` of a job of `origins` ranks, before its first append here: covers
+    /// what its dead predecessor claimed and never published (see `Lane::cover_holes`). Only
+    /// a lane of its own can be repaired (`lanes >= origins`): in a shared lane other live
+    /// producers' claimed entries look the same. Returns the holes covered.
+    pub fn cover_holes_of(&self, origin: u32, origins: usize) -> usize {
+        if self.lanes < origins {
+            return 0;
+        }
+        self.lane(self.lane_of(origin)).cover_holes()
     }
 
     /// The lane `origin`'s entries go to.

@@ -643,3 +643,43 @@ fn log_ring_attach_rejects_impossible_lanes() {
     // SAFETY: as above.
     assert!(matches!(unsafe { LogRing::attach(region.mem) }, Err(Error::InvalidArgument(_))));
 }
+
+/// A producer that died between claiming entries and publishing them (a respawned origin's
+/// predecessor) leaves holes its replacement covers: the consumer then takes every published
+/// entry, skips the holes, and the lane goes on — at every position of the lane, so that holes
+/// that wrap (padding claimed with them) are covered too.
+#[test]
+fn holes_of_a_dead_producer_are_covered() {
+    let cap = 8192;
+    let region = Region::new(cap);
+    let ring = region.ring(cap);
+    let origin = meta(0, 0).origin;
+    let mut seq = 0u64;
+    // Enough rounds to go round the lane several times (a round takes up to 2 KiB).
+    for round in 0..60u64 {
+        let len = 40 + (mix(round) % 300) as usize;
+        // Published, a hole, published again (a second thread of the same dead process), a hole.
+        let mut want = Vec::new();
+        for k in 0..4 {
+            seq += 1;
+            let data = payload(origin, seq, len + k * 17);
+            if k % 2 == 0 {
+                assert!(ring.try_append(&meta(seq, data.len()), &data).unwrap(), "round {round}: room for an entry");
+                want.push(seq);
+            } else {
+                let lane = ring.lane(ring.lane_of(origin));
+                assert!(lane.claim(entry_size(data.len())).is_some(), "round {round}: room for a hole");
+            }
+        }
+        let mut got = Vec::new();
+        ring.drain(|e| got.push(e.meta.seq));
+        assert_eq!(got, want[..1], "round {round}: the consumer stops at the first hole");
+        assert_eq!(ring.cover_holes_of(origin, 1), 2, "round {round}: both holes covered");
+        ring.drain(|e| got.push(e.meta.seq));
+        assert_eq!(got, want, "round {round}: every published entry, in order, and nothing else");
+        assert!(!ring.has_entry());
+        assert_eq!(ring.cover_holes_of(origin, 1), 0, "round {round}: nothing left to cover");
+    }
+    // A lane shared with other origins is not touched: their claims look like holes.
+    assert_eq!(ring.cover_holes_of(origin, 2), 0);
+}

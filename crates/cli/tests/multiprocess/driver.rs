@@ -406,6 +406,7 @@ pub fn main() -> i32 {
     crate::restart::checks(&mut t, None, "smp", filter.as_deref());
     crate::respawn::checks(&mut t, filter.as_deref());
     crate::respawn::ft_sort_checks(&mut t, filter.as_deref());
+    crate::respawn::ft_sort_random_kill_checks(&mut t, filter.as_deref());
     crate::respawn::replay_checks(&mut t, filter.as_deref());
     crate::respawn::dht_replay_checks(&mut t, filter.as_deref());
 

@@ -154,6 +154,49 @@ pub fn ft_sort_checks(t: &mut Tally, filter: Option<&str>) {
     }
 }
 
+/// The sort again, rank 1 killed at a seeded moment of its exchange rather than between two
+/// gets: in the middle of a get, of an append to a target's access log (a claimed entry never
+/// published, which its replacement must cover or the target's log stays blocked), of an
+/// active message. The output must still be the failure-free one. Not the rma design: its
+/// origin claims room in the target's log with a fetch-add and may die before it writes the
+/// record — a hole of unknown length in a log others read (docs/NOTES.md).
+pub fn ft_sort_random_kill_checks(t: &mut Tally, filter: Option<&str>) {
+    let seeds: u64 = std::env::var("SORT_SEEDS").ok().and_then(|v| v.parse().ok()).unwrap_or(2);
+    for variant in ["no-ft", "aa", "am"] {
+        for (ranks, remote) in [(2, "0"), (3, "0"), (3, "1")] {
+            for seed in 1..=seeds {
+                // 2^20 keys of 8 bytes per rank in 4 KiB gets: an exchange of about a
+                // millisecond (a rank that gets to its end first dies there).
+                let ns = 20_000 + (seed * 7919 + ranks as u64 * 104_729) % 300_000;
+                let name = format!(
+                    "ft_sort ({ranks} ranks, {variant}, ACTIVERMA_SMP_EMULATE_REMOTE={remote}: rank 1 dies {ns} ns into its exchange)"
+                );
+                if filter.is_some_and(|f| !name.contains(f)) {
+                    continue;
+                }
+                let env = [
+                    ("SORT_VARIANT", variant.to_string()),
+                    ("SORT_SEED", seed.to_string()),
+                    ("SORT_KEYS", (1 << 20).to_string()),
+                    ("ACTIVERMA_SMP_EMULATE_REMOTE", remote.to_string()),
+                    ("ACTIVERMA_LOG_ARENA", "64M".to_string()),
+                ];
+                let (clean, killed, took, want, got) =
+                    twin_runs("ft_sort", ranks, &env, "SORT_DIR", "SORT_OUT", "SORT_KILL", format!("1:{ns}ns"));
+                let same = want.len() == ranks as usize
+                    && got.len() == ranks as usize
+                    && want.iter().zip(&got).all(|(a, b)| fields(a)[..3] == fields(b)[..3]);
+                let incarnations_ok = got.iter().map(|l| fields(l)).all(|f| f[4] == if f[0] == "1" { "1" } else { "0" });
+                t.check(
+                    format!("{name}: output identical [{:.1} s]", took.as_secs_f64()),
+                    clean.status.success() && killed.status.success() && replaced(&killed) && same && incarnations_ok,
+                    || format!("failure-free run:\n{}\n{want:?}\nrun with a death:\n{}\n{got:?}", show(&clean), show(&killed)),
+                );
+            }
+        }
+    }
+}
+
 /// Replay of a get-heavy workload whose targets rewrite their tables every step: rank 1 dies
 /// in the middle of a step (seeded), is replaced, restores the checkpoint of the last fourth
 /// step and replays the gets since from the logs; every rank must end with the failure-free

@@ -1,11 +1,12 @@
 //! The fault-tolerant sort (apps/sort) as a rank runs it, driven by the environment:
 //! SORT_VARIANT (no-ft | aa | rma | am), SORT_KEYS (per rank), SORT_CHUNK (bytes per get),
 //! SORT_SEED, SORT_DIR (the checkpoint store), SORT_KILL (`rank:gets`: that rank dies after
-//! that many gets of the exchange), SORT_OUT (a file each rank appends `rank crc keys replayed
+//! that many gets of the exchange; `rank:NNNns`: that many nanoseconds into it, at whatever
+//! it is doing), SORT_OUT (a file each rank appends `rank crc keys replayed
 //! incarnation` to: the driver compares runs with it).
 
 use activerma::Result;
-use activerma_sort::{sort, Kill, Params, Variant};
+use activerma_sort::{sort, Kill, Params, Variant, When};
 
 fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
@@ -14,8 +15,12 @@ fn env(name: &str) -> Option<String> {
 pub fn ft_sort() -> Result<()> {
     let w = activerma::init()?;
     let kill = env("SORT_KILL").map(|k| {
-        let (rank, gets) = k.split_once(':').expect("rank:gets");
-        Kill { rank: rank.parse().unwrap(), after_gets: gets.parse().unwrap() }
+        let (rank, at) = k.split_once(':').expect("rank:gets or rank:NNNns");
+        let when = match at.strip_suffix("ns") {
+            Some(ns) => When::AfterNs(ns.parse().unwrap()),
+            None => When::AfterGets(at.parse().unwrap()),
+        };
+        Kill { rank: rank.parse().unwrap(), when }
     });
     let p = Params {
         keys_per_rank: env("SORT_KEYS").map_or(1 << 16, |v| v.parse().unwrap()),
