@@ -349,8 +349,7 @@ impl World {
         let recovering = self.is_recovering();
         // A replacement finds its segments again, alone: the same allocations in the same
         // order give the same offsets, and the memory keeps what the dead process left.
-        let all =
-            if recovering { vec![(len as u64).to_le_bytes().to_vec(); self.size()] } else { self.allgather(&(len as u64).to_le_bytes())? };
+        let all = if recovering { Vec::new() } else { self.allgather(&(len as u64).to_le_bytes())? };
         if let Some((r, l)) = all.iter().enumerate().find(|(_, b)| b.as_slice() != (len as u64).to_le_bytes()) {
             return Err(Error::CollectiveMismatch(format!(
                 "alloc_segment: rank {} asked for {len} bytes but rank {r} for {}",

@@ -112,8 +112,8 @@ fn word(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
 }
 
-/// Splits filed records (header + bytes) of `origin` into `Record`s.
-fn parse(bytes: &[u8], origin: Option<Rank>) -> Result<Vec<Record>> {
+/// The records of `origin` among filed records (header + bytes).
+fn parse(bytes: &[u8], origin: Rank) -> Result<Vec<Record>> {
     let mut out = Vec::new();
     let mut at = 0;
     while at < bytes.len() {
@@ -125,7 +125,7 @@ fn parse(bytes: &[u8], origin: Option<Rank>) -> Result<Vec<Record>> {
         if end > bytes.len() {
             return Err(Error::InvalidArgument(format!("a get log ends inside a record of {len} bytes at byte {at}")));
         }
-        if origin.is_none_or(|want| want == o) {
+        if o == origin {
             out.push(Record { addr, data: bytes[at + HEADER..end].to_vec() });
         }
         at = end;
@@ -313,7 +313,7 @@ impl GetLog {
                     let used = self.w.fetch(self.rma_log.remote(t, 0))? as usize;
                     let mut bytes = vec![0u8; used];
                     self.w.get(self.rma_log.remote(t, RMA_RECORDS_AT), &mut bytes)?;
-                    *records = parse(&bytes, Some(me))?;
+                    *records = parse(&bytes, me)?;
                 }
             }
             Variant::Aa | Variant::Am => {
@@ -329,7 +329,7 @@ impl GetLog {
                     }
                 }
                 for (t, bytes) in self.answers.lock().unwrap().drain() {
-                    out[t] = parse(&bytes, Some(me))?;
+                    out[t] = parse(&bytes, me)?;
                 }
             }
         }

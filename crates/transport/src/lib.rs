@@ -14,6 +14,15 @@ pub mod smp;
 
 use activerma_core::{Rank, Result};
 
+/// `wait_for_rank` in a job without respawn: a rank that died stays gone, any other is the
+/// one the job started with (incarnation 0).
+pub fn never_replaced(status: PeerStatus, rank: Rank) -> Result<u32> {
+    match status {
+        PeerStatus::Gone(how) => Err(activerma_core::Error::PeerGone { rank, how }),
+        _ => Ok(0),
+    }
+}
+
 /// True when this process looks like it was started by an MPI launcher (mpirun, mpiexec, srun).
 pub fn started_by_mpi_launcher() -> bool {
     ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMI_RANK", "PMIX_RANK", "MPI_LOCALNRANKS"].iter().any(|v| std::env::var_os(v).is_some())
@@ -271,10 +280,7 @@ pub trait Conduit: Send + Sync {
     /// Waits until `rank` is up again after a failure and adopts its new incarnation (returned);
     /// returns at once if it did not fail. Without respawn a rank that died stays gone.
     fn wait_for_rank(&self, rank: Rank, _progress: &mut dyn FnMut()) -> Result<u32> {
-        match self.peer_status(rank) {
-            PeerStatus::Gone(how) => Err(activerma_core::Error::PeerGone { rank, how }),
-            _ => Ok(0),
-        }
+        never_replaced(self.peer_status(rank), rank)
     }
 
     /// Marks this rank finalized (others may still read its memory until they finalize too).

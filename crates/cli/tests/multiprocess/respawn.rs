@@ -9,17 +9,9 @@ use std::time::Duration;
 
 /// Two runs of `case` through `activerma run --respawn 1`, each with a store and an output file
 /// of its own (named by the case's `dir_var` and `out_var`): one failure-free, one with
-/// `kill_var=kill`. Returns both outcomes, the second's time and each run's output lines, sorted.
+/// `kill_var=kill`.
 #[allow(clippy::too_many_arguments)] // the case, its job, and the three variables it reads
-fn twin_runs(
-    case: &str,
-    ranks: u32,
-    env: &[(&str, String)],
-    dir_var: &str,
-    out_var: &str,
-    kill_var: &str,
-    kill: String,
-) -> (Output, Output, Duration, Vec<String>, Vec<String>) {
+fn twin_runs(case: &str, ranks: u32, env: &[(&str, String)], dir_var: &str, out_var: &str, kill_var: &str, kill: String) -> Twins {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let run = |tag: &str, kill: Option<&str>| {
         let out = dir.path().join(format!("{tag}.out"));
@@ -36,7 +28,44 @@ fn twin_runs(
     };
     let (clean, _, want) = run("clean", None);
     let (killed, took, got) = run("killed", Some(&kill));
-    (clean, killed, took, want, got)
+    Twins { clean, killed, took, want, got }
+}
+
+/// A failure-free run and a run with a death: outcomes, the second's time, each run's output
+/// lines (sorted by rank).
+struct Twins {
+    clean: Output,
+    killed: Output,
+    took: Duration,
+    want: Vec<String>,
+    got: Vec<String>,
+}
+
+impl Twins {
+    /// Both runs succeeded, rank 1 was replaced once, and every one of the `ranks` ranks
+    /// printed the same first `k` fields in both.
+    fn agree(&self, ranks: u32, k: usize) -> bool {
+        self.clean.status.success()
+            && self.killed.status.success()
+            && replaced(&self.killed)
+            && self.want.len() == ranks as usize
+            && self.got.len() == ranks as usize
+            && self.want.iter().zip(&self.got).all(|(a, b)| fields(a)[..k] == fields(b)[..k])
+    }
+
+    /// The run with the death's output lines, split into fields.
+    fn got_fields(&self) -> impl Iterator<Item = Vec<String>> + '_ {
+        self.got.iter().map(|l| fields(l))
+    }
+
+    fn detail(&self) -> String {
+        format!("failure-free run:\n{}\n{:?}\nrun with a death:\n{}\n{:?}", show(&self.clean), self.want, show(&self.killed), self.got)
+    }
+}
+
+/// How many seeded kill points each configuration tries: `var`, 2 by default.
+fn seeds(var: &str) -> u64 {
+    std::env::var(var).ok().and_then(|v| v.parse().ok()).unwrap_or(2)
 }
 
 /// The words of an output line.
@@ -113,7 +142,7 @@ pub fn checks(t: &mut Tally, filter: Option<&str>) {
 /// have replayed exactly the gets it had made (none without logs: no-ft fetches them again).
 /// SORT_SEEDS (default 2) sets how many kill points each configuration tries.
 pub fn ft_sort_checks(t: &mut Tally, filter: Option<&str>) {
-    let seeds: u64 = std::env::var("SORT_SEEDS").ok().and_then(|v| v.parse().ok()).unwrap_or(2);
+    let seeds = seeds("SORT_SEEDS");
     for variant in ["no-ft", "aa", "rma", "am"] {
         for (ranks, remote) in [(2, "0"), (3, "0"), (3, "1")] {
             for seed in 1..=seeds {
@@ -129,13 +158,9 @@ pub fn ft_sort_checks(t: &mut Tally, filter: Option<&str>) {
                     ("SORT_SEED", seed.to_string()),
                     ("ACTIVERMA_SMP_EMULATE_REMOTE", remote.to_string()),
                 ];
-                let (clean, killed, took, want, got) =
-                    twin_runs("ft_sort", ranks, &env, "SORT_DIR", "SORT_OUT", "SORT_KILL", format!("1:{kill_after}"));
+                let runs = twin_runs("ft_sort", ranks, &env, "SORT_DIR", "SORT_OUT", "SORT_KILL", format!("1:{kill_after}"));
                 // `rank crc keys replayed incarnation`: the same crc and keys per rank.
-                let same = want.len() == ranks as usize
-                    && got.len() == ranks as usize
-                    && want.iter().zip(&got).all(|(a, b)| fields(a)[..3] == fields(b)[..3]);
-                let replayed_ok = got.iter().map(|l| fields(l)).all(|f| {
+                let replayed_ok = runs.got_fields().all(|f| {
                     let (rank, replayed, inc) = (&f[0], f[3].parse::<u64>().unwrap_or(u64::MAX), &f[4]);
                     match (rank.as_str(), variant) {
                         ("1", "no-ft") => inc == "1" && replayed == 0,
@@ -143,11 +168,10 @@ pub fn ft_sort_checks(t: &mut Tally, filter: Option<&str>) {
                         _ => inc == "0" && replayed == 0,
                     }
                 });
-                let died = replaced(&killed);
                 t.check(
-                    format!("{name}: output identical, gets replayed [{:.1} s]", took.as_secs_f64()),
-                    clean.status.success() && killed.status.success() && died && same && replayed_ok,
-                    || format!("failure-free run:\n{}\n{want:?}\nrun with a death:\n{}\n{got:?}", show(&clean), show(&killed)),
+                    format!("{name}: output identical, gets replayed [{:.1} s]", runs.took.as_secs_f64()),
+                    runs.agree(ranks, 3) && replayed_ok,
+                    || runs.detail(),
                 );
             }
         }
@@ -161,7 +185,7 @@ pub fn ft_sort_checks(t: &mut Tally, filter: Option<&str>) {
 /// origin claims room in the target's log with a fetch-add and may die before it writes the
 /// record — a hole of unknown length in a log others read (docs/NOTES.md).
 pub fn ft_sort_random_kill_checks(t: &mut Tally, filter: Option<&str>) {
-    let seeds: u64 = std::env::var("SORT_SEEDS").ok().and_then(|v| v.parse().ok()).unwrap_or(2);
+    let seeds = seeds("SORT_SEEDS");
     for variant in ["no-ft", "aa", "am"] {
         for (ranks, remote) in [(2, "0"), (3, "0"), (3, "1")] {
             for seed in 1..=seeds {
@@ -181,16 +205,12 @@ pub fn ft_sort_random_kill_checks(t: &mut Tally, filter: Option<&str>) {
                     ("ACTIVERMA_SMP_EMULATE_REMOTE", remote.to_string()),
                     ("ACTIVERMA_LOG_ARENA", "64M".to_string()),
                 ];
-                let (clean, killed, took, want, got) =
-                    twin_runs("ft_sort", ranks, &env, "SORT_DIR", "SORT_OUT", "SORT_KILL", format!("1:{ns}ns"));
-                let same = want.len() == ranks as usize
-                    && got.len() == ranks as usize
-                    && want.iter().zip(&got).all(|(a, b)| fields(a)[..3] == fields(b)[..3]);
-                let incarnations_ok = got.iter().map(|l| fields(l)).all(|f| f[4] == if f[0] == "1" { "1" } else { "0" });
+                let runs = twin_runs("ft_sort", ranks, &env, "SORT_DIR", "SORT_OUT", "SORT_KILL", format!("1:{ns}ns"));
+                let incarnations_ok = runs.got_fields().all(|f| f[4] == if f[0] == "1" { "1" } else { "0" });
                 t.check(
-                    format!("{name}: output identical [{:.1} s]", took.as_secs_f64()),
-                    clean.status.success() && killed.status.success() && replaced(&killed) && same && incarnations_ok,
-                    || format!("failure-free run:\n{}\n{want:?}\nrun with a death:\n{}\n{got:?}", show(&clean), show(&killed)),
+                    format!("{name}: output identical [{:.1} s]", runs.took.as_secs_f64()),
+                    runs.agree(ranks, 3) && incarnations_ok,
+                    || runs.detail(),
                 );
             }
         }
@@ -205,7 +225,7 @@ pub fn ft_sort_random_kill_checks(t: &mut Tally, filter: Option<&str>) {
 /// for room all the time, nothing may be lost) and with a Hold log; rma; am. REPLAY_SEEDS
 /// (default 2) sets how many kill points each configuration tries.
 pub fn replay_checks(t: &mut Tally, filter: Option<&str>) {
-    let seeds: u64 = std::env::var("REPLAY_SEEDS").ok().and_then(|v| v.parse().ok()).unwrap_or(2);
+    let seeds = seeds("REPLAY_SEEDS");
     let designs: [(&str, Option<&str>); 5] = [("aa", None), ("aa", Some("4096")), ("aa-hold", None), ("rma", None), ("am", None)];
     for (variant, aa_log) in designs {
         for (ranks, remote) in [(2, "0"), (3, "0"), (3, "1")] {
@@ -224,20 +244,15 @@ pub fn replay_checks(t: &mut Tally, filter: Option<&str>) {
                 }
                 let mut env = vec![("REPLAY_VARIANT", variant.to_string()), ("ACTIVERMA_SMP_EMULATE_REMOTE", remote.to_string())];
                 env.extend(aa_log.map(|b| ("REPLAY_AA_LOG", b.to_string())));
-                let (clean, killed, took, want, got) =
-                    twin_runs("replay_gets", ranks, &env, "REPLAY_DIR", "REPLAY_OUT", "REPLAY_KILL", format!("1:{j}:{g}"));
-                let same = want.len() == ranks as usize
-                    && got.len() == ranks as usize
-                    && want.iter().zip(&got).all(|(a, b)| fields(a)[..2] == fields(b)[..2]);
-                let replayed_ok = got.iter().map(|l| fields(l)).all(|f| match f[0].as_str() {
+                let runs = twin_runs("replay_gets", ranks, &env, "REPLAY_DIR", "REPLAY_OUT", "REPLAY_KILL", format!("1:{j}:{g}"));
+                let replayed_ok = runs.got_fields().all(|f| match f[0].as_str() {
                     "1" => f[3] == "1" && f[2] == expect.to_string(),
                     _ => f[3] == "0" && f[2] == "0",
                 });
-                let died = replaced(&killed);
                 t.check(
-                    format!("{name}: the failure-free state, {expect} gets replayed [{:.1} s]", took.as_secs_f64()),
-                    clean.status.success() && killed.status.success() && died && same && replayed_ok,
-                    || format!("failure-free run:\n{}\n{want:?}\nrun with a death:\n{}\n{got:?}", show(&clean), show(&killed)),
+                    format!("{name}: the failure-free state, {expect} gets replayed [{:.1} s]", runs.took.as_secs_f64()),
+                    runs.agree(ranks, 2) && replayed_ok,
+                    || runs.detail(),
                 );
             }
         }
@@ -249,7 +264,7 @@ pub fn replay_checks(t: &mut Tally, filter: Option<&str>) {
 /// it since and skips what of its own they had applied; every volume must end with the
 /// failure-free contents (keys and digest). DHTR_SEEDS (default 2) kill points per shape.
 pub fn dht_replay_checks(t: &mut Tally, filter: Option<&str>) {
-    let seeds: u64 = std::env::var("DHTR_SEEDS").ok().and_then(|v| v.parse().ok()).unwrap_or(2);
+    let seeds = seeds("DHTR_SEEDS");
     for (ranks, remote) in [(2, "0"), (3, "0"), (3, "1")] {
         for seed in 1..=seeds {
             let j = 1 + (seed * 3 + ranks as u64) % 8;
@@ -260,22 +275,17 @@ pub fn dht_replay_checks(t: &mut Tally, filter: Option<&str>) {
                 continue;
             }
             let env = [("ACTIVERMA_SMP_EMULATE_REMOTE", remote.to_string())];
-            let (clean, killed, took, want, got) =
-                twin_runs("dht_replay", ranks, &env, "DHTR_DIR", "DHTR_OUT", "DHTR_KILL", format!("1:{j}:{i}"));
+            let runs = twin_runs("dht_replay", ranks, &env, "DHTR_DIR", "DHTR_OUT", "DHTR_KILL", format!("1:{j}:{i}"));
             // `rank keys digest skipped replayed incarnation`: the same keys and digest per rank.
-            let same = want.len() == ranks as usize
-                && got.len() == ranks as usize
-                && want.iter().zip(&got).all(|(a, b)| fields(a)[..3] == fields(b)[..3]);
             // The replacement skipped exactly what it had inserted since the checkpoint (after
             // steps 0, 3, 6): the steps since, and step j up to insert i.
             let since = (j - 1) / 3 * 3;
             let expect = (j - 1 - since) * 200 + i;
-            let recovered = got.iter().map(|l| fields(l)).any(|f| f[0] == "1" && f[5] == "1" && f[3] == expect.to_string());
-            let died = replaced(&killed);
+            let recovered = runs.got_fields().any(|f| f[0] == "1" && f[5] == "1" && f[3] == expect.to_string());
             t.check(
-                format!("{name}: the failure-free contents in every volume [{:.1} s]", took.as_secs_f64()),
-                clean.status.success() && killed.status.success() && died && same && recovered,
-                || format!("failure-free run:\n{}\n{want:?}\nrun with a death:\n{}\n{got:?}", show(&clean), show(&killed)),
+                format!("{name}: the failure-free contents in every volume [{:.1} s]", runs.took.as_secs_f64()),
+                runs.agree(ranks, 3) && recovered,
+                || runs.detail(),
             );
         }
     }

@@ -632,12 +632,7 @@ impl Conduit for SmpConduit {
         if rank >= self.nranks {
             return Err(Error::InvalidRank { rank, size: self.nranks });
         }
-        let Some(l) = &self.liveness else {
-            return match self.peer_status(rank) {
-                PeerStatus::Gone(how) => Err(Error::PeerGone { rank, how }),
-                _ => Ok(0),
-            };
-        };
+        let Some(l) = &self.liveness else { return crate::never_replaced(self.peer_status(rank), rank) };
         if l.usable(rank) {
             return Ok(liveness::incarnation_of(l.known(rank)));
         }

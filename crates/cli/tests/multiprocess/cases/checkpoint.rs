@@ -7,16 +7,13 @@
 //! trap-first-write), CKPT_STEPS (steps to reach), CKPT_KILL (`rank:epoch`: that rank dies
 //! on the first page of that checkpoint), CKPT_EXPECT_RESTORED (the epoch a restart must find).
 
+use super::env;
 use activerma::{Error, Result, World};
 use activerma_checkpoint::{Checkpointer, Options, Scheme};
 
 const PAGE: usize = 4096;
 /// Pages per rank: the first half only its owner writes, the second half only the previous rank.
 const PAGES: usize = 32;
-
-fn env(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.is_empty())
-}
 
 /// Step `k`'s writes by rank `writer`: (page, offset in it, length, byte), into its own copy
 /// (local) or into the next rank's (remote). Several per step, partial pages, some pages again.

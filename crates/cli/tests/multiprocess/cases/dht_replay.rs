@@ -11,6 +11,7 @@
 //! Driven by the environment: DHTR_DIR (the checkpoint store), DHTR_KILL (`rank:step:insert`),
 //! DHTR_OUT (a file each rank appends `rank keys digest skipped replayed incarnation` to).
 
+use super::env;
 use activerma::{Actions, AmCtx, Error, LogEntry, Notify, Result, World, FIRST_USER_HANDLER};
 use activerma_checkpoint::{Checkpointer, Options, Scheme};
 use activerma_dht::{Layout, Volume};
@@ -25,10 +26,6 @@ const INSERTS: usize = 200;
 const DOMAIN: u16 = 12;
 const RECOVER_AM: u16 = FIRST_USER_HANDLER + 50;
 const ANSWER_AM: u16 = FIRST_USER_HANDLER + 51;
-
-fn env(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.is_empty())
-}
 
 fn words(b: &[u8]) -> Vec<u64> {
     b.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect()

@@ -5,12 +5,9 @@
 //! it is doing), SORT_OUT (a file each rank appends `rank crc keys replayed
 //! incarnation` to: the driver compares runs with it).
 
+use super::env;
 use activerma::Result;
 use activerma_sort::{sort, Kill, Params, Variant, When};
-
-fn env(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.is_empty())
-}
 
 pub fn ft_sort() -> Result<()> {
     let w = activerma::init()?;

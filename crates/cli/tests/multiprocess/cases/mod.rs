@@ -140,6 +140,12 @@ pub fn offer<'a>(w: &World, private: &'a mut [u8], read_only: &'a [u8], seg_len:
     Ok(Offered { exposed, ro, seg, priv_addr, ro_addr })
 }
 
+/// The value of environment variable `name`, if set and not empty (how the driver parameterizes
+/// a case).
+pub fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
 /// Appends `line` to the file the environment variable `var` names, if it is set (cases that
 /// report a result for the driver to compare between runs).
 pub fn append_line(var: &str, line: &str) -> Result<()> {

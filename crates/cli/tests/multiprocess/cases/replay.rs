@@ -11,6 +11,7 @@
 //! step), REPLAY_AA_LOG (bytes of an aa log drained by progress; small: back-pressure),
 //! REPLAY_OUT (a file each rank appends `rank state replayed incarnation` to).
 
+use super::env;
 use activerma::{Error, Result};
 use activerma_checkpoint::{Checkpointer, Options, Scheme};
 use activerma_recovery::{AaLog, GetLog, Record, Variant};
@@ -21,10 +22,6 @@ const WORDS: usize = 1024;
 const GETS: usize = 64;
 const STEPS: u64 = 12;
 const CKPT_EVERY: u64 = 4;
-
-fn env(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.is_empty())
-}
 
 /// Word `i` of `rank`'s table after step `k`.
 fn word(rank: usize, k: u64, i: usize) -> u64 {
