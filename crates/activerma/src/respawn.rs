@@ -70,6 +70,14 @@ impl World {
         }
     }
 
+    /// `Ok` while `rank` is up (always, outside respawn jobs, for a valid rank);
+    /// `Error::RankFailed { rank, incarnation }` once the process this rank talks to as `rank`
+    /// died. A loop that waits for something only `rank` can send (a message, a flag it puts)
+    /// checks it, so that it fails at once when `rank` dies instead of at a deadline.
+    pub fn check_alive(&self, rank: Rank) -> Result<()> {
+        self.live_inner()?.proto.check_rank(rank)
+    }
+
     /// After an operation failed with `Error::RankFailed { rank, .. }`: waits until `rank`'s
     /// replacement has rejoined and returns its incarnation; from then on operations to it
     /// work again (and reach the replacement). Returns at once if `rank` did not fail. Serves

@@ -292,7 +292,10 @@ impl Proto {
     }
 
     #[inline]
-    fn check_rank(&self, rank: Rank) -> Result<()> {
+    /// `Ok` when `rank` is a valid rank and (in a respawn job) the incarnation this process
+    /// talks to is up; `Error::RankFailed` once it died. For waits on something only that rank
+    /// can send, so they fail at once instead of running into their deadline.
+    pub fn check_rank(&self, rank: Rank) -> Result<()> {
         if rank >= self.tables.len() {
             return Err(Error::InvalidRank { rank, size: self.tables.len() });
         }

@@ -1,8 +1,8 @@
 //! Recovery by replay of the DHT's inserts (activerma-dht's volume, its AA-Poll insert: an
 //! 8-byte put to the key's cell, marked W=0 WL=1 WLD=1, that the target's log handler
-//! inserts). Puts are logged by their senders (section 4.4: "logging puts is simple"): each
-//! rank keeps the keys it sent since the last checkpoint, and each target counts the inserts
-//! it applied per origin. A rank killed in the middle of a step is replaced; the replacement
+//! inserts). Puts are logged by their senders (`activerma_recovery::PutLog`): each rank keeps
+//! the keys it sent since the last checkpoint, and each target counts the inserts it applied
+//! per origin. A rank killed in the middle of a step is replaced; the replacement
 //! restores the last checkpoint, asks every other rank for the keys it sent here since (and
 //! inserts them) and for how many of its own inserts it applied (and skips that many when it
 //! runs its steps again), rejoins, and goes on. Every volume must end with the failure-free
@@ -12,24 +12,17 @@
 //! DHTR_OUT (a file each rank appends `rank keys digest skipped replayed incarnation` to).
 
 use super::env;
-use activerma::{Actions, AmCtx, Error, LogEntry, Notify, Result, World, FIRST_USER_HANDLER};
+use activerma::{Actions, Error, LogEntry, Notify, Result, World};
 use activerma_checkpoint::{Checkpointer, Options, Scheme};
 use activerma_dht::{Layout, Volume};
+use activerma_recovery::PutLog;
 use rand::{Rng, SeedableRng};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 const STEPS: u64 = 8;
 const CKPT_EVERY: u64 = 3;
 const INSERTS: usize = 200;
 const DOMAIN: u16 = 12;
-const RECOVER_AM: u16 = FIRST_USER_HANDLER + 50;
-const ANSWER_AM: u16 = FIRST_USER_HANDLER + 51;
-
-fn words(b: &[u8]) -> Vec<u64> {
-    b.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect()
-}
 
 pub fn dht_replay() -> Result<()> {
     let w = activerma::init()?;
@@ -42,9 +35,12 @@ pub fn dht_replay() -> Result<()> {
     let vol = Arc::new(Volume::alloc(&w, layout)?);
     let mut ck = Checkpointer::new(&w, std::path::Path::new(&env("DHTR_DIR").expect("DHTR_DIR")), Options::new(Scheme::Full))?;
     ck.protect(&vol.seg)?;
-    // The targets' side: inserts applied per origin since the checkpoint.
-    let applied: Arc<Vec<AtomicU64>> = Arc::new((0..n).map(|_| AtomicU64::new(0)).collect());
-    let (v, a) = (vol.clone(), applied.clone());
+    let wc = w.clone();
+    // Whatever the dead process had put here is applied (and counted) before a survivor answers.
+    let log = PutLog::new(&w, move || {
+        let _ = wc.drain_log(DOMAIN);
+    })?;
+    let (v, applied) = (vol.clone(), log.applied());
     w.create_log(
         DOMAIN,
         1 << 16,
@@ -52,28 +48,7 @@ pub fn dht_replay() -> Result<()> {
         Arc::new(move |e: &LogEntry| {
             let key = u64::from_le_bytes(e.data()[..8].try_into().unwrap());
             v.local_insert(key).expect("the test's volume has room for every insert");
-            a[e.meta.origin as usize].fetch_add(1, Ordering::AcqRel);
-        }),
-    )?;
-    // The senders' side: keys sent to each target since the checkpoint.
-    let sent: Arc<Mutex<Vec<Vec<u64>>>> = Arc::new(Mutex::new(vec![Vec::new(); n]));
-    let (s, a, wc) = (sent.clone(), applied.clone(), w.clone());
-    w.register_handler(
-        RECOVER_AM,
-        Arc::new(move |ctx: &AmCtx, _: &[u8]| {
-            // Whatever the dead process had put here is applied (and counted) first.
-            let _ = wc.drain_log(DOMAIN);
-            let mut answer = a[ctx.src].load(Ordering::Acquire).to_le_bytes().to_vec();
-            answer.extend(s.lock().unwrap()[ctx.src].iter().flat_map(|k| k.to_le_bytes()));
-            ctx.reply(ANSWER_AM, 0, &answer);
-        }),
-    )?;
-    let answers: Arc<Mutex<Vec<Option<Vec<u64>>>>> = Arc::new(Mutex::new(vec![None; n]));
-    let ans = answers.clone();
-    w.register_handler(
-        ANSWER_AM,
-        Arc::new(move |ctx: &AmCtx, p: &[u8]| {
-            ans.lock().unwrap()[ctx.src] = Some(words(p));
+            applied.count(e.meta.origin as usize);
         }),
     )?;
     let mark = |w: &World| w.assoc_pages(vol.seg.as_ptr(), layout.cells_bytes(), Actions::R | Actions::WL | Actions::WLD, Some(DOMAIN));
@@ -83,21 +58,10 @@ pub fn dht_replay() -> Result<()> {
     let start = if w.is_recovering() {
         let epoch = ck.restore()?.ok_or_else(|| Error::InvalidArgument("dht_replay: the replacement found no checkpoint".into()))?;
         mark(&w)?;
-        for t in (0..n).filter(|&t| t != me) {
-            w.send_am(t, RECOVER_AM, 0, &[])?;
-        }
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while answers.lock().unwrap().iter().enumerate().any(|(t, a)| t != me && a.is_none()) {
-            w.progress();
-            if Instant::now() > deadline {
-                return Err(Error::Timeout { what: "the survivors' logged inserts".into(), secs: 60.0 });
-            }
-        }
-        for (t, a) in answers.lock().unwrap().iter().enumerate() {
-            let Some(a) = a else { continue };
-            skip[t] = a[0];
-            for &key in &a[1..] {
-                vol.local_insert(key).expect("room");
+        for (t, incoming) in log.recover()?.into_iter().enumerate() {
+            skip[t] = incoming.applied;
+            for key in incoming.records {
+                vol.local_insert(u64::from_le_bytes(key.try_into().expect("an 8-byte key"))).expect("room");
                 replayed += 1;
             }
         }
@@ -127,7 +91,7 @@ pub fn dht_replay() -> Result<()> {
             }
             let at = vol.elem_at(t, layout.position(key));
             w.surviving(|| w.put_nbi(at, &key.to_le_bytes()))?;
-            sent.lock().unwrap()[t].push(key);
+            log.sent(t, &key.to_le_bytes());
             if kill == Some((me, k, i + 1)) && w.incarnation() == 0 {
                 // SAFETY: raise(2) on our own process.
                 unsafe { libc::raise(libc::SIGKILL) };
@@ -149,8 +113,7 @@ pub fn dht_replay() -> Result<()> {
         w.surviving(|| w.barrier())?;
         if k % CKPT_EVERY == 0 {
             ck.checkpoint()?;
-            sent.lock().unwrap().iter_mut().for_each(Vec::clear);
-            applied.iter().for_each(|a| a.store(0, Ordering::Release));
+            log.trim();
             w.surviving(|| w.barrier())?;
         }
     }
