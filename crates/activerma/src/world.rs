@@ -323,6 +323,15 @@ impl World {
         self.inner.am.progress()
     }
 
+    /// Adds work to every progress step of this rank — the application's own calls, the
+    /// progress thread's loop, every wait — for layers that poll memory others write by RMA
+    /// (the object DSM's diff-arrays). Returns how many items it handled; it may run on the
+    /// progress thread and must not block.
+    pub fn add_progress_hook(&self, hook: std::sync::Arc<dyn Fn() -> usize + Send + Sync>) -> Result<()> {
+        self.live()?.am.add_poller(hook);
+        Ok(())
+    }
+
     /// All ranks arrive before any leaves; also completes this rank's implicit operations.
     pub fn barrier(&self) -> Result<()> {
         let i = self.live()?;

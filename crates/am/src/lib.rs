@@ -43,6 +43,12 @@ impl AmCtx<'_> {
     pub fn reply(&self, handler: HandlerId, token: u64, payload: &[u8]) {
         self.am.send_or_defer(self.src, handler, token, payload);
     }
+    /// Sends a message to any rank from inside a handler, never blocking (deferred like
+    /// `reply` when the queue is busy): a handler that hands something on to a third rank (a
+    /// lock passed to the next waiter) cannot deadlock its own rank either.
+    pub fn forward(&self, dst: Rank, handler: HandlerId, token: u64, payload: &[u8]) {
+        self.am.send_or_defer(dst, handler, token, payload);
+    }
     pub fn am(&self) -> &Am {
         self.am
     }

@@ -42,13 +42,15 @@ pub enum Layer {
     Network,
     Iotlb,
     FaultTolerance,
+    Dsm,
 }
 
 impl Layer {
     /// In the order `activerma info` shows them: from the job down to the models.
-    pub const ALL: [Layer; 10] = [
+    pub const ALL: [Layer; 11] = [
         Layer::Job,
         Layer::FaultTolerance,
+        Layer::Dsm,
         Layer::Conduit,
         Layer::Progress,
         Layer::Memory,
@@ -72,6 +74,7 @@ impl Layer {
             Layer::Network => "network",
             Layer::Iotlb => "iotlb",
             Layer::FaultTolerance => "fault-tolerance",
+            Layer::Dsm => "dsm",
         }
     }
 
@@ -88,6 +91,7 @@ impl Layer {
             Layer::Network => "modelled network",
             Layer::Iotlb => "modelled IOTLB",
             Layer::FaultTolerance => "fault tolerance: checkpoints and restart",
+            Layer::Dsm => "object DSM (activerma-dsm)",
         }
     }
 }
@@ -150,12 +154,27 @@ pub const PART_PRETOUCH: &str = "ACTIVERMA_PART_PRETOUCH";
 pub const PART_FAULT_PROB: &str = "ACTIVERMA_PART_FAULT_PROB";
 pub const RESTART_FROM: &str = "ACTIVERMA_RESTART_FROM";
 pub const CKPT_KILL_PAGES: &str = "ACTIVERMA_CKPT_KILL_PAGES";
+pub const DSM_PROTOCOL: &str = "ACTIVERMA_DSM_PROTOCOL";
+pub const DSM_HEAP: &str = "ACTIVERMA_DSM_HEAP";
+pub const DSM_CHUNK: &str = "ACTIVERMA_DSM_CHUNK";
+pub const DSM_RDMA_BUFFER: &str = "ACTIVERMA_DSM_RDMA_BUFFER";
+pub const DSM_DIFF_ARRAY: &str = "ACTIVERMA_DSM_DIFF_ARRAY";
 
 pub static TABLE: &[Setting] = &[
     Setting { name: RESTART_FROM, layer: Layer::FaultTolerance, kind: Kind::Path, default: "",
         description: "a checkpoint store (a directory): each rank's checkpointer (activerma-checkpoint) loads the newest complete checkpoint there into the memory it protects when the program asks it to restore; `activerma run --restart-from DIR` sets it; blank = start afresh" },
     Setting { name: CKPT_KILL_PAGES, layer: Layer::FaultTolerance, kind: Kind::Int, default: "0",
         description: "failure injection (tests, benchmarks): a rank's checkpointer kills its own process (SIGKILL) once it has written this many pages (counted over all its checkpoints), in the middle of that checkpoint (before it is complete); 0 = off" },
+    Setting { name: DSM_PROTOCOL, layer: Layer::Dsm, kind: Kind::Enum(&["invalidate", "invalidate-rdma", "update-in-place", "update-diff"]), default: "invalidate-rdma",
+        description: "the object DSM's consistency protocol: invalidate = home-based invalidation, objects fetched by request and reply messages; invalidate-rdma = the same, the home puts the reply straight into the requester's registered receive buffer; update-in-place = a writer puts its changes into every cached copy and its twin at release; update-diff = a writer broadcasts arrays of diffs by RMA, applied in sequence and acknowledged" },
+    Setting { name: DSM_HEAP, layer: Layer::Dsm, kind: Kind::Size, default: "64M",
+        description: "each rank's object-DSM heap (a segment: regions it is home of, cached copies, twins, receive buffers); virtual, pages cost memory only when touched" },
+    Setting { name: DSM_CHUNK, layer: Layer::Dsm, kind: Kind::Size, default: "4K",
+        description: "the object DSM splits arrays larger than this into chunks fetched and flushed separately" },
+    Setting { name: DSM_RDMA_BUFFER, layer: Layer::Dsm, kind: Kind::Size, default: "64K",
+        description: "invalidate-rdma: each rank's receive buffer for object replies; an object (plus its reply header) larger than this comes back as a message, as in the paper" },
+    Setting { name: DSM_DIFF_ARRAY, layer: Layer::Dsm, kind: Kind::Size, default: "64K",
+        description: "update-diff: the bytes of one diff-array; every rank keeps one such receive slot per other rank, and a writer's changes larger than a slot go out as several arrays in sequence" },
     Setting { name: CONDUIT, layer: Layer::Conduit, kind: Kind::Enum(&["auto", "smp", "mpi"]), default: "auto",
         description: "conduit: smp = one host, shared memory and cross-memory attach; mpi = many hosts, started by mpirun/srun (builds with the mpi feature); auto = mpi when started by an MPI launcher, else smp" },
     Setting { name: PROGRESS, layer: Layer::Progress, kind: Kind::Enum(&["app", "thread", "wake"]), default: "app",

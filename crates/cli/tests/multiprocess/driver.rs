@@ -158,6 +158,9 @@ pub fn show(out: &Output) -> String {
     )
 }
 
+/// The object DSM's protocols (ACTIVERMA_DSM_PROTOCOL), each run through the same contract.
+const DSM_PROTOCOLS: [&str; 4] = ["invalidate", "invalidate-rdma", "update-in-place", "update-diff"];
+
 pub fn main() -> i32 {
     let filter = std::env::args().nth(1).filter(|a| !a.starts_with('-'));
     let mut t = Tally { passed: 0, failed: vec![] };
@@ -242,6 +245,31 @@ pub fn main() -> i32 {
     // The applications: every variant agrees, on the raw conduit and with the modelled network.
     jobs.push(Job { case: "dht_variants_agree", ranks: 3, env: vec![] });
     jobs.push(Job { case: "counter_variants_agree", ranks: 3, env: vec![] });
+    // The object DSM's contract under every protocol and job shape.
+    for protocol in DSM_PROTOCOLS {
+        for ranks in [2, 3, 4] {
+            jobs.push(Job { case: "dsm_contract", ranks, env: vec![("ACTIVERMA_DSM_PROTOCOL", protocol)] });
+        }
+        jobs.push(Job {
+            case: "dsm_contract",
+            ranks: 3,
+            env: vec![("ACTIVERMA_DSM_PROTOCOL", protocol), ("ACTIVERMA_SMP_EMULATE_REMOTE", "1")],
+        });
+        for mode in ["thread", "wake"] {
+            jobs.push(Job {
+                case: "dsm_contract",
+                ranks: 3,
+                env: vec![("ACTIVERMA_DSM_PROTOCOL", protocol), ("ACTIVERMA_PROGRESS", mode)],
+            });
+        }
+    }
+    // Diff-arrays of the smallest size: every release is many arrays, each slot reused after
+    // its acknowledgement, thousands of times.
+    jobs.push(Job {
+        case: "dsm_contract",
+        ranks: 3,
+        env: vec![("ACTIVERMA_DSM_PROTOCOL", "update-diff"), ("ACTIVERMA_DSM_DIFF_ARRAY", "128")],
+    });
     for reg in ["none", "part"] {
         jobs.push(Job { case: "stencil_untouched_equals_pretouched", ranks: 3, env: vec![("ACTIVERMA_REGISTRATION", reg)] });
     }
@@ -475,6 +503,12 @@ fn run_under_mpi(mpi: &str, filter: Option<&str>, t: &mut Tally) -> i32 {
     }
     jobs.push(Job { case: "dht_variants_agree", ranks: 2, env: vec![] });
     jobs.push(Job { case: "counter_variants_agree", ranks: 2, env: vec![] });
+    for protocol in DSM_PROTOCOLS {
+        for ranks in [2, 4] {
+            jobs.push(Job { case: "dsm_contract", ranks, env: vec![("ACTIVERMA_DSM_PROTOCOL", protocol)] });
+        }
+        jobs.push(Job { case: "dsm_contract", ranks: 3, env: vec![("ACTIVERMA_DSM_PROTOCOL", protocol), ("ACTIVERMA_MPI_SHARED", "off")] });
+    }
     for method in NONCONTIG_METHODS {
         jobs.push(Job { case: "lists_of_pieces", ranks: 3, env: vec![("ACTIVERMA_NONCONTIG", method), ("ACTIVERMA_MPI_SHARED", "off")] });
     }

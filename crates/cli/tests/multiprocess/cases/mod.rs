@@ -6,6 +6,7 @@ mod apps;
 mod checkpoint;
 mod config;
 mod dht_replay;
+mod dsm;
 mod faults;
 mod firehose;
 mod ft_sort;
@@ -68,6 +69,7 @@ pub fn run(case: &str) -> i32 {
         "ft_sort" => ft_sort::ft_sort(),
         "replay_gets" => replay::replay_gets(),
         "dht_replay" => dht_replay::dht_replay(),
+        "dsm_contract" => dsm::dsm_contract(),
         other => {
             eprintln!("unknown case {other}");
             return 2;

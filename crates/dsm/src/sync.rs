@@ -1,0 +1,234 @@
+//! Synchronization with Java-monitor semantics and release consistency (paper section 3):
+//! every lock, unlock, wait and barrier first publishes this rank's changes (a release), and
+//! every lock, wait and barrier then drops what others may have changed (an acquire).
+//!
+//! ```text
+//! release (invalidation):  for r in dirty:  diff(copy, twin) -> r's home (applied there,
+//!           acknowledged); wait for every acknowledgement; r stays valid here
+//!           (update protocols: update_in_place.rs, diff_array.rs)
+//! acquire (invalidation):  every copy of another home becomes invalid (fetched again on
+//!           next access); update protocols keep their copies current instead
+//! lock(r):    re-entered: count + 1.  else release; LOCK -> home; wait for GRANT; acquire
+//! unlock(r):  count - 1; at 0: release; UNLOCK -> home (which grants the next in line)
+//! wait(r):    release; WAIT -> home (gives the lock up); wait for GRANT after a notify;
+//!             acquire; the re-entry count is restored
+//! notify(r), notify_all(r):  NOTIFY -> home: waiters line up for the lock
+//! barrier:    release; the job's barrier; acquire
+//! ```
+
+use crate::cache::State;
+use crate::diff;
+use crate::dsm::{bump, Dsm};
+use crate::global_ref::GlobalRef;
+use crate::home::Place;
+use crate::protocol::Protocol;
+use crate::wire;
+use activerma::{Error, Result};
+
+impl Dsm {
+    /// Enters `r`'s monitor (re-entrant). Changes other ranks released before their unlock
+    /// of `r` are visible after it.
+    pub fn lock(&mut self, r: GlobalRef) -> Result<()> {
+        self.failures()?;
+        r.check(self.n)?;
+        if let Some(count) = self.held.get_mut(&r) {
+            *count += 1;
+            return Ok(());
+        }
+        self.release()?;
+        if r.home() == self.me {
+            let now = self.shared.home.lock().unwrap().lock(r, self.me).map_err(refused)?;
+            if !now {
+                self.await_grant(r)?;
+            }
+        } else {
+            bump(&self.counts.remote_locks, 1);
+            self.w.send_am(r.home(), wire::LOCK, 0, &r.to_bits().to_le_bytes())?;
+            self.await_grant(r)?;
+        }
+        self.acquire();
+        self.held.insert(r, 1);
+        Ok(())
+    }
+
+    /// Leaves `r`'s monitor once per `lock`; the last leaves publishes this rank's changes.
+    pub fn unlock(&mut self, r: GlobalRef) -> Result<()> {
+        self.failures()?;
+        let count = self.held.get_mut(&r).ok_or_else(|| not_held(r, "unlock"))?;
+        if *count > 1 {
+            *count -= 1;
+            return Ok(());
+        }
+        self.release()?;
+        self.held.remove(&r);
+        self.hand_on(r, false)
+    }
+
+    /// Java's `Object.wait`: gives `r`'s lock up until another rank's `notify` and the lock is
+    /// this rank's again. Needs the lock.
+    pub fn wait(&mut self, r: GlobalRef) -> Result<()> {
+        self.failures()?;
+        let count = *self.held.get(&r).ok_or_else(|| not_held(r, "wait"))?;
+        self.release()?;
+        self.held.remove(&r);
+        self.hand_on(r, true)?;
+        self.await_grant(r)?;
+        self.acquire();
+        self.held.insert(r, count);
+        Ok(())
+    }
+
+    /// Java's `Object.notify`: one rank waiting on `r` lines up for the lock. Needs the lock.
+    pub fn notify(&mut self, r: GlobalRef) -> Result<()> {
+        self.notify_some(r, false)
+    }
+
+    /// Java's `Object.notifyAll`.
+    pub fn notify_all(&mut self, r: GlobalRef) -> Result<()> {
+        self.notify_some(r, true)
+    }
+
+    fn notify_some(&mut self, r: GlobalRef, all: bool) -> Result<()> {
+        self.failures()?;
+        self.held.get(&r).ok_or_else(|| not_held(r, if all { "notify_all" } else { "notify" }))?;
+        if r.home() == self.me {
+            return self.shared.home.lock().unwrap().notify(r, self.me, all).map_err(refused);
+        }
+        let mut msg = r.to_bits().to_le_bytes().to_vec();
+        msg.push(all as u8);
+        self.w.send_am(r.home(), wire::NOTIFY, 0, &msg)
+    }
+
+    /// Every rank: publishes its changes, waits for all, sees everyone's.
+    pub fn barrier(&mut self) -> Result<()> {
+        self.failures()?;
+        self.release()?;
+        self.w.barrier()?;
+        self.acquire();
+        Ok(())
+    }
+
+    /// UNLOCK or WAIT at the home: the lock passes on.
+    fn hand_on(&self, r: GlobalRef, wait: bool) -> Result<()> {
+        if r.home() != self.me {
+            let id = if wait { wire::WAIT } else { wire::UNLOCK };
+            return self.w.send_am(r.home(), id, 0, &r.to_bits().to_le_bytes());
+        }
+        let next = {
+            let mut home = self.shared.home.lock().unwrap();
+            if wait {
+                home.wait(r, self.me)
+            } else {
+                home.unlock(r, self.me)
+            }
+        };
+        match next.map_err(refused)? {
+            Some(to) => self.shared.grant(None, to, r),
+            None => Ok(()),
+        }
+    }
+
+    fn await_grant(&self, r: GlobalRef) -> Result<()> {
+        let mut outcome = None;
+        self.wait_until("a lock", r.home(), || {
+            outcome = self.shared.mail.take_grant(r);
+            outcome.is_some()
+        })?;
+        outcome.unwrap().map_err(refused)
+    }
+
+    /// Publishes this rank's changes, by the run's protocol; they are everywhere they must be
+    /// when this returns.
+    pub(crate) fn release(&mut self) -> Result<()> {
+        match self.protocol {
+            Protocol::Invalidate | Protocol::InvalidateRdma => self.release_to_homes(),
+            Protocol::UpdateInPlace => self.release_in_place(),
+            Protocol::UpdateDiff => self.release_diff_arrays(),
+        }
+    }
+
+    /// The copies written since the last release, each marked valid again: what a release
+    /// publishes (with where they and their twins lie).
+    pub(crate) fn take_dirty(&mut self) -> Vec<(GlobalRef, Place)> {
+        let cache = self.cache.get_mut();
+        let dirty = std::mem::take(&mut cache.dirty);
+        dirty
+            .into_iter()
+            .filter_map(|r| {
+                let c = cache.get_mut(r).filter(|c| c.state == State::Dirty)?;
+                c.state = State::Valid;
+                Some((r, Place { off: c.off, len: c.len, twin: c.twin, meta: c.meta }))
+            })
+            .collect()
+    }
+
+    /// Invalidation: a diff per dirty copy to its home, every one applied before this returns.
+    fn release_to_homes(&mut self) -> Result<()> {
+        let acked = self.shared.mail.acked();
+        let mut sent = 0u64;
+        let mut homes = Vec::new();
+        let mut msg = Vec::new();
+        for (r, c) in self.take_dirty() {
+            let twin = c.twin.expect("a dirty copy has a twin");
+            msg.clear();
+            msg.extend_from_slice(&r.to_bits().to_le_bytes());
+            // SAFETY: copy and twin of c.len bytes in this heap; no view is alive (&mut self).
+            let (copy, old) = unsafe { (self.shared.heap.bytes(c.off, c.len), self.shared.heap.bytes(twin, c.len)) };
+            if diff::encode(copy, old, &mut msg) == 0 {
+                continue;
+            }
+            self.w.send_am(r.home(), wire::DIFF, 0, &msg)?;
+            bump(&self.counts.diffs, 1);
+            bump(&self.counts.diff_bytes, msg.len() as u64 - 8);
+            sent += 1;
+            homes.push(r.home());
+        }
+        for home in homes {
+            self.wait_until("diff acknowledgements", home, || self.shared.mail.acked() - acked >= sent)?;
+        }
+        let refusals = std::mem::take(&mut *self.shared.mail.diff_refusals.lock().unwrap());
+        match refusals.first() {
+            Some(why) => Err(Error::InvalidArgument(format!("dsm: a home refused a diff: {why}"))),
+            None => Ok(()),
+        }
+    }
+
+    /// Makes others' released changes visible: invalidation drops every copy of other homes'
+    /// regions (fetched again when next touched); update-diff applies the arrays that arrived;
+    /// update-in-place has nothing to do. Notices of freed regions that arrived are taken in.
+    pub(crate) fn acquire(&mut self) {
+        self.w.progress();
+        crate::diff_array::receive(&self.shared); // (update-diff: the progress step may have)
+        if !self.protocol.invalidates() {
+            return;
+        }
+        let cache = self.cache.get_mut();
+        let valid = std::mem::take(&mut cache.valid);
+        let mut dropped = 0;
+        for r in valid {
+            if let Some(c) = cache.get_mut(r) {
+                if c.state == State::Valid {
+                    c.state = State::Invalid;
+                    dropped += 1;
+                }
+            }
+        }
+        bump(&self.counts.invalidations, dropped);
+    }
+
+    /// A sync call a home refused earlier (reported here, at the next one).
+    fn failures(&self) -> Result<()> {
+        match self.shared.mail.failures.lock().unwrap().pop() {
+            Some(why) => Err(Error::InvalidArgument(format!("dsm: {why}"))),
+            None => Ok(()),
+        }
+    }
+}
+
+fn refused(why: String) -> Error {
+    Error::InvalidArgument(format!("dsm: {why}"))
+}
+
+fn not_held(r: GlobalRef, what: &str) -> Error {
+    Error::InvalidArgument(format!("dsm: {what} of {r}, whose lock this rank does not hold"))
+}
