@@ -199,6 +199,11 @@
 #define ARMA_AA_OP_GET 2
 
 /**
+ * The reference to nothing (a list's end).
+ */
+#define ARMA_DSM_NULL UINT64_MAX
+
+/**
  * Exposed private memory, as returned by arma_expose.
  */
 typedef struct arma_exposure_t {
@@ -277,6 +282,32 @@ typedef struct arma_log_entry_t {
  * do not call blocking arma functions from it.
  */
 typedef void (*arma_log_handler_t)(const struct arma_log_entry_t *entry, void *ctx);
+
+/**
+ * A global reference to a region: its home rank, a tag and its id, in one word. Store it in
+ * regions or send it; every rank translates it to its own copy. ARMA_DSM_NULL refers to
+ * nothing.
+ */
+typedef uint64_t arma_ref_t;
+
+/**
+ * An array larger than a chunk: consecutive regions (chunks) at one home, fetched and
+ * flushed separately. arma_dsm_locate finds the chunk that holds a byte.
+ */
+typedef struct arma_dsm_array_t {
+    /**
+     * The first chunk's reference.
+     */
+    uint64_t first;
+    /**
+     * Bytes in the array.
+     */
+    uint64_t len;
+    /**
+     * Bytes per chunk (the last may be shorter).
+     */
+    uint64_t chunk;
+} arma_dsm_array_t;
 
 #ifdef __cplusplus
 extern "C" {
@@ -582,6 +613,94 @@ int arma_rejoin(void);
  * died stays gone: ARMA_ERR_PEER_GONE.
  */
 int arma_wait_for_rank(int target, int *incarnation);
+
+/**
+ * Collective, after arma_init: makes this rank's DSM (its heap, handlers and buffers) with the
+ * protocol ACTIVERMA_DSM_PROTOCOL names (invalidate, invalidate-rdma, update-in-place,
+ * update-diff) and the ACTIVERMA_DSM_* sizes. The calling thread is the one that uses it.
+ */
+int arma_dsm_init(void);
+
+/**
+ * Collective: a barrier, then this rank's DSM is dropped (its regions with it). Call it
+ * before arma_finalize.
+ */
+int arma_dsm_finalize(void);
+
+/**
+ * A region of `bytes`, zeroed, homed at rank `home` (-1: this rank); its reference in `*out`.
+ */
+int arma_dsm_alloc(size_t bytes, int home, arma_ref_t *out);
+
+/**
+ * An array of `bytes` homed at rank `home` (-1: this rank), in chunks of ACTIVERMA_DSM_CHUNK.
+ */
+int arma_dsm_alloc_array(size_t bytes, int home, struct arma_dsm_array_t *out);
+
+/**
+ * The chunk of `array` that holds byte `offset` (in `*chunk`) and where in it (`*at`).
+ */
+int arma_dsm_locate(const struct arma_dsm_array_t *array, uint64_t offset, arma_ref_t *chunk, size_t *at);
+
+/**
+ * Frees a region at its home; every rank refuses the reference from then on (dangling).
+ */
+int arma_dsm_free(arma_ref_t r);
+
+/**
+ * The access check for reading (paper Fig. 1): fetches the region if this rank's copy is
+ * missing or stale, then gives its bytes (`*bytes`, `*len`), valid until arma_dsm_end(r).
+ * Many readers of a region, or one writer; synchronization calls fail while a view is open.
+ */
+int arma_dsm_read_begin(arma_ref_t r, const void **bytes, size_t *len);
+
+/**
+ * The access check for writing: as arma_dsm_read_begin; the first write of an interval makes
+ * a twin, and the changes reach other ranks at this rank's next unlock, wait or barrier.
+ */
+int arma_dsm_write_begin(arma_ref_t r, void **bytes, size_t *len);
+
+/**
+ * Ends a view arma_dsm_read_begin or arma_dsm_write_begin opened on `r`.
+ */
+int arma_dsm_end(arma_ref_t r);
+
+/**
+ * Enters `r`'s monitor (re-entrant): Java's synchronized. Publishes this rank's changes
+ * first; sees the changes others published before their unlock of `r`.
+ */
+int arma_dsm_lock(arma_ref_t r);
+
+/**
+ * Leaves `r`'s monitor (once per lock); the last leave publishes this rank's changes.
+ */
+int arma_dsm_unlock(arma_ref_t r);
+
+/**
+ * Java's Object.wait: gives `r`'s lock up until another rank's notify and the lock is this
+ * rank's again. Needs the lock.
+ */
+int arma_dsm_wait(arma_ref_t r);
+
+/**
+ * Java's Object.notify: one rank waiting on `r` lines up for the lock. Needs the lock.
+ */
+int arma_dsm_notify(arma_ref_t r);
+
+/**
+ * Java's Object.notifyAll. Needs the lock.
+ */
+int arma_dsm_notify_all(arma_ref_t r);
+
+/**
+ * Every rank: publishes its changes, waits for all, sees everyone's.
+ */
+int arma_dsm_barrier(void);
+
+/**
+ * The home rank of a reference (-1 for ARMA_DSM_NULL).
+ */
+int arma_dsm_home(arma_ref_t r);
 
 #ifdef __cplusplus
 }  // extern "C"

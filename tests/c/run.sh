@@ -14,7 +14,13 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../prefix_tests.sh"
 prefix_setup activerma
-build_and_run "hello test_rma test_errors active_access"
+build_and_run "hello test_rma test_errors active_access test_dsm"
+
+# The DSM's C test under the protocols other than the default (invalidate-rdma), 3 ranks.
+for protocol in invalidate update-in-place update-diff; do
+    (export ACTIVERMA_DSM_PROTOCOL=$protocol && launch 3 "$build/test_dsm.$protocol.log" "$build/test_dsm")
+    report "test_dsm (3 ranks, ACTIVERMA_DSM_PROTOCOL=$protocol)" "$build/test_dsm.$protocol.log" $?
+done
 
 # A rank that dies and is replaced: the launcher's --respawn (one host; not under LAUNCH).
 if [ -z "${LAUNCH:-}" ]; then

@@ -16,6 +16,8 @@ mod apps;
 mod checkpoint;
 mod firehose;
 
+mod dsm_apps;
+mod dsm_micro;
 mod firehose_threads;
 mod ft_sort;
 mod get_logging;
@@ -149,6 +151,15 @@ pub enum Which {
     /// and aggregate put rate, deadlock-avoidance share), and shared vs separate tables' misses
     /// (jobs of 2 and T+1 ranks; not part of the default set)
     FirehoseThreads,
+    /// The object DSM's micro-benchmarks (the Jackal paper's Table 1): locks/s, barriers/s,
+    /// object-request latency with and without the RDMA reply, invalidation / in-place /
+    /// diff-array update bandwidth; 1, 2, 4 ranks, a job per protocol and network (not part of
+    /// the default set)
+    Dsm,
+    /// Water and LU on the object DSM (the Jackal paper's Table 2): wall time per protocol, 1,
+    /// 2, 4 ranks, raw and modelled, each checked against its serial run (not part of the
+    /// default set: minutes)
+    DsmApps,
 }
 
 const ALL: [Which; 8] = [
@@ -299,7 +310,9 @@ pub fn main(mut args: BenchArgs) -> i32 {
     type Check = fn() -> bool;
     type Step = fn() -> BResult<()>;
     type Run = fn(&BenchArgs) -> BResult<()>;
-    let own_jobs: [(Which, Check, Step, Run); 9] = [
+    let own_jobs: [(Which, Check, Step, Run); 11] = [
+        (Which::Dsm, dsm_micro::is_worker, dsm_micro::worker, dsm_micro::dsm),
+        (Which::DsmApps, dsm_apps::is_worker, dsm_apps::worker, dsm_apps::dsm_apps),
         (Which::FtSort, ft_sort::is_worker, ft_sort::worker, ft_sort::ft_sort),
         (Which::GetLogging, get_logging::is_worker, get_logging::worker, get_logging::get_logging),
         (Which::Checkpoint, checkpoint::is_worker, checkpoint::worker, checkpoint::checkpoint),
@@ -518,7 +531,9 @@ impl Origin<'_> {
                 | Which::Checkpoint
                 | Which::GetLogging
                 | Which::FtSort
-                | Which::FirehoseThreads => {}
+                | Which::FirehoseThreads
+                | Which::Dsm
+                | Which::DsmApps => {}
             }
         }
         // Again at the end, quietly: the summary judges against the better of both passes.

@@ -26,6 +26,8 @@ mod active_access; // Active Access: page actions, access logs, active flush
 
 mod respawn; // surviving a rank's death
 
+mod dsm; // the object DSM
+
 mod state; // the process-global World and registries (not in the header)
 
 mod handles; // the registry of outstanding nb operations (not in the header)
@@ -35,6 +37,7 @@ mod one_rank_tests;
 
 pub use active_access::*;
 pub use atomics::*;
+pub use dsm::*;
 pub use job::*;
 pub use memory::*;
 pub use respawn::*;

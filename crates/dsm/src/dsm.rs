@@ -88,6 +88,8 @@ pub struct Dsm {
     pub(crate) sent: Vec<u64>,
     pub(crate) counts: Counts,
     pub(crate) timeout_s: f64,
+    /// Views opened through begin_read / begin_write and not ended (the C API).
+    open_views: Cell<usize>,
 }
 
 impl Dsm {
@@ -157,6 +159,7 @@ impl Dsm {
             sent: vec![0; n],
             counts: Counts::default(),
             timeout_s,
+            open_views: Cell::new(0),
         };
         w.barrier()?; // every rank's handlers are in place before anyone sends
         Ok(dsm)
@@ -193,8 +196,17 @@ impl Dsm {
 
     /// An array of `bytes` homed at this rank, split into chunks of `ACTIVERMA_DSM_CHUNK`.
     pub fn alloc_array(&self, bytes: usize) -> Result<ArrayRef> {
-        let (first, _) = self.shared.alloc_here(bytes, Some(self.chunk))?;
-        Ok(ArrayRef { first, len: bytes as u64, chunk: self.chunk.min(bytes.max(1)) as u64 })
+        self.alloc_array_chunked(bytes, self.chunk)
+    }
+
+    /// An array homed at this rank in chunks of `chunk` bytes (a program that knows its access
+    /// pattern: LU's blocks).
+    pub fn alloc_array_chunked(&self, bytes: usize, chunk: usize) -> Result<ArrayRef> {
+        if chunk == 0 || chunk >= 1 << 24 {
+            return Err(Error::InvalidArgument(format!("dsm: a chunk of {chunk} bytes (1 byte to 16 MiB)")));
+        }
+        let (first, _) = self.shared.alloc_here(bytes, Some(chunk))?;
+        Ok(ArrayRef { first, len: bytes as u64, chunk: chunk.min(bytes.max(1)) as u64 })
     }
 
     /// A region of `bytes` homed at rank `home` (placement by the program).
@@ -237,7 +249,7 @@ impl Dsm {
         }
         for &p in &others {
             let want = others.len() as u64;
-            self.wait_until("free notices taken in", p, || self.shared.mail.notice_acks.load(Ordering::Acquire) - before >= want)?;
+            self.wait_message("free notices taken in", p, || self.shared.mail.notice_acks.load(Ordering::Acquire) - before >= want)?;
         }
         Ok(())
     }
@@ -247,7 +259,7 @@ impl Dsm {
         *self.shared.mail.answer.lock().unwrap() = None;
         self.w.send_am(to, id, 0, payload)?;
         let mut got = None;
-        self.wait_until("an answer from the home", to, || {
+        self.wait_message("an answer from the home", to, || {
             got = self.shared.mail.answer.lock().unwrap().take();
             got.is_some()
         })?;
@@ -273,6 +285,53 @@ impl Dsm {
         }
         borrow.set(-1);
         Ok(WriteView { ptr: ptr as *mut u8, len, borrow, _dsm: PhantomData })
+    }
+
+    /// For foreign callers (the C API), which cannot borrow: opens a view of `r` to read and
+    /// returns where its bytes are, valid until `end_view(r)`. Synchronization fails while
+    /// any such view is open.
+    pub fn begin_read(&self, r: GlobalRef) -> Result<(*const u8, usize)> {
+        let v = self.read(r)?;
+        let (ptr, len) = (v.ptr, v.len);
+        std::mem::forget(v); // its borrow stays until end_view
+        self.open_views.set(self.open_views.get() + 1);
+        Ok((ptr, len))
+    }
+
+    /// As `begin_read`, to write.
+    pub fn begin_write(&self, r: GlobalRef) -> Result<(*mut u8, usize)> {
+        let v = self.write(r)?;
+        let (ptr, len) = (v.ptr, v.len);
+        std::mem::forget(v);
+        self.open_views.set(self.open_views.get() + 1);
+        Ok((ptr, len))
+    }
+
+    /// Closes a view `begin_read` or `begin_write` opened.
+    pub fn end_view(&self, r: GlobalRef) -> Result<()> {
+        let cache = self.cache.borrow();
+        let flag = cache.get(r).filter(|c| c.tag == r.tag()).map(|c| c.borrow.clone());
+        match flag {
+            Some(f) if f.get() != 0 && self.open_views.get() > 0 => {
+                // The forgotten view's reference to the flag goes with it.
+                // SAFETY: begin_* forgot one clone of this Rc; this drops it.
+                unsafe { Rc::decrement_strong_count(Rc::as_ptr(&f)) };
+                f.set(if f.get() < 0 { 0 } else { f.get() - 1 });
+                self.open_views.set(self.open_views.get() - 1);
+                Ok(())
+            }
+            _ => Err(Error::InvalidArgument(format!("dsm: no view of {r} is open at this rank"))),
+        }
+    }
+
+    /// Views opened by `begin_read` / `begin_write` and not ended.
+    pub(crate) fn check_no_open_views(&self, what: &str) -> Result<()> {
+        match self.open_views.get() {
+            0 => Ok(()),
+            k => Err(Error::InvalidArgument(format!(
+                "dsm: {what} with {k} view(s) still open: end them first (they would not see the synchronization)"
+            ))),
+        }
     }
 
     /// The access check: where the usable copy is.
@@ -395,7 +454,8 @@ impl Dsm {
     fn await_object(&self, seq: u64, r: GlobalRef) -> Result<Option<Vec<u8>>> {
         let mut by_message: Option<Vec<u8>> = None;
         let flag = self.rdma.map(|(off, _)| self.shared.heap.ptr(off) as *const AtomicU64);
-        self.wait_until("an object from its home", r.home(), || {
+        let wait = if self.rdma.is_some() { Dsm::wait_until } else { Dsm::wait_message };
+        wait(self, "an object from its home", r.home(), || {
             // SAFETY: the receive buffer's first word, aligned.
             if flag.is_some_and(|f| unsafe { &*f }.load(Ordering::Acquire) == seq) {
                 return true;
@@ -460,17 +520,41 @@ impl Dsm {
         Ok(())
     }
 
-    /// Waits for `done`, serving requests; fails if `peer` dies or the job's timeout passes.
-    pub(crate) fn wait_until(&self, what: &str, peer: Rank, mut done: impl FnMut() -> bool) -> Result<()> {
+    /// Waits for `done` on memory others write by RMA (a reply buffer, an acknowledgement
+    /// word, a lock word): polls, serving requests, yielding the CPU after a while (ranks may
+    /// outnumber CPUs); fails if `peer` dies or the job's timeout passes.
+    pub(crate) fn wait_until(&self, what: &str, peer: Rank, done: impl FnMut() -> bool) -> Result<()> {
+        self.wait_for(what, peer, done, false)
+    }
+
+    /// Waits for `done` on something a handler delivers (a reply, a grant, an acknowledgement):
+    /// with a progress thread the rank sleeps until a handler ran (Jackal's requesting thread
+    /// on its condition variable); in app progress mode it polls, as nobody else runs handlers.
+    pub(crate) fn wait_message(&self, what: &str, peer: Rank, done: impl FnMut() -> bool) -> Result<()> {
+        let sleeps = self.w.progress_mode() != activerma::ProgressMode::App;
+        self.wait_for(what, peer, done, sleeps)
+    }
+
+    fn wait_for(&self, what: &str, peer: Rank, mut done: impl FnMut() -> bool, sleeps: bool) -> Result<()> {
         let start = Instant::now();
         let mut spins = 0u32;
         loop {
+            let seen = self.shared.mail.events();
             if done() {
                 return Ok(());
             }
-            self.w.progress();
             spins = spins.wrapping_add(1);
-            if spins.is_multiple_of(1024) {
+            if sleeps {
+                self.shared.mail.sleep(seen, std::time::Duration::from_millis(5));
+            } else {
+                self.w.progress();
+                if spins > 256 {
+                    std::thread::yield_now();
+                } else {
+                    std::hint::spin_loop();
+                }
+            }
+            if sleeps || spins.is_multiple_of(1024) {
                 self.w.check_alive(peer)?;
                 if self.timeout_s > 0.0 && start.elapsed().as_secs_f64() > self.timeout_s {
                     return Err(Error::Timeout {
@@ -479,7 +563,6 @@ impl Dsm {
                     });
                 }
             }
-            std::hint::spin_loop();
         }
     }
 }

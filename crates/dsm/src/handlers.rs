@@ -15,7 +15,13 @@ type Body = dyn Fn(&Shared, &AmCtx, &[u8]) + Send + Sync;
 
 fn register(s: &Arc<Shared>, id: u16, f: impl Fn(&Shared, &AmCtx, &[u8]) + Send + Sync + 'static) -> Result<()> {
     let (s, f): (Arc<Shared>, Box<Body>) = (s.clone(), Box::new(f));
-    s.w.clone().register_handler(id, Arc::new(move |ctx: &AmCtx, p: &[u8]| f(&s, ctx, p)))
+    s.w.clone().register_handler(
+        id,
+        Arc::new(move |ctx: &AmCtx, p: &[u8]| {
+            f(&s, ctx, p);
+            s.mail.notify();
+        }),
+    )
 }
 
 fn reference(p: &[u8]) -> GlobalRef {

@@ -4,7 +4,8 @@
 use crate::global_ref::GlobalRef;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex};
+use std::time::Duration;
 
 #[derive(Default)]
 pub(crate) struct Mailbox {
@@ -21,11 +22,36 @@ pub(crate) struct Mailbox {
     pub notice_acks: AtomicU64,
     /// Sync calls a home refused (reported by the next call).
     pub failures: Mutex<Vec<String>>,
+    /// Bumped (and the condition signalled) after every handler: a rank whose handlers run on
+    /// a progress thread sleeps on it while it waits for a message, as Jackal's requesting
+    /// thread waits on a condition that its upcall thread signals (paper Fig. 2).
+    events: AtomicU64,
+    signal: (Mutex<()>, Condvar),
 }
 
 impl Mailbox {
     pub(crate) fn grant(&self, r: GlobalRef, outcome: Result<(), String>) {
         self.grants.lock().unwrap().insert(r, outcome);
+        self.notify();
+    }
+
+    /// Something arrived: wakes the rank's thread if it sleeps in `sleep`.
+    pub(crate) fn notify(&self) {
+        self.events.fetch_add(1, Ordering::AcqRel);
+        let _g = self.signal.0.lock().unwrap();
+        self.signal.1.notify_all();
+    }
+
+    pub(crate) fn events(&self) -> u64 {
+        self.events.load(Ordering::Acquire)
+    }
+
+    /// Sleeps until an event after `seen` (or `at_most` passes).
+    pub(crate) fn sleep(&self, seen: u64, at_most: Duration) {
+        let g = self.signal.0.lock().unwrap();
+        if self.events() == seen {
+            let _ = self.signal.1.wait_timeout(g, at_most);
+        }
     }
 
     pub(crate) fn take_grant(&self, r: GlobalRef) -> Option<Result<(), String>> {

@@ -30,6 +30,7 @@ impl Dsm {
     /// of `r` are visible after it.
     pub fn lock(&mut self, r: GlobalRef) -> Result<()> {
         self.failures()?;
+        self.check_no_open_views("lock")?;
         r.check(self.n)?;
         if let Some(count) = self.held.get_mut(&r) {
             *count += 1;
@@ -54,6 +55,7 @@ impl Dsm {
     /// Leaves `r`'s monitor once per `lock`; the last leaves publishes this rank's changes.
     pub fn unlock(&mut self, r: GlobalRef) -> Result<()> {
         self.failures()?;
+        self.check_no_open_views("unlock")?;
         let count = self.held.get_mut(&r).ok_or_else(|| not_held(r, "unlock"))?;
         if *count > 1 {
             *count -= 1;
@@ -68,6 +70,7 @@ impl Dsm {
     /// this rank's again. Needs the lock.
     pub fn wait(&mut self, r: GlobalRef) -> Result<()> {
         self.failures()?;
+        self.check_no_open_views("wait")?;
         let count = *self.held.get(&r).ok_or_else(|| not_held(r, "wait"))?;
         self.release()?;
         self.held.remove(&r);
@@ -90,6 +93,7 @@ impl Dsm {
 
     fn notify_some(&mut self, r: GlobalRef, all: bool) -> Result<()> {
         self.failures()?;
+        self.check_no_open_views("notify")?;
         self.held.get(&r).ok_or_else(|| not_held(r, if all { "notify_all" } else { "notify" }))?;
         if r.home() == self.me {
             return self.shared.home.lock().unwrap().notify(r, self.me, all).map_err(refused);
@@ -102,6 +106,7 @@ impl Dsm {
     /// Every rank: publishes its changes, waits for all, sees everyone's.
     pub fn barrier(&mut self) -> Result<()> {
         self.failures()?;
+        self.check_no_open_views("barrier")?;
         self.release()?;
         self.w.barrier()?;
         self.acquire();
@@ -130,7 +135,7 @@ impl Dsm {
 
     fn await_grant(&self, r: GlobalRef) -> Result<()> {
         let mut outcome = None;
-        self.wait_until("a lock", r.home(), || {
+        self.wait_message("a lock", r.home(), || {
             outcome = self.shared.mail.take_grant(r);
             outcome.is_some()
         })?;
@@ -140,6 +145,11 @@ impl Dsm {
     /// Publishes this rank's changes, by the run's protocol; they are everywhere they must be
     /// when this returns.
     pub(crate) fn release(&mut self) -> Result<()> {
+        if self.n == 1 {
+            // Alone: every region is homed here, nobody caches a copy, nothing to publish.
+            self.take_dirty();
+            return Ok(());
+        }
         match self.protocol {
             Protocol::Invalidate | Protocol::InvalidateRdma => self.release_to_homes(),
             Protocol::UpdateInPlace => self.release_in_place(),
@@ -184,7 +194,7 @@ impl Dsm {
             homes.push(r.home());
         }
         for home in homes {
-            self.wait_until("diff acknowledgements", home, || self.shared.mail.acked() - acked >= sent)?;
+            self.wait_message("diff acknowledgements", home, || self.shared.mail.acked() - acked >= sent)?;
         }
         let refusals = std::mem::take(&mut *self.shared.mail.diff_refusals.lock().unwrap());
         match refusals.first() {

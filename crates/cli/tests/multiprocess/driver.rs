@@ -249,6 +249,7 @@ pub fn main() -> i32 {
     for protocol in DSM_PROTOCOLS {
         for ranks in [2, 3, 4] {
             jobs.push(Job { case: "dsm_contract", ranks, env: vec![("ACTIVERMA_DSM_PROTOCOL", protocol)] });
+            jobs.push(Job { case: "dsm_apps", ranks, env: vec![("ACTIVERMA_DSM_PROTOCOL", protocol)] });
         }
         jobs.push(Job {
             case: "dsm_contract",
@@ -507,6 +508,7 @@ fn run_under_mpi(mpi: &str, filter: Option<&str>, t: &mut Tally) -> i32 {
         for ranks in [2, 4] {
             jobs.push(Job { case: "dsm_contract", ranks, env: vec![("ACTIVERMA_DSM_PROTOCOL", protocol)] });
         }
+        jobs.push(Job { case: "dsm_apps", ranks: 3, env: vec![("ACTIVERMA_DSM_PROTOCOL", protocol)] });
         jobs.push(Job { case: "dsm_contract", ranks: 3, env: vec![("ACTIVERMA_DSM_PROTOCOL", protocol), ("ACTIVERMA_MPI_SHARED", "off")] });
     }
     for method in NONCONTIG_METHODS {

@@ -303,3 +303,23 @@ fn bad_input(dsm: &mut Dsm, me: usize, n: usize) -> Result<()> {
     must_fail("reading a freed region", dsm.read(doomed).map(|_| ()), "dangling")?;
     dsm.barrier()
 }
+
+/// Water and LU on the DSM end where their serial runs end (to rounding), under the job's
+/// protocol.
+pub fn dsm_apps() -> Result<()> {
+    let w = activerma::init()?;
+    let mut dsm = Dsm::new(&w)?;
+    let water = activerma_water::Params { molecules: 125, steps: 2, dt: 2e-4 };
+    let got = activerma_water::run(&mut dsm, water)?;
+    let dev = activerma_water::deviation(&got.positions, &activerma_water::serial(water))?;
+    if dev > 1e-9 {
+        return Err(fail(format!("water: rank {} ends {dev:e} (of the lattice spacing) away from the serial run", w.rank())));
+    }
+    let lu = activerma_lu::Params { n: 64, block: 8 };
+    let got = activerma_lu::run(&mut dsm, lu)?;
+    let dev = activerma_lu::deviation(&got.matrix, &activerma_lu::serial(lu)?);
+    if dev > 1e-12 {
+        return Err(fail(format!("lu: rank {} ends {dev:e} away from the serial factors", w.rank())));
+    }
+    w.finalize()
+}

@@ -70,6 +70,7 @@ pub fn run(case: &str) -> i32 {
         "replay_gets" => replay::replay_gets(),
         "dht_replay" => dht_replay::dht_replay(),
         "dsm_contract" => dsm::dsm_contract(),
+        "dsm_apps" => dsm::dsm_apps(),
         other => {
             eprintln!("unknown case {other}");
             return 2;
