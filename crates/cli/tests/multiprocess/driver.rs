@@ -432,6 +432,18 @@ pub fn main() -> i32 {
         t.check(format!("{name} [{:.1} s]", took.as_secs_f64()), out.status.success(), || show(&out));
     }
 
+    if filter.as_deref().is_none_or(|f| "dsm_lock_holder_dies".contains(f)) {
+        for protocol in DSM_PROTOCOLS {
+            let job = Job { case: "dsm_lock_holder_dies", ranks: 3, env: vec![("ACTIVERMA_DSM_PROTOCOL", protocol)] };
+            let (out, took) = launch(&job, &[]);
+            let err = String::from_utf8_lossy(&out.stderr);
+            t.check(
+                format!("dsm_lock_holder_dies ({protocol}): the job ends, naming the dead rank [{:.1} s]", took.as_secs_f64()),
+                !out.status.success() && err.contains("rank 1 was killed by signal 9") && took < Duration::from_secs(30),
+                || show(&out),
+            );
+        }
+    }
     crate::restart::checks(&mut t, None, "smp", filter.as_deref());
     crate::respawn::checks(&mut t, filter.as_deref());
     crate::respawn::ft_sort_checks(&mut t, filter.as_deref());

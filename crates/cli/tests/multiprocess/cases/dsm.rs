@@ -323,3 +323,22 @@ pub fn dsm_apps() -> Result<()> {
     }
     w.finalize()
 }
+
+/// Rank 1 dies (SIGKILL) while it holds a lock the others then ask for: the job ends by the
+/// launcher's failure handling (the driver checks it names the rank), nobody hangs.
+pub fn dsm_lock_holder_dies() -> Result<()> {
+    let w = activerma::init()?;
+    let mut dsm = Dsm::new(&w)?;
+    let me = w.rank();
+    let obj = share(&dsm, 0, (me == 0).then(|| dsm.alloc(8)).transpose()?)?;
+    if me == 1 {
+        dsm.lock(obj)?;
+    }
+    dsm.barrier()?;
+    if me == 1 {
+        // SAFETY: raise(2) on our own process.
+        unsafe { libc::raise(libc::SIGKILL) };
+    }
+    dsm.lock(obj)?; // never granted: the holder is gone
+    Err(fail(format!("rank {me} got a lock whose holder died")))
+}

@@ -71,6 +71,7 @@ pub fn run(case: &str) -> i32 {
         "dht_replay" => dht_replay::dht_replay(),
         "dsm_contract" => dsm::dsm_contract(),
         "dsm_apps" => dsm::dsm_apps(),
+        "dsm_lock_holder_dies" => dsm::dsm_lock_holder_dies(),
         other => {
             eprintln!("unknown case {other}");
             return 2;
