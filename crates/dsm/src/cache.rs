@@ -12,7 +12,6 @@
 
 use crate::global_ref::GlobalRef;
 use std::cell::Cell;
-use std::rc::Rc;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum State {
@@ -33,13 +32,17 @@ pub(crate) struct Copy {
     pub twin: Option<usize>,
     /// update-in-place: the region's lock word and copy set at its home.
     pub meta: Option<usize>,
-    /// Views alive: n > 0 readers, -1 one writer.
-    pub borrow: Rc<Cell<isize>>,
+    /// Written by this rank since the last barrier (it is in the rank's write notices).
+    pub noted: bool,
+    /// Views alive: n > 0 readers, -1 one writer. Boxed so that its address is stable: views
+    /// point at it (a copy taken out of the table leaves it in the graveyard until no view
+    /// can be alive).
+    pub borrow: Box<Cell<isize>>,
 }
 
 impl Copy {
     pub(crate) fn new(off: usize, len: usize, tag: u16, state: State) -> Copy {
-        Copy { off, len, tag, state, twin: None, meta: None, borrow: Rc::default() }
+        Copy { off, len, tag, state, twin: None, meta: None, noted: false, borrow: Box::default() }
     }
 }
 
@@ -50,6 +53,11 @@ pub(crate) struct Cache {
     pub valid: Vec<GlobalRef>,
     /// Copies written in this interval: what a release flushes.
     pub dirty: Vec<GlobalRef>,
+    /// Borrow flags of copies taken out of the table while views may point at them; emptied
+    /// at synchronization, when no view is alive. Boxes: a view points at the flag itself,
+    /// which must not move when the vector grows.
+    #[allow(clippy::vec_box)]
+    pub graveyard: Vec<Box<Cell<isize>>>,
 }
 
 impl Cache {
@@ -73,13 +81,15 @@ impl Cache {
         if row.len() <= i {
             row.resize_with(i + 1, || None);
         }
-        row[i] = Some(c);
+        if let Some(old) = row[i].replace(c) {
+            self.graveyard.push(old.borrow);
+        }
         row[i].as_mut().unwrap()
     }
 
     pub(crate) fn remove(&mut self, r: GlobalRef) {
-        if let Some(slot) = self.copies[r.home()].get_mut(r.id() as usize) {
-            *slot = None;
+        if let Some(old) = self.copies.get_mut(r.home()).and_then(|row| row.get_mut(r.id() as usize)).and_then(Option::take) {
+            self.graveyard.push(old.borrow);
         }
     }
 }

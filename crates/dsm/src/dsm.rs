@@ -24,7 +24,6 @@ use activerma::{settings, Error, Rank, Result, World};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::marker::PhantomData;
-use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -90,6 +89,9 @@ pub struct Dsm {
     pub(crate) timeout_s: f64,
     /// Views opened through begin_read / begin_write and not ended (the C API).
     open_views: Cell<usize>,
+    /// Invalidation: the regions this rank wrote since the last barrier, its write notices
+    /// (sync.rs: a barrier drops only copies others wrote).
+    pub(crate) written: RefCell<Vec<GlobalRef>>,
 }
 
 impl Dsm {
@@ -160,6 +162,7 @@ impl Dsm {
             counts: Counts::default(),
             timeout_s,
             open_views: Cell::new(0),
+            written: RefCell::new(Vec::new()),
         };
         w.barrier()?; // every rank's handlers are in place before anyone sends
         Ok(dsm)
@@ -269,10 +272,12 @@ impl Dsm {
     /// A view of `r`'s bytes to read (fetching them if this rank's copy is missing or stale).
     pub fn read(&self, r: GlobalRef) -> Result<ReadView<'_>> {
         let (ptr, len, borrow) = self.check(r, false)?;
-        if borrow.get() < 0 {
+        // SAFETY: the flag lives as long as views of the copy can (cache.rs: the graveyard).
+        let flag = unsafe { &*borrow };
+        if flag.get() < 0 {
             return Err(Error::InvalidArgument(format!("dsm: {r} is being written through a view of this rank: drop it first")));
         }
-        borrow.set(borrow.get() + 1);
+        flag.set(flag.get() + 1);
         Ok(ReadView { ptr, len, borrow, _dsm: PhantomData })
     }
 
@@ -280,10 +285,12 @@ impl Dsm {
     /// release (unlock, wait, barrier).
     pub fn write(&self, r: GlobalRef) -> Result<WriteView<'_>> {
         let (ptr, len, borrow) = self.check(r, true)?;
-        if borrow.get() != 0 {
+        // SAFETY: as in `read`.
+        let flag = unsafe { &*borrow };
+        if flag.get() != 0 {
             return Err(Error::InvalidArgument(format!("dsm: {r} already has a view at this rank: drop it first")));
         }
-        borrow.set(-1);
+        flag.set(-1);
         Ok(WriteView { ptr: ptr as *mut u8, len, borrow, _dsm: PhantomData })
     }
 
@@ -310,12 +317,9 @@ impl Dsm {
     /// Closes a view `begin_read` or `begin_write` opened.
     pub fn end_view(&self, r: GlobalRef) -> Result<()> {
         let cache = self.cache.borrow();
-        let flag = cache.get(r).filter(|c| c.tag == r.tag()).map(|c| c.borrow.clone());
-        match flag {
+        match cache.get(r).filter(|c| c.tag == r.tag()).map(|c| &*c.borrow) {
             Some(f) if f.get() != 0 && self.open_views.get() > 0 => {
-                // The forgotten view's reference to the flag goes with it.
-                // SAFETY: begin_* forgot one clone of this Rc; this drops it.
-                unsafe { Rc::decrement_strong_count(Rc::as_ptr(&f)) };
+                // What the forgotten view's drop would have done.
                 f.set(if f.get() < 0 { 0 } else { f.get() - 1 });
                 self.open_views.set(self.open_views.get() - 1);
                 Ok(())
@@ -336,18 +340,20 @@ impl Dsm {
 
     /// The access check: where the usable copy is.
     #[inline]
-    fn check(&self, r: GlobalRef, write: bool) -> Result<(*const u8, usize, Rc<Cell<isize>>)> {
+    fn check(&self, r: GlobalRef, write: bool) -> Result<(*const u8, usize, *const Cell<isize>)> {
         {
             let cache = self.cache.borrow();
             if let Some(c) = cache.get(r) {
                 let usable = match c.state {
-                    State::Home | State::Dirty => true,
+                    // A home's first write since the barrier goes the slow way once: noted.
+                    State::Home => !write || c.noted,
+                    State::Dirty => true,
                     State::Valid => !write,
                     State::Invalid => false,
                 };
                 if usable && c.tag == r.tag() && self.frees_seen.get() == self.shared.frees.load(Ordering::Acquire) {
                     bump(&self.counts.hits, 1);
-                    return Ok((self.shared.heap.ptr(c.off), c.len, c.borrow.clone()));
+                    return Ok((self.shared.heap.ptr(c.off), c.len, &*c.borrow as *const Cell<isize>));
                 }
             }
         }
@@ -355,7 +361,7 @@ impl Dsm {
     }
 
     #[cold]
-    fn miss(&self, r: GlobalRef, write: bool) -> Result<(*const u8, usize, Rc<Cell<isize>>)> {
+    fn miss(&self, r: GlobalRef, write: bool) -> Result<(*const u8, usize, *const Cell<isize>)> {
         r.check(self.n)?;
         self.forget_freed();
         let known = self.cache.borrow().get(r).map(|c| (c.tag, c.state));
@@ -378,6 +384,10 @@ impl Dsm {
         }
         let mut cache = self.cache.borrow_mut();
         let c = cache.get_mut(r).expect("a copy was made");
+        if write && !c.noted && self.protocol.invalidates() {
+            c.noted = true;
+            self.written.borrow_mut().push(r);
+        }
         if write && c.state == State::Valid {
             if self.protocol.invalidates() {
                 let twin = match c.twin {
@@ -391,7 +401,7 @@ impl Dsm {
             cache.dirty.push(r);
         }
         let c = cache.get(r).unwrap();
-        Ok((self.shared.heap.ptr(c.off), c.len, c.borrow.clone()))
+        Ok((self.shared.heap.ptr(c.off), c.len, &*c.borrow as *const Cell<isize>))
     }
 
     /// A region homed here enters this rank's table: the master is its copy.

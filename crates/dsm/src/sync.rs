@@ -7,7 +7,9 @@
 //!           acknowledged); wait for every acknowledgement; r stays valid here
 //!           (update protocols: update_in_place.rs, diff_array.rs)
 //! acquire (invalidation):  every copy of another home becomes invalid (fetched again on
-//!           next access); update protocols keep their copies current instead
+//!           next access); at a barrier only those of regions another rank wrote since the
+//!           last barrier (write notices, exchanged by the barrier); update protocols keep
+//!           their copies current instead
 //! lock(r):    re-entered: count + 1.  else release; LOCK -> home; wait for GRANT; acquire
 //! unlock(r):  count - 1; at 0: release; UNLOCK -> home (which grants the next in line)
 //! wait(r):    release; WAIT -> home (gives the lock up); wait for GRANT after a notify;
@@ -24,6 +26,12 @@ use crate::home::Place;
 use crate::protocol::Protocol;
 use crate::wire;
 use activerma::{Error, Result};
+
+/// Write notices of one rank at a barrier: a list of references, or "assume everything
+/// changed" when the list would be longer than MAX_NOTICES.
+const LISTED: u8 = 0;
+const ALL_CHANGED: u8 = 1;
+const MAX_NOTICES: usize = 1 << 16;
 
 impl Dsm {
     /// Enters `r`'s monitor (re-entrant). Changes other ranks released before their unlock
@@ -108,8 +116,35 @@ impl Dsm {
         self.failures()?;
         self.check_no_open_views("barrier")?;
         self.release()?;
-        self.w.barrier()?;
-        self.acquire();
+        if !self.protocol.invalidates() {
+            self.w.barrier()?;
+            self.acquire();
+            return Ok(());
+        }
+        // Invalidation: every rank's write notices since the last barrier travel with the
+        // barrier itself (an allgather: nobody leaves before everyone arrived, and everyone's
+        // release is done by then); a copy is dropped only if another rank wrote its region.
+        let written = std::mem::take(self.written.get_mut());
+        let notices: Vec<u8> = if written.len() > MAX_NOTICES {
+            vec![ALL_CHANGED]
+        } else {
+            std::iter::once(LISTED).chain(written.iter().flat_map(|r| r.to_bits().to_le_bytes())).collect()
+        };
+        let all = self.w.allgather(&notices)?;
+        let cache = self.cache.get_mut();
+        for &r in &written {
+            if let Some(c) = cache.get_mut(r) {
+                c.noted = false;
+            }
+        }
+        let others = all.iter().enumerate().filter(|&(p, _)| p != self.me).map(|(_, b)| b);
+        if others.clone().any(|b| b.first() != Some(&LISTED)) {
+            self.acquire();
+            return Ok(());
+        }
+        let changed: std::collections::HashSet<GlobalRef> =
+            others.flat_map(|b| b[1..].chunks_exact(8).map(|w| GlobalRef::from_bits(u64::from_le_bytes(w.try_into().unwrap())))).collect();
+        self.acquire_only(&changed);
         Ok(())
     }
 
@@ -207,6 +242,7 @@ impl Dsm {
     /// regions (fetched again when next touched); update-diff applies the arrays that arrived;
     /// update-in-place has nothing to do. Notices of freed regions that arrived are taken in.
     pub(crate) fn acquire(&mut self) {
+        self.cache.get_mut().graveyard.clear(); // no view is alive (&mut self, none open)
         self.w.progress();
         crate::diff_array::receive(&self.shared); // (update-diff: the progress step may have)
         if !self.protocol.invalidates() {
@@ -223,6 +259,32 @@ impl Dsm {
                 }
             }
         }
+        bump(&self.counts.invalidations, dropped);
+    }
+
+    /// A barrier's acquire under invalidation: drops the copies of regions in `changed` (others
+    /// wrote them since the last barrier); every other copy stays valid — nobody changed it
+    /// since it was fetched, or since the barrier before (which dropped it if somebody had).
+    fn acquire_only(&mut self, changed: &std::collections::HashSet<GlobalRef>) {
+        self.cache.get_mut().graveyard.clear();
+        self.w.progress();
+        let cache = self.cache.get_mut();
+        let valid = std::mem::take(&mut cache.valid);
+        let mut dropped = 0;
+        let mut kept = Vec::with_capacity(valid.len());
+        for r in valid {
+            let Some(c) = cache.get_mut(r) else { continue };
+            if c.state != State::Valid {
+                continue;
+            }
+            if changed.contains(&r) {
+                c.state = State::Invalid;
+                dropped += 1;
+            } else {
+                kept.push(r);
+            }
+        }
+        cache.valid = kept;
         bump(&self.counts.invalidations, dropped);
     }
 

@@ -6,21 +6,20 @@ use bytemuck::Pod;
 use std::cell::Cell;
 use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
-use std::rc::Rc;
 
 use activerma::{Error, Result};
 
 pub struct ReadView<'a> {
     pub(crate) ptr: *const u8,
     pub(crate) len: usize,
-    pub(crate) borrow: Rc<Cell<isize>>,
+    pub(crate) borrow: *const Cell<isize>,
     pub(crate) _dsm: PhantomData<&'a ()>,
 }
 
 pub struct WriteView<'a> {
     pub(crate) ptr: *mut u8,
     pub(crate) len: usize,
-    pub(crate) borrow: Rc<Cell<isize>>,
+    pub(crate) borrow: *const Cell<isize>,
     pub(crate) _dsm: PhantomData<&'a ()>,
 }
 
@@ -82,12 +81,15 @@ impl DerefMut for WriteView<'_> {
 
 impl Drop for ReadView<'_> {
     fn drop(&mut self) {
-        self.borrow.set(self.borrow.get() - 1);
+        // SAFETY: the flag outlives every view of its copy (cache.rs: the graveyard).
+        let flag = unsafe { &*self.borrow };
+        flag.set(flag.get() - 1);
     }
 }
 
 impl Drop for WriteView<'_> {
     fn drop(&mut self) {
-        self.borrow.set(0);
+        // SAFETY: as ReadView's.
+        unsafe { &*self.borrow }.set(0);
     }
 }
