@@ -34,6 +34,7 @@ pub fn dsm_contract() -> Result<()> {
     counter(&mut dsm, me, n)?;
     producer_consumer(&mut dsm, me, n)?;
     barrier_rounds(&mut dsm, me, n)?;
+    many_notices(&mut dsm, me, n)?;
     linked_list(&mut dsm, me, n)?;
     large_object(&mut dsm, me, n)?;
     bad_input(&mut dsm, me, n)?;
@@ -212,6 +213,26 @@ fn barrier_rounds(dsm: &mut Dsm, me: usize, n: usize) -> Result<()> {
         dsm.barrier()?;
     }
     Ok(())
+}
+
+/// Rank 0 writes more regions in one interval than a barrier's write notices list (65536):
+/// it sends "everything changed", and the others still see its change to a region they cached.
+fn many_notices(dsm: &mut Dsm, me: usize, n: usize) -> Result<()> {
+    let watched = share(dsm, 0, (me == 0).then(|| dsm.alloc(8)).transpose()?)?;
+    dsm.read(watched)?; // cached everywhere
+    dsm.barrier()?;
+    if me == 0 {
+        for i in 0..70_000u64 {
+            dsm.write(dsm.alloc(8)?)?.set(0, i)?;
+        }
+        dsm.write(watched)?.set(0, 77u64)?;
+    }
+    dsm.barrier()?;
+    let got: u64 = dsm.read(watched)?.get(0)?;
+    if got != 77 {
+        return Err(fail(format!("many notices: rank {me} of {n} reads {got}, not the 77 rank 0 wrote")));
+    }
+    dsm.barrier()
 }
 
 /// Every rank pushes nodes it is home of onto one list (the head under its lock at rank 0);
