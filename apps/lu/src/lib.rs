@@ -175,11 +175,7 @@ pub fn run(dsm: &mut Dsm, p: Params) -> Result<Outcome> {
     let (me, ranks) = (dsm.world().rank(), dsm.world().size());
     let (b, nb) = (p.block, p.blocks());
     // One array at rank 0, one chunk per block.
-    let array = if me == 0 { Some(dsm.alloc_array_chunked(p.n * p.n * 8, b * b * 8)?) } else { None };
-    let words = array.map_or([u64::MAX; 2], |a| a.to_words());
-    let all = dsm.world().allgather(&[words[0].to_le_bytes(), words[1].to_le_bytes()].concat())?;
-    let word = |i: usize| u64::from_le_bytes(all[0][i * 8..i * 8 + 8].try_into().unwrap());
-    let m = ArrayRef::from_words([word(0), word(1)]);
+    let m = dsm.share_array(0, if me == 0 { Some(dsm.alloc_array_chunked(p.n * p.n * 8, b * b * 8)?) } else { None })?;
     let mine = |bi: usize, bj: usize| owner(bi, bj, ranks) == me;
     for k in 0..nb * nb {
         if mine(k / nb, k % nb) {

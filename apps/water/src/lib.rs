@@ -117,11 +117,7 @@ pub fn run(dsm: &mut Dsm, p: Params) -> Result<Outcome> {
     // Every rank allocates its molecules' arrays and enters them in a directory at rank 0
     // (itself a DSM array: the paper's MoleculeEnsemble of references).
     let entries = count * ORDERS * 3;
-    let dir_ref = if me == 0 { Some(dsm.alloc_array(entries * 8)?) } else { None };
-    let words = dir_ref.map_or([u64::MAX; 2], |a| a.to_words());
-    let all = dsm.world().allgather(&[words[0].to_le_bytes(), words[1].to_le_bytes()].concat())?;
-    let word = |b: &[u8], i: usize| u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().unwrap());
-    let dir_array = activerma_dsm::ArrayRef::from_words([word(&all[0], 0), word(&all[0], 1)]);
+    let dir_array = dsm.share_array(0, if me == 0 { Some(dsm.alloc_array(entries * 8)?) } else { None })?;
     for m in mine.clone() {
         let start = physics::start(m, count);
         for o in 0..ORDERS {

@@ -193,12 +193,6 @@ pub(crate) fn report(lines: &[(String, f64)], protocol: Protocol, ranks: usize) 
     Ok(())
 }
 
-/// Shares a reference rank `from` made.
-fn share(dsm: &Dsm, from: usize, r: Option<GlobalRef>) -> Result<GlobalRef> {
-    let all = dsm.world().allgather(&r.map_or(u64::MAX, GlobalRef::to_bits).to_le_bytes())?;
-    Ok(GlobalRef::from_bits(u64::from_le_bytes(all[from][..8].try_into().unwrap())))
-}
-
 /// One rank of a job: every micro-benchmark under the job's protocol.
 pub fn worker() -> BResult<()> {
     let quick = std::env::var_os(QUICK_ENV).is_some();
@@ -213,7 +207,7 @@ pub fn worker() -> BResult<()> {
     results.push(("plain_ns".into(), plain_ns));
     // Locks: one object at rank 0, every rank in a loop.
     let iterations = if quick { 2_000 } else { 20_000 };
-    let obj = share(&dsm, 0, (me == 0).then(|| dsm.alloc(8)).transpose()?)?;
+    let obj = dsm.share(0, (me == 0).then(|| dsm.alloc(8)).transpose()?)?;
     dsm.barrier()?;
     let t = Instant::now();
     for _ in 0..iterations {
@@ -225,7 +219,7 @@ pub fn worker() -> BResult<()> {
     // The paper's barrier: count and generation in one object, wait / notify_all.
     if n > 1 {
         let rounds = if quick { 200 } else { 2_000 };
-        let b = share(&dsm, 0, (me == 0).then(|| dsm.alloc(16)).transpose()?)?;
+        let b = dsm.share(0, (me == 0).then(|| dsm.alloc(16)).transpose()?)?;
         dsm.barrier()?;
         let t = Instant::now();
         for _ in 0..rounds {
@@ -253,7 +247,7 @@ pub fn worker() -> BResult<()> {
             } else {
                 None
             };
-            let head = share(&dsm, 0, head)?;
+            let head = dsm.share(0, head)?;
             dsm.barrier()?;
             if me == 1 {
                 let t = Instant::now();

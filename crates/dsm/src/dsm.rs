@@ -192,6 +192,19 @@ impl Dsm {
         }
     }
 
+    /// Collective: every rank gets the reference rank `root` passes (the others pass `None`) —
+    /// how a region one rank made becomes known to all.
+    pub fn share(&self, root: Rank, r: Option<GlobalRef>) -> Result<GlobalRef> {
+        let all = self.w.allgather(&r.map_or(u64::MAX, GlobalRef::to_bits).to_le_bytes())?;
+        Ok(GlobalRef::from_bits(word(&all[root], 0).unwrap_or(u64::MAX)))
+    }
+
+    /// As `share`, for an array.
+    pub fn share_array(&self, root: Rank, a: Option<ArrayRef>) -> Result<ArrayRef> {
+        let all = self.w.allgather(&wire::words(&a.map_or([u64::MAX; 2], |a| a.to_words())))?;
+        Ok(ArrayRef::from_words([word(&all[root], 0).unwrap_or(u64::MAX), word(&all[root], 1).unwrap_or(0)]))
+    }
+
     /// A region of `bytes` homed at this rank, zeroed.
     pub fn alloc(&self, bytes: usize) -> Result<GlobalRef> {
         Ok(self.shared.alloc_here(bytes, None)?.0)

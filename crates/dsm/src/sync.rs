@@ -144,7 +144,7 @@ impl Dsm {
         }
         let changed: std::collections::HashSet<GlobalRef> =
             others.flat_map(|b| b[1..].chunks_exact(8).map(|w| GlobalRef::from_bits(u64::from_le_bytes(w.try_into().unwrap())))).collect();
-        self.acquire_only(&changed);
+        self.acquire_changed(Some(&changed));
         Ok(())
     }
 
@@ -242,6 +242,13 @@ impl Dsm {
     /// regions (fetched again when next touched); update-diff applies the arrays that arrived;
     /// update-in-place has nothing to do. Notices of freed regions that arrived are taken in.
     pub(crate) fn acquire(&mut self) {
+        self.acquire_changed(None);
+    }
+
+    /// As `acquire`; with `changed` (a barrier's write notices from the other ranks) only the
+    /// copies of those regions are dropped — every other copy stays valid: nobody changed it
+    /// since it was fetched, or since the barrier before (which dropped it if somebody had).
+    fn acquire_changed(&mut self, changed: Option<&std::collections::HashSet<GlobalRef>>) {
         self.cache.get_mut().graveyard.clear(); // no view is alive (&mut self, none open)
         self.w.progress();
         crate::diff_array::receive(&self.shared); // (update-diff: the progress step may have)
@@ -252,39 +259,14 @@ impl Dsm {
         let valid = std::mem::take(&mut cache.valid);
         let mut dropped = 0;
         for r in valid {
-            if let Some(c) = cache.get_mut(r) {
-                if c.state == State::Valid {
-                    c.state = State::Invalid;
-                    dropped += 1;
-                }
-            }
-        }
-        bump(&self.counts.invalidations, dropped);
-    }
-
-    /// A barrier's acquire under invalidation: drops the copies of regions in `changed` (others
-    /// wrote them since the last barrier); every other copy stays valid — nobody changed it
-    /// since it was fetched, or since the barrier before (which dropped it if somebody had).
-    fn acquire_only(&mut self, changed: &std::collections::HashSet<GlobalRef>) {
-        self.cache.get_mut().graveyard.clear();
-        self.w.progress();
-        let cache = self.cache.get_mut();
-        let valid = std::mem::take(&mut cache.valid);
-        let mut dropped = 0;
-        let mut kept = Vec::with_capacity(valid.len());
-        for r in valid {
-            let Some(c) = cache.get_mut(r) else { continue };
-            if c.state != State::Valid {
-                continue;
-            }
-            if changed.contains(&r) {
+            let Some(c) = cache.get_mut(r).filter(|c| c.state == State::Valid) else { continue };
+            if changed.is_none_or(|set| set.contains(&r)) {
                 c.state = State::Invalid;
                 dropped += 1;
             } else {
-                kept.push(r);
+                cache.valid.push(r);
             }
         }
-        cache.valid = kept;
         bump(&self.counts.invalidations, dropped);
     }
 

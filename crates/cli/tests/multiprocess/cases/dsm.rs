@@ -19,13 +19,6 @@ fn must_fail<T>(what: &str, r: Result<T>, says: &str) -> Result<()> {
     }
 }
 
-/// Shares a reference made at rank `from` with every rank (through the job's allgather).
-fn share(dsm: &Dsm, from: usize, r: Option<GlobalRef>) -> Result<GlobalRef> {
-    let mine = r.map_or(u64::MAX, GlobalRef::to_bits).to_le_bytes();
-    let all = dsm.world().allgather(&mine)?;
-    Ok(GlobalRef::from_bits(u64::from_le_bytes(all[from][..8].try_into().unwrap())))
-}
-
 pub fn dsm_contract() -> Result<()> {
     let w = activerma::init()?;
     let mut dsm = Dsm::new(&w)?;
@@ -52,19 +45,8 @@ pub fn dsm_contract() -> Result<()> {
 /// the last rank), in the same interval; after a barrier everyone sees everyone's bytes.
 fn multiple_writers(dsm: &mut Dsm, me: usize, n: usize) -> Result<()> {
     const PART: usize = 1000; // not a multiple of 8: writers share words
-    let region = share(dsm, 0, (me == 0).then(|| dsm.alloc(PART * n)).transpose()?)?;
-    let array = {
-        let a = (me == n - 1).then(|| dsm.alloc_array(PART * n * 5)).transpose()?;
-        let words = a.map_or([u64::MAX; 2], |a| a.to_words());
-        let mut bytes = words[0].to_le_bytes().to_vec();
-        bytes.extend(words[1].to_le_bytes());
-        let all = dsm.world().allgather(&bytes)?;
-        let b = &all[n - 1];
-        activerma_dsm::ArrayRef::from_words([
-            u64::from_le_bytes(b[..8].try_into().unwrap()),
-            u64::from_le_bytes(b[8..16].try_into().unwrap()),
-        ])
-    };
+    let region = dsm.share(0, (me == 0).then(|| dsm.alloc(PART * n)).transpose()?)?;
+    let array = dsm.share_array(n - 1, (me == n - 1).then(|| dsm.alloc_array(PART * n * 5)).transpose()?)?;
     {
         let mut v = dsm.write(region)?;
         v[me * PART..(me + 1) * PART].fill(me as u8 + 1);
@@ -101,7 +83,7 @@ fn multiple_writers(dsm: &mut Dsm, me: usize, n: usize) -> Result<()> {
 /// while); the total is exact.
 fn counter(dsm: &mut Dsm, me: usize, n: usize) -> Result<()> {
     const ROUNDS: u64 = 60;
-    let c = share(dsm, n - 1, (me == n - 1).then(|| dsm.alloc(8)).transpose()?)?;
+    let c = dsm.share(n - 1, (me == n - 1).then(|| dsm.alloc(8)).transpose()?)?;
     dsm.barrier()?;
     for i in 0..ROUNDS {
         dsm.lock(c)?;
@@ -127,8 +109,8 @@ fn counter(dsm: &mut Dsm, me: usize, n: usize) -> Result<()> {
 /// wait/notify_all; every item is taken exactly once.
 fn producer_consumer(dsm: &mut Dsm, me: usize, n: usize) -> Result<()> {
     const ITEMS: u64 = 40;
-    let slot = share(dsm, 0, (me == 0).then(|| dsm.alloc(24)).transpose()?)?;
-    let sums = share(dsm, 0, (me == 0).then(|| dsm.alloc(16 * n)).transpose()?)?;
+    let slot = dsm.share(0, (me == 0).then(|| dsm.alloc(24)).transpose()?)?;
+    let sums = dsm.share(0, (me == 0).then(|| dsm.alloc(16 * n)).transpose()?)?;
     dsm.barrier()?;
     if n == 1 {
         return Ok(());
@@ -197,7 +179,7 @@ fn producer_consumer(dsm: &mut Dsm, me: usize, n: usize) -> Result<()> {
 /// Round k: every rank writes k * (rank + 1) into its slot; after the barrier every rank reads
 /// every slot as round k's (a stale copy kept across the barrier would show round k - 1's).
 fn barrier_rounds(dsm: &mut Dsm, me: usize, n: usize) -> Result<()> {
-    let slots = share(dsm, n / 2, (me == n / 2).then(|| dsm.alloc(8 * n)).transpose()?)?;
+    let slots = dsm.share(n / 2, (me == n / 2).then(|| dsm.alloc(8 * n)).transpose()?)?;
     dsm.barrier()?;
     for k in 1..=25u64 {
         dsm.write(slots)?.set(me, k * (me as u64 + 1))?;
@@ -218,7 +200,7 @@ fn barrier_rounds(dsm: &mut Dsm, me: usize, n: usize) -> Result<()> {
 /// Rank 0 writes more regions in one interval than a barrier's write notices list (65536):
 /// it sends "everything changed", and the others still see its change to a region they cached.
 fn many_notices(dsm: &mut Dsm, me: usize, n: usize) -> Result<()> {
-    let watched = share(dsm, 0, (me == 0).then(|| dsm.alloc(8)).transpose()?)?;
+    let watched = dsm.share(0, (me == 0).then(|| dsm.alloc(8)).transpose()?)?;
     dsm.read(watched)?; // cached everywhere
     dsm.barrier()?;
     if me == 0 {
@@ -239,7 +221,7 @@ fn many_notices(dsm: &mut Dsm, me: usize, n: usize) -> Result<()> {
 /// every rank then walks the whole list through references.
 fn linked_list(dsm: &mut Dsm, me: usize, n: usize) -> Result<()> {
     const NODES: u64 = 12;
-    let head = share(dsm, 0, (me == 0).then(|| dsm.alloc(8)).transpose()?)?;
+    let head = dsm.share(0, (me == 0).then(|| dsm.alloc(8)).transpose()?)?;
     if me == 0 {
         dsm.write(head)?.set(0, GlobalRef::NULL.to_bits())?;
     }
@@ -277,7 +259,7 @@ fn linked_list(dsm: &mut Dsm, me: usize, n: usize) -> Result<()> {
 /// An object larger than the RDMA receive buffer comes back as a message, intact.
 fn large_object(dsm: &mut Dsm, me: usize, n: usize) -> Result<()> {
     const BIG: usize = 200 * 1024 + 5;
-    let big = share(dsm, n - 1, (me == n - 1).then(|| dsm.alloc(BIG)).transpose()?)?;
+    let big = dsm.share(n - 1, (me == n - 1).then(|| dsm.alloc(BIG)).transpose()?)?;
     if me == n - 1 {
         let mut v = dsm.write(big)?;
         for (i, b) in v.iter_mut().enumerate() {
@@ -295,7 +277,7 @@ fn large_object(dsm: &mut Dsm, me: usize, n: usize) -> Result<()> {
 
 fn bad_input(dsm: &mut Dsm, me: usize, n: usize) -> Result<()> {
     let mine = dsm.alloc(64)?;
-    let other = share(dsm, (me + 1) % n, Some(mine))?; // the next rank's region
+    let other = dsm.share((me + 1) % n, Some(mine))?; // the next rank's region
     let forged = GlobalRef::from_bits(other.to_bits() ^ 1 << 40);
     must_fail("reading a forged reference", dsm.read(forged).map(|_| ()), "forged")?;
     must_fail("locking a forged reference", dsm.lock(forged), "forged")?;
@@ -314,7 +296,7 @@ fn bad_input(dsm: &mut Dsm, me: usize, n: usize) -> Result<()> {
     }
     must_fail("a region larger than the heap", dsm.alloc(1 << 40), "ACTIVERMA_DSM_HEAP")?;
     // A freed region: refused at its home at once, elsewhere once the copy is fetched again.
-    let doomed = share(dsm, 0, (me == 0).then(|| dsm.alloc(32)).transpose()?)?;
+    let doomed = dsm.share(0, (me == 0).then(|| dsm.alloc(32)).transpose()?)?;
     dsm.read(doomed)?;
     dsm.barrier()?;
     if me == n - 1 {
@@ -351,7 +333,7 @@ pub fn dsm_lock_holder_dies() -> Result<()> {
     let w = activerma::init()?;
     let mut dsm = Dsm::new(&w)?;
     let me = w.rank();
-    let obj = share(&dsm, 0, (me == 0).then(|| dsm.alloc(8)).transpose()?)?;
+    let obj = dsm.share(0, (me == 0).then(|| dsm.alloc(8)).transpose()?)?;
     if me == 1 {
         dsm.lock(obj)?;
     }
