@@ -1,7 +1,9 @@
 #!/bin/sh
 # Builds activerma in release and installs the C library, header, pkg-config file and the
 # `activerma` launcher:  scripts/install.sh [--prefix DIR] [--mpi openmpi|mpich]
-# (default prefix /usr/local; --mpi builds the library with the mpi conduit against that MPI)
+# (default prefix /usr/local; --mpi builds the library with the mpi conduit against that MPI:
+# libactiverma-openmpi / -mpich with pkg-config name activerma-openmpi / activerma-mpich, which
+# can sit beside the default build in one prefix; libarmci and armci.h are one per prefix)
 # Safe to run again: every file is replaced (unlinked first, so running programs keep theirs).
 set -eu
 
@@ -14,8 +16,8 @@ while [ $# -gt 0 ]; do
         --prefix) [ $# -ge 2 ] || { echo "install.sh: --prefix needs a directory" >&2; exit 2; }
                   prefix=$2; shift 2 ;;
         --prefix=*) prefix=${1#--prefix=}; shift ;;
-        -h|--help) echo "usage: scripts/install.sh [--prefix DIR]   (default /usr/local)"; exit 0 ;;
-        *) echo "install.sh: unknown argument '$1' (usage: scripts/install.sh [--prefix DIR])" >&2; exit 2 ;;
+        -h|--help) echo "usage: scripts/install.sh [--prefix DIR] [--mpi openmpi|mpich]   (default /usr/local)"; exit 0 ;;
+        *) echo "install.sh: unknown argument '$1' (usage: scripts/install.sh [--prefix DIR] [--mpi openmpi|mpich])" >&2; exit 2 ;;
     esac
 done
 case "$prefix" in
@@ -46,13 +48,20 @@ target=${CARGO_TARGET_DIR:-$root/target}/release
 version=$(cargo pkgid -p activerma-capi | sed 's/.*[#@]//')
 
 install -d "$prefix/lib/pkgconfig" "$prefix/include" "$prefix/bin"
-# The build is libactiverma_capi.*; C programs know it as libactiverma (SONAME libactiverma.so.0).
-install -m 755 "$target/libactiverma_capi.so" "$prefix/lib/libactiverma.so.$version"
-ln -sfn "libactiverma.so.$version" "$prefix/lib/libactiverma.so.0"
-ln -sfn "libactiverma.so.0" "$prefix/lib/libactiverma.so"
-install -m 644 "$target/libactiverma_capi.a" "$prefix/lib/libactiverma.a"
+# The build is libactiverma_capi.*; C programs know it as libactiverma (SONAME libactiverma.so.0),
+# or, built for an MPI, as libactiverma-openmpi / -mpich (crates/capi/build.rs sets the SONAME).
+lib=activerma${mpi:+-$mpi}
+soname=$(objdump -p "$target/libactiverma_capi.so" | awk '$1 == "SONAME" { print $2 }')
+[ "$soname" = "lib$lib.so.0" ] || { echo "install.sh: the library's SONAME is '$soname', expected lib$lib.so.0" >&2; exit 1; }
+install -m 755 "$target/libactiverma_capi.so" "$prefix/lib/lib$lib.so.$version"
+ln -sfn "lib$lib.so.$version" "$prefix/lib/lib$lib.so.0"
+ln -sfn "lib$lib.so.0" "$prefix/lib/lib$lib.so"
+install -m 644 "$target/libactiverma_capi.a" "$prefix/lib/lib$lib.a"
 install -m 644 include/activerma.h "$prefix/include/activerma.h"
-install -m 755 "$target/activerma" "$prefix/bin/activerma"
+# The launcher of the default build (an MPI build's programs start under mpirun / srun).
+if [ -z "$mpi" ] || [ ! -e "$prefix/bin/activerma" ]; then
+    install -m 755 "$target/activerma" "$prefix/bin/activerma"
+fi
 # ARMCI (crates/armci): libarmci.so.0 (its SONAME, set in crates/armci/build.rs), armci.h and
 # message.h, for existing ARMCI programs.
 install -m 755 "$target/libarmci.so" "$prefix/lib/libarmci.so.$version"
@@ -85,8 +94,9 @@ rpath=' -Wl,-rpath,${libdir}'
 if [ "$prefix" = /usr ]; then rpath=""; fi
 for pc in crates/capi/activerma.pc.in crates/armci/armci.pc.in; do
     name=$(basename "$pc" .in)
+    [ "$name" = activerma.pc ] && name=$lib.pc
     sed -e "s|@PREFIX@|$esc|g" -e "s|@VERSION@|$version|g" -e "s|@RPATH@|$rpath|g" -e "s|@LAUNCHER@|$launcher|g" \
-        "$pc" > "$prefix/lib/pkgconfig/$name.tmp"
+        -e "s|@LIB@|$lib|g" "$pc" > "$prefix/lib/pkgconfig/$name.tmp"
     mv -f "$prefix/lib/pkgconfig/$name.tmp" "$prefix/lib/pkgconfig/$name"
     chmod 644 "$prefix/lib/pkgconfig/$name"
 done
@@ -103,4 +113,4 @@ case "$prefix" in
         echo "install.sh: $prefix is not a system prefix; to use it:"
         echo "  export PATH=$prefix/bin:\$PATH PKG_CONFIG_PATH=$prefix/lib/pkgconfig" ;;
 esac
-echo "installed activerma $version (and libarmci) into $prefix (lib, include, lib/pkgconfig, bin)"
+echo "installed $lib $version (pkg-config $lib; and libarmci, pkg-config armci) into $prefix (lib, include, lib/pkgconfig, bin)"

@@ -11,8 +11,11 @@ fn main() {
         println!("cargo:rerun-if-changed={p}");
     }
     println!("cargo:rerun-if-env-changed=ACTIVERMA_HEADER_NO_WRITE");
-    // The installed name, so programs linked with -lactiverma record libactiverma.so.0.
-    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libactiverma.so.0");
+    // The installed name, so programs linked with -lactiverma record libactiverma.so.0. A build
+    // with the mpi conduit is another library (libactiverma-openmpi.so.0, ...-mpich), so that
+    // it can be installed beside the default one and a program finds the one it was built for.
+    println!("cargo:rerun-if-env-changed=MPICC");
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,{}.so.0", library_name());
     let header = generate_header(&crate_dir);
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("activerma.h");
     std::fs::write(&out, &header).expect("write the header into OUT_DIR");
@@ -25,6 +28,20 @@ fn main() {
         std::fs::create_dir_all(checked_in.parent().unwrap()).expect("create include/");
         std::fs::write(&checked_in, &header).expect("write include/activerma.h");
     }
+}
+
+/// libactiverma, or libactiverma-MPI for a build with the mpi conduit: MPI from the MPICC the
+/// build uses (mpicc.openmpi, mpicc.mpich; scripts/install.sh --mpi sets it), "mpi" otherwise.
+fn library_name() -> String {
+    if std::env::var_os("CARGO_FEATURE_MPI").is_none() {
+        return "libactiverma".into();
+    }
+    let mpicc = std::env::var("MPICC").unwrap_or_default();
+    let flavour = match mpicc.rsplit_once("mpicc.") {
+        Some((_, f)) if !f.is_empty() && f.chars().all(|c| c.is_ascii_alphanumeric()) => f.to_string(),
+        _ => "mpi".into(),
+    };
+    format!("libactiverma-{flavour}")
 }
 
 /// The text of include/activerma.h, generated from this crate's source and cbindgen.toml.

@@ -8,12 +8,14 @@
 # Without PREFIX, activerma must be on PATH and known to pkg-config. Prints one PASS/FAIL line
 # per run and a summary line; exits non-zero on any failure. TIMEOUT (seconds, default 120)
 # bounds each run; CC picks the compiler. LAUNCH replaces the launcher with another one that
-# takes the rank count last, e.g. LAUNCH="mpiexec.mpich -n" (a library built with --mpi).
+# takes the rank count last, e.g. LAUNCH="mpiexec.mpich -n", with PKG the library built for that
+# MPI (PKG=activerma-mpich: scripts/install.sh --mpi mpich) and CC its mpicc.
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../prefix_tests.sh"
-prefix_setup activerma
+pkg=${PKG:-activerma}
+prefix_setup "$pkg"
 build_and_run "hello test_rma test_errors active_access test_dsm"
 
 # The DSM's C test under the protocols other than the default (invalidate-rdma), 3 ranks.
@@ -37,13 +39,21 @@ if [ -z "${LAUNCH:-}" ]; then
     done
 fi
 
-# The README's C example, built and run exactly as the README says (its "C" block), with no
-# LD_LIBRARY_PATH even if the caller has one: the program must find libactiverma by itself.
+# The README's C example, built and run exactly as the README says (its "C" block; under
+# LAUNCH its "C across hosts" block: that MPI's mpicc and launcher), with no LD_LIBRARY_PATH
+# even if the caller has one: the program must find libactiverma by itself.
 readme() (
     cd "$build" || exit 1
-    # shellcheck disable=SC2046 # pkg-config output is a list of flags
-    cc "$here/hello.c" -o hello $(pkg-config --cflags --libs activerma) || exit 1
-    env -u LD_LIBRARY_PATH timeout "$limit" activerma run -n 4 -- ./hello
+    if [ -n "${LAUNCH:-}" ]; then
+        # shellcheck disable=SC2046 # pkg-config output is a list of flags
+        $cc "$here/hello.c" -o hello $(pkg-config --cflags --libs "$pkg") || exit 1
+        # shellcheck disable=SC2086 # LAUNCH is a command and its options
+        env -u LD_LIBRARY_PATH timeout "$limit" $LAUNCH 4 ./hello
+    else
+        # shellcheck disable=SC2046 # pkg-config output is a list of flags
+        cc "$here/hello.c" -o hello $(pkg-config --cflags --libs activerma) || exit 1
+        env -u LD_LIBRARY_PATH timeout "$limit" activerma run -n 4 -- ./hello
+    fi
 )
 readme >"$build/readme.log" 2>&1
 report "readme (built and run as the README says, no LD_LIBRARY_PATH)" "$build/readme.log" $?

@@ -33,6 +33,7 @@ pub use activerma_mem::{IotlbStats, Prot, RegistrationStats, Strategy};
 pub use activerma_proto::{AtomicOp, AtomicPath, Noncontig, OpHandle, PendingTransfer, Protocol, StridedPattern, Transfer};
 #[cfg(feature = "mpi")]
 pub use activerma_transport::mpi::initialized_comm_size as mpi_comm_size;
+pub use activerma_transport::traffic::TrafficTo;
 pub use exposed::Exposed;
 pub use remote_ptr::RemotePtr;
 pub use segment::Segment;

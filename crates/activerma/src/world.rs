@@ -9,6 +9,7 @@ use activerma_mem::{AccessKind, Registrar, RegistrationStats, Strategy, TableLay
 use activerma_proto::{AtomicOp, AtomicPath, Noncontig, OpHandle, PendingTransfer, Proto, Protocol, StridedPattern, Transfer, Width};
 use activerma_transport::netmodel::NetModel;
 use activerma_transport::smp::SmpConduit;
+use activerma_transport::traffic::TrafficTo;
 use activerma_transport::Conduit;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -231,6 +232,32 @@ impl World {
     }
     pub fn conduit_name(&self) -> &'static str {
         self.inner.conduit.name()
+    }
+    /// The node (host) `rank` runs on, numbered from 0 in the order of each node's lowest rank.
+    /// Ranks of one node reach each other's memory with the CPU (copies, cross-memory attach,
+    /// Active Access at the origin); others through the network. `InvalidRank` past the job.
+    pub fn node_of(&self, rank: Rank) -> Result<usize> {
+        self.inner.proto.check_rank(rank)?;
+        Ok(self.inner.conduit.node_of(rank))
+    }
+    /// The job's control memory on this host (every rank's queue, translation table and logs,
+    /// the collectives' areas) as (bytes of address space, bytes resident); None on a conduit
+    /// that does not keep it in one place (mpi).
+    pub fn control_memory(&self) -> Option<(usize, usize)> {
+        self.inner.conduit.control_memory()
+    }
+    /// Whether atomics on memory this rank maps (segments of its node) run as CPU atomics.
+    /// False where the conduit's own atomics are not atomic with respect to CPU atomics
+    /// (MPICH in a job that spans nodes): then every atomic goes through MPI, this node's too.
+    pub fn cpu_atomics(&self) -> bool {
+        self.inner.conduit.cpu_atomics_coherent()
+    }
+    /// What this rank sent to `rank` through the network path so far (one-sided operations
+    /// and message fragments that left the node, with their bytes); zero for ranks of this
+    /// node, and on a conduit without a network.
+    pub fn traffic_to(&self, rank: Rank) -> Result<TrafficTo> {
+        self.inner.proto.check_rank(rank)?;
+        Ok(self.inner.conduit.traffic().map(|t| t.to(rank)).unwrap_or_default())
     }
     pub fn progress_mode(&self) -> ProgressMode {
         self.inner.progress_thread.lock().unwrap().0
@@ -649,6 +676,16 @@ impl World {
         if i.print_counters {
             let set: Vec<String> = i.counters.snapshot().into_iter().filter(|&(_, v)| v != 0).map(|(k, v)| format!("{k}={v}")).collect();
             eprintln!("activerma: rank {} counters: {}", i.conduit.rank(), set.join(" "));
+            if let Some(t) = i.conduit.traffic() {
+                let to: Vec<String> = (0..i.conduit.size())
+                    .map(|r| (r, t.to(r)))
+                    .filter(|(_, t)| *t != TrafficTo::default())
+                    .map(|(r, t)| format!("{r}:{}/{}B+{}am/{}B", t.rma_ops, t.rma_bytes, t.am_fragments, t.am_bytes))
+                    .collect();
+                if !to.is_empty() {
+                    eprintln!("activerma: rank {} network traffic (to rank: one-sided ops/bytes + message fragments/bytes): {}", i.conduit.rank(), to.join(" "));
+                }
+            }
         }
         i.finalized.store(true, Ordering::Release);
         i.access.stop();

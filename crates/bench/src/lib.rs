@@ -17,6 +17,7 @@ mod checkpoint;
 mod firehose;
 
 mod dsm_apps;
+mod scale;
 mod dsm_micro;
 mod firehose_threads;
 mod ft_sort;
@@ -160,6 +161,11 @@ pub enum Which {
     /// 2, 4 ranks, raw and modelled, each checked against its serial run (not part of the
     /// default set: minutes)
     DsmApps,
+    /// One-host jobs of 2 to 256 ranks, on one host and over two emulated hosts: start-up time,
+    /// control memory per rank (address space; resident after an all-to-all exchange of active
+    /// messages), barrier latency, all-to-all message rate (ranks beyond the cores are
+    /// oversubscribed; not part of the default set)
+    Scale,
 }
 
 const ALL: [Which; 8] = [
@@ -310,7 +316,8 @@ pub fn main(mut args: BenchArgs) -> i32 {
     type Check = fn() -> bool;
     type Step = fn() -> BResult<()>;
     type Run = fn(&BenchArgs) -> BResult<()>;
-    let own_jobs: [(Which, Check, Step, Run); 11] = [
+    let own_jobs: [(Which, Check, Step, Run); 12] = [
+        (Which::Scale, scale::is_worker, scale::worker, scale::scale),
         (Which::Dsm, dsm_micro::is_worker, dsm_micro::worker, dsm_micro::dsm),
         (Which::DsmApps, dsm_apps::is_worker, dsm_apps::worker, dsm_apps::dsm_apps),
         (Which::FtSort, ft_sort::is_worker, ft_sort::worker, ft_sort::ft_sort),
@@ -533,7 +540,8 @@ impl Origin<'_> {
                 | Which::FtSort
                 | Which::FirehoseThreads
                 | Which::Dsm
-                | Which::DsmApps => {}
+                | Which::DsmApps
+                | Which::Scale => {}
             }
         }
         // Again at the end, quietly: the summary judges against the better of both passes.

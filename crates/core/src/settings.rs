@@ -123,6 +123,7 @@ pub const TIMEOUT_S: &str = "ACTIVERMA_TIMEOUT_S";
 pub const VERBOSE: &str = "ACTIVERMA_VERBOSE";
 pub const COUNTERS: &str = "ACTIVERMA_COUNTERS";
 pub const SMP_EMULATE_REMOTE: &str = "ACTIVERMA_SMP_EMULATE_REMOTE";
+pub const SMP_RANKS_PER_HOST: &str = "ACTIVERMA_SMP_RANKS_PER_HOST";
 pub const MPI_ASYNC_PROGRESS_US: &str = "ACTIVERMA_MPI_ASYNC_PROGRESS_US";
 pub const MPI_SHARED: &str = "ACTIVERMA_MPI_SHARED";
 pub const LOG_ARENA: &str = "ACTIVERMA_LOG_ARENA";
@@ -185,8 +186,8 @@ pub static TABLE: &[Setting] = &[
         description: "translation-table entries per rank for exposed private memory (pages)" },
     Setting { name: MAX_REGIONS, layer: Layer::Memory, kind: Kind::Int, default: "256",
         description: "exposed ranges a rank may have at once (segment allocations share one)" },
-    Setting { name: AM_SLOTS, layer: Layer::Progress, kind: Kind::Int, default: "256",
-        description: "slots in each per-pair active-message queue (a power of two)" },
+    Setting { name: AM_SLOTS, layer: Layer::Progress, kind: Kind::Int, default: "1024",
+        description: "smp: slots in each rank's active-message inbox, shared by every sender (a power of two; memory per rank: slots x slot size)" },
     Setting { name: AM_SLOT_SIZE, layer: Layer::Progress, kind: Kind::Size, default: "256",
         description: "bytes per active-message slot; longer messages are fragmented transparently" },
     Setting { name: WAKE_INTERVAL_US, layer: Layer::Progress, kind: Kind::Int, default: "2000",
@@ -217,6 +218,8 @@ pub static TABLE: &[Setting] = &[
         description: "mpi conduit: when every rank runs on one host, map every rank's heap and table (one MPI shared window) and move data with the CPU as the smp conduit does; off: always MPI one-sided operations (use it to emulate separate hosts)" },
     Setting { name: SMP_EMULATE_REMOTE, layer: Layer::Conduit, kind: Kind::Bool, default: "0",
         description: "smp: treat other ranks as if on other hosts (no direct mapping: one-sided engine for segments, the target for private memory) — tests the cross-host paths on one host" },
+    Setting { name: SMP_RANKS_PER_HOST, layer: Layer::Conduit, kind: Kind::Int, default: "0",
+        description: "smp: emulate hosts of this many consecutive ranks each (ranks 0..k-1 on the first): ranks of one host map each other's memory, others take the cross-host paths, as a node-aware mpi job spanning hosts does; 0 = one host" },
     Setting { name: LOG_ARENA, layer: Layer::ActiveAccess, kind: Kind::Size, default: "16M",
         description: "Active Access: memory per rank for access logs, beside its translation table (virtual; pages cost memory only when touched)" },
     Setting { name: FAULT_LOG_SIZE, layer: Layer::ActiveAccess, kind: Kind::Size, default: "64K",

@@ -5,12 +5,14 @@
 //! movement on registered memory, cross-memory access to private memory, wake-ups, and peer
 //! liveness. Everything above (active messages, translation table, protocols) is written once.
 
+pub mod inbox;
 pub mod liveness;
 pub mod mapping;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 pub mod netmodel;
 pub mod smp;
+pub mod traffic;
 
 use activerma_core::{Rank, Result};
 
@@ -261,6 +263,24 @@ pub trait Conduit: Send + Sync {
     fn sleep(&self, timeout_ns: u64, still_idle: &mut dyn FnMut() -> bool);
 
     fn peer_status(&self, rank: Rank) -> PeerStatus;
+
+    /// The node (host) `rank` runs on, numbered from 0 in the order of each node's lowest
+    /// rank. Ranks of one node map each other's heaps and tables; others are reached through
+    /// the network. One node unless the job spans hosts (or emulates them).
+    fn node_of(&self, _rank: Rank) -> usize {
+        0
+    }
+    /// The job's control memory on this host — queues, tables, logs, collectives' areas — as
+    /// (bytes of address space, bytes resident), for the whole host; None where the conduit
+    /// does not keep it in one place.
+    fn control_memory(&self) -> Option<(usize, usize)> {
+        None
+    }
+    /// What this rank sent through the network path, per target (see traffic.rs); None on a
+    /// conduit that has none.
+    fn traffic(&self) -> Option<&traffic::Traffic> {
+        None
+    }
 
     /// In a job whose launcher replaces ranks that die (`activerma run --respawn N`): which
     /// incarnation of each peer this process talks to (see liveness.rs). None otherwise.

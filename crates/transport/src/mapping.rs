@@ -28,6 +28,18 @@ impl Mapping {
         Self::map(libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, len, hint, "mmap (symmetric heap)")
     }
 
+    /// Bytes of the mapping that are resident: for a shared file, the file's pages in memory,
+    /// whichever process touched them (mincore reports the page cache).
+    pub fn resident_bytes(&self) -> Result<usize> {
+        let page = activerma_core::page::page_size();
+        let mut vec = vec![0u8; self.len.div_ceil(page)];
+        // SAFETY: our mapping, and one status byte per page.
+        if unsafe { libc::mincore(self.ptr as *mut _, self.len, vec.as_mut_ptr()) } != 0 {
+            return Err(Error::last_os("mincore (resident memory of a mapping)"));
+        }
+        Ok(vec.iter().filter(|&&b| b & 1 != 0).count() * page)
+    }
+
     fn map(kind: libc::c_int, fd: libc::c_int, len: usize, hint: usize, what: &'static str) -> Result<Mapping> {
         let prot = libc::PROT_READ | libc::PROT_WRITE;
         let flags = kind | libc::MAP_NORESERVE;

@@ -64,11 +64,20 @@ fn tcp_settings(mpi: &str) -> Vec<(&'static str, &'static str)> {
     }
 }
 
+/// With ACTIVERMA_TEST_MPI_HOSTS=N, every job runs over N emulated hosts (network namespaces
+/// joined by veth links, scripts/emulated-hosts.sh, brought up by the caller): its ranks split
+/// evenly over them, rounded up, so ranks of one host share memory and the others talk through
+/// TCP.
+fn emulated_hosts() -> Option<u32> {
+    let v = std::env::var("ACTIVERMA_TEST_MPI_HOSTS").ok()?;
+    Some(v.parse().ok().filter(|&n| n > 0).unwrap_or_else(|| panic!("ACTIVERMA_TEST_MPI_HOSTS={v}: expected a number of hosts")))
+}
+
 fn mpi_label(mpi: &str) -> String {
-    if tcp_settings(mpi).is_empty() {
-        mpi.to_string()
-    } else {
-        format!("{mpi} over tcp")
+    match (emulated_hosts(), tcp_settings(mpi).is_empty()) {
+        (Some(h), _) => format!("{mpi} over {h} emulated hosts"),
+        (None, true) => mpi.to_string(),
+        (None, false) => format!("{mpi} over tcp"),
     }
 }
 
@@ -82,6 +91,18 @@ pub fn launch_mpi_with(mpi: &str, job: &Job, more: &[(&str, &str)]) -> (Output, 
     let me = std::env::current_exe().unwrap();
     let started = Instant::now();
     let env: Vec<(&str, &str)> = job.env.iter().copied().chain(tcp_settings(mpi)).chain(more.iter().copied()).collect();
+    if let Some(hosts) = emulated_hosts() {
+        let per_host = job.ranks.div_ceil(hosts);
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/emulated-hosts.sh");
+        let mut cmd = Command::new("bash");
+        cmd.args([script, "mpirun", mpi, &per_host.to_string(), "--"]).arg(&me).args(["--rank", job.case]);
+        cmd.env("ACTIVERMA_CONDUIT", "mpi").env("ACTIVERMA_TEST_RANKS_PER_NODE", per_host.to_string()).env("EMULATED_HOSTS_TIMEOUT", "120");
+        for (k, v) in &env {
+            cmd.env(k, v);
+        }
+        let out = cmd.stdin(Stdio::null()).output().expect("the emulated hosts' mpirun runs");
+        return (out, started.elapsed());
+    }
     let mut cmd = Command::new("timeout");
     cmd.args(["-k", "5", "120"]);
     match mpi {
@@ -203,6 +224,15 @@ pub fn main() -> i32 {
             jobs.push(Job { case, ranks, env: vec![("ACTIVERMA_SMP_EMULATE_REMOTE", "1")] });
         }
     }
+    // A job over emulated nodes of two ranks each: same-node ranks map each other, the others
+    // take the cross-host paths, in one job (ranks 0,1 | 2,3). Every core case, the layout and
+    // the paths each kind of traffic took, and Active Access across both.
+    for case in CORE_CASES.into_iter().chain(["node_paths", "aa_bit_combinations", "aa_active_flush_orders", "dht_variants_agree"]) {
+        jobs.push(Job { case, ranks: 4, env: vec![("ACTIVERMA_SMP_RANKS_PER_HOST", "2")] });
+    }
+    jobs.push(Job { case: "node_paths", ranks: 3, env: vec![("ACTIVERMA_SMP_RANKS_PER_HOST", "2")] });
+    jobs.push(Job { case: "node_paths", ranks: 3, env: vec![("ACTIVERMA_SMP_EMULATE_REMOTE", "1")] });
+    jobs.push(Job { case: "node_paths", ranks: 2, env: vec![] });
     // Large private transfers across hosts under the strategies that change their path:
     // per-operation pins (released after the one-sided move), and no registration at all.
     for strategy in ["rendezvous-unpin", "bounce"] {
@@ -504,6 +534,10 @@ fn run_under_mpi(mpi: &str, filter: Option<&str>, t: &mut Tally) -> i32 {
     });
     jobs.push(Job { case: "randomized", ranks: 3, env: vec![("ACTIVERMA_MPI_SHARED", "off"), ("ACTIVERMA_RMA_RENDEZVOUS_MIN", "1K")] });
     jobs.push(Job { case: "randomized", ranks: 3, env: vec![("ACTIVERMA_PUT_STREAM_AFTER", "1K")] });
+    // Which ranks share a node, and that only traffic between nodes goes through MPI.
+    for shared in ["auto", "off"] {
+        jobs.push(Job { case: "node_paths", ranks: 3, env: vec![("ACTIVERMA_MPI_SHARED", shared)] });
+    }
     // Active Access across hosts: marks on segments and private memory, through the target.
     jobs.push(Job { case: "aa_bit_combinations", ranks: 2, env: vec![] });
     jobs.push(Job { case: "aa_many_origins_tiny_log", ranks: 3, env: vec![] });

@@ -56,6 +56,10 @@ pub struct Mpi {
     pub win: MPI_Win,
     /// The window MPI allocated for the symmetric heap (see `allocate_heap`).
     pub heap_win: Option<MPI_Win>,
+    /// This node's ranks (`node_layout`), and their shared window when the job spans nodes
+    /// (`allocate_shared_heap`): memory every rank of the node maps, no RMA epoch.
+    node: Option<MPI_Comm>,
+    node_win: Option<MPI_Win>,
     rank: Rank,
     size: usize,
     /// Ranges attached to the window: detached before it is freed (Open MPI 4.1's osc/ucx
@@ -130,6 +134,8 @@ impl Mpi {
                 comm,
                 win,
                 heap_win: None,
+                node: None,
+                node_win: None,
                 rank: r as Rank,
                 size: s as usize,
                 attached: Vec::new(),
@@ -163,49 +169,74 @@ impl Mpi {
         }
     }
 
-    /// True when every rank of the job runs on this host (MPI's shared-memory communicator
-    /// holds them all): then the heap can be one shared window every rank maps.
-    pub fn whole_job_on_one_host(&mut self) -> Result<bool> {
-        // SAFETY: out-parameters are ours; the new communicator is freed before returning.
-        unsafe {
+    /// The job's nodes: per rank, the lowest rank of its node (from MPI's shared-memory
+    /// communicator, which this keeps as `node` for the node's shared window).
+    pub fn node_layout(&mut self) -> Result<Vec<u64>> {
+        // SAFETY: out-parameters are ours; the communicator is freed in finalize.
+        let leader = unsafe {
             let mut node: MPI_Comm = std::mem::zeroed();
             check("MPI_Comm_split_type", MPI_Comm_split_type(self.comm, RSMPI_COMM_TYPE_SHARED, 0, RSMPI_INFO_NULL, &mut node))?;
-            let mut n: c_int = 0;
-            MPI_Comm_size(node, &mut n);
-            MPI_Comm_free(&mut node);
-            Ok(n as usize == self.size)
-        }
+            check("MPI_Comm_set_errhandler", MPI_Comm_set_errhandler(node, RSMPI_ERRORS_RETURN))?;
+            self.node = Some(node);
+            // The node's lowest rank names it: node rank 0 of a split keyed by world rank.
+            let mut lowest = self.rank as u64;
+            check("MPI_Bcast", MPI_Bcast(&mut lowest as *mut u64 as *mut _, 1, RSMPI_UINT64_T, 0, node))?;
+            lowest
+        };
+        self.allgather_u64(leader)
     }
 
-    /// Collectively allocates `len` bytes per rank as one *shared* window (every rank on this
-    /// host maps every other's part; displacement unit 1); returns where each rank's part starts
-    /// in this process. The window is also the heap's RMA window.
-    pub fn allocate_shared_heap(&mut self, len: usize) -> Result<Vec<*mut u8>> {
+    /// Collectively allocates `len` bytes per rank as one *shared* window over the whole job
+    /// (`whole_job`: every rank is on this host) or over this node's ranks (`node_layout`
+    /// first); returns where each of its ranks' parts starts in this process, in the order of
+    /// their ranks. Over the whole job the window is also the heap's RMA window; a node's
+    /// window is memory only (the heap's window over the job is `create_heap_window`).
+    pub fn allocate_shared_heap(&mut self, len: usize, whole_job: bool) -> Result<Vec<*mut u8>> {
+        let comm = if whole_job { self.comm } else { self.node.expect("node_layout ran first") };
         // SAFETY: out-parameters are ours; MPI owns the memory until MPI_Win_free.
         unsafe {
+            let mut n: c_int = 0;
+            MPI_Comm_size(comm, &mut n);
             let mut info: MPI_Info = std::mem::zeroed();
             check("MPI_Info_create", MPI_Info_create(&mut info))?;
             // Each rank's part on its own pages: its heap stays page-aligned in every process.
             MPI_Info_set(info, c"alloc_shared_noncontig".as_ptr(), c"true".as_ptr());
             let mut base: *mut u8 = std::ptr::null_mut();
             let mut win: MPI_Win = std::mem::zeroed();
-            let r = MPI_Win_allocate_shared(len as MPI_Aint, 1, info, self.comm, &mut base as *mut *mut u8 as *mut _, &mut win);
+            let r = MPI_Win_allocate_shared(len as MPI_Aint, 1, info, comm, &mut base as *mut *mut u8 as *mut _, &mut win);
             MPI_Info_free(&mut info);
             check("MPI_Win_allocate_shared (the symmetric heap and tables; ACTIVERMA_SEGMENT_SIZE sets the heap's size)", r)?;
-            let mut parts = Vec::with_capacity(self.size);
-            for rank in 0..self.size {
+            let mut parts = Vec::with_capacity(n as usize);
+            for rank in 0..n {
                 let (mut size, mut unit): (MPI_Aint, c_int) = (0, 0);
                 let mut ptr: *mut u8 = std::ptr::null_mut();
-                check(
-                    "MPI_Win_shared_query",
-                    MPI_Win_shared_query(win, rank as c_int, &mut size, &mut unit, &mut ptr as *mut *mut u8 as *mut _),
-                )?;
+                check("MPI_Win_shared_query", MPI_Win_shared_query(win, rank, &mut size, &mut unit, &mut ptr as *mut *mut u8 as *mut _))?;
                 parts.push(ptr);
             }
-            open_epoch(win, self.size as c_int)?;
-            self.heap_win = Some(win);
+            if whole_job {
+                open_epoch(win, self.size as c_int)?;
+                self.heap_win = Some(win);
+            } else {
+                self.node_win = Some(win);
+            }
             Ok(parts)
         }
+    }
+
+    /// The heap's RMA window over the whole job on memory we have (a part of the node's shared
+    /// window, or a private mapping): how ranks of other nodes reach our segments.
+    pub fn create_heap_window(&mut self, base: *mut u8, len: usize) -> Result<()> {
+        // SAFETY: the caller keeps [base, base+len) alive until finalize frees the window.
+        unsafe {
+            let mut win: MPI_Win = std::mem::zeroed();
+            check(
+                "MPI_Win_create (the symmetric heap's window)",
+                MPI_Win_create(base as *mut _, len as MPI_Aint, 1, RSMPI_INFO_NULL, self.comm, &mut win),
+            )?;
+            open_epoch(win, self.size as c_int)?;
+            self.heap_win = Some(win);
+        }
+        Ok(())
     }
 
     pub fn rank(&self) -> Rank {
@@ -387,6 +418,13 @@ impl Mpi {
             }
             // Everyone is done with every message and access before anyone tears down.
             check("MPI_Barrier", MPI_Barrier(self.comm))?;
+            // The node's memory goes after the heap window made on it.
+            if let Some(mut w) = self.node_win.take() {
+                check("MPI_Win_free", MPI_Win_free(&mut w))?;
+            }
+            if let Some(mut c) = self.node.take() {
+                check("MPI_Comm_free", MPI_Comm_free(&mut c))?;
+            }
             check("MPI_Win_free", MPI_Win_free(&mut self.win))?;
             check("MPI_Comm_free", MPI_Comm_free(&mut self.comm))?;
             if self.owns_mpi {

@@ -53,8 +53,17 @@ pub struct MpiConduit {
     table_ptr: usize,
     table_len: usize,
     _table_map: Option<Mapping>,
-    /// The whole job is on this host and shares its heaps and tables (ACTIVERMA_MPI_SHARED).
+    /// The heap's memory when it is neither MPI's nor in a node's shared window.
+    _private_heap: Option<Mapping>,
+    /// The ranks of this node share their heaps and tables (ACTIVERMA_MPI_SHARED).
     shared: Option<Shared>,
+    /// Every rank of the job is on this host and mapped here: the heap's window is the shared
+    /// window, no one-sided operation ever goes through MPI.
+    all_mapped: bool,
+    /// Per rank, its node (see `Conduit::node_of`).
+    nodes: Vec<usize>,
+    /// What went through MPI, per target.
+    traffic: crate::traffic::Traffic,
     /// Per rank: where its heap starts (page-aligned) and where its heap window starts (the
     /// displacement origin, which MPI may not have page-aligned).
     heap_bases: Vec<usize>,
@@ -79,11 +88,12 @@ pub struct MpiConduit {
     timeout_s: f64,
 }
 
-/// Every rank's heap and table as mapped in this process, and its pid (for cross-memory attach
-/// to private memory): what the smp conduit has, over MPI's shared window.
+/// The heap and table of every rank of this node as mapped in this process (None for ranks of
+/// other nodes), and every rank's pid (for cross-memory attach to private memory): what the
+/// smp conduit has, over MPI's shared window of the node.
 struct Shared {
-    heaps: Vec<usize>,
-    tables: Vec<usize>,
+    heaps: Vec<Option<usize>>,
+    tables: Vec<Option<usize>>,
     pids: Vec<i32>,
 }
 
@@ -94,16 +104,26 @@ impl MpiConduit {
         let mut mpi = Mpi::init(over)?;
         let (rank, size) = (mpi.rank(), mpi.size());
         let ps = page_size();
-        let share = cfg.get_enum(settings::MPI_SHARED)? == "auto" && mpi.whole_job_on_one_host()?;
-        // One shared window: per rank a spare page (alignment), the heap, the table. An MPI
-        // whose one-sided component cannot make shared windows (e.g. Open MPI with
-        // `--mca osc rdma`) fails on every rank alike: then the heap is an ordinary window.
+        let leaders = mpi.node_layout()?;
+        let my_node: Vec<Rank> = (0..size).filter(|&r| leaders[r] == leaders[rank]).collect();
+        let whole_job = my_node.len() == size;
+        let wanted = cfg.get_enum(settings::MPI_SHARED)? == "auto";
+        let share = wanted && my_node.len() > 1;
+        // Job-wide (the setting is the same everywhere): the heap's window over a job that
+        // spans nodes is made on memory each rank has (MPI_Win_create), since MPI cannot
+        // allocate a window that is shared within nodes only.
+        let window_on_own_memory = wanted && !whole_job;
+        let verbose = cfg.get_bool(settings::VERBOSE)?;
+        // One shared window per node (the whole job's when it is on one host): per rank a spare
+        // page (alignment), the heap, the table. An MPI whose one-sided component cannot make
+        // shared windows (e.g. Open MPI with `--mca osc rdma`) fails on every rank of the node
+        // alike: then its ranks keep their memory to themselves.
         let table_len = table_bytes.next_multiple_of(ps);
         let parts = if share {
-            match mpi.allocate_shared_heap(heap_size + ps + table_len) {
+            match mpi.allocate_shared_heap(heap_size + ps + table_len, whole_job) {
                 Ok(parts) => Some(parts),
                 Err(e) => {
-                    if cfg.get_bool(settings::VERBOSE)? {
+                    if verbose {
                         eprintln!("activerma: rank {rank}: no shared window ({e}); every access goes through MPI one-sided operations");
                     }
                     None
@@ -112,43 +132,65 @@ impl MpiConduit {
         } else {
             None
         };
+        let mut private_heap = None;
         let (win_base, table_ptr, table_map) = if let Some(parts) = &parts {
-            let win_base = parts[rank] as usize;
+            let win_base = parts[my_node.iter().position(|&r| r == rank).expect("we are on our node")] as usize;
             let table_ptr = win_base.next_multiple_of(ps) + heap_size;
             // SAFETY: our part of the window; the table must start zeroed (TargetTable::init).
             unsafe { std::ptr::write_bytes(table_ptr as *mut u8, 0, table_len) };
             (win_base, table_ptr, None)
         } else {
             // One spare page, so the heap itself can start on a page boundary.
-            let win_base = mpi.allocate_heap(heap_size + ps)? as usize;
+            let win_base = if !window_on_own_memory {
+                mpi.allocate_heap(heap_size + ps)? as usize
+            } else {
+                // A rank alone on its node, or a node whose shared window failed: its own
+                // memory, in the same kind of window as every other node's (collective).
+                let m = Mapping::anonymous(heap_size + ps, 0)?;
+                let base = m.ptr as usize;
+                private_heap = Some(m);
+                base
+            };
             let table = Mapping::anonymous(table_bytes, 0)?;
             (win_base, table.ptr as usize, Some(table))
         };
+        if window_on_own_memory {
+            mpi.create_heap_window(win_base as *mut u8, heap_size + ps)?;
+        }
         let heap_ptr = win_base.next_multiple_of(ps);
         let win_bases = mpi.allgather_u64(win_base as u64)?;
         let bases = mpi.allgather_u64(heap_ptr as u64)?;
+        // Collective: every rank takes part, whether or not its node shares memory.
+        let pids = mpi.allgather_u64(std::process::id() as u64)?;
         let shared = match parts {
             Some(parts) => {
-                let pids = mpi.allgather_u64(std::process::id() as u64)?;
-                // A rank's heap starts as far into its part as it does in its own process.
-                let heaps: Vec<usize> = (0..size).map(|r| parts[r] as usize + (bases[r] as usize - win_bases[r] as usize)).collect();
+                let mut heaps = vec![None; size];
+                for (&r, part) in my_node.iter().zip(parts) {
+                    // A rank's heap starts as far into its part as it does in its own process.
+                    heaps[r] = Some(part as usize + (bases[r] as usize - win_bases[r] as usize));
+                }
                 Some(Shared {
-                    tables: heaps.iter().map(|h| h + heap_size).collect(),
+                    tables: heaps.iter().map(|h| h.map(|h| h + heap_size)).collect(),
                     heaps,
                     pids: pids.into_iter().map(|p| p as i32).collect(),
                 })
             }
             None => None,
         };
+        let all_mapped = whole_job && shared.is_some();
+        // The nodes upper layers see are the groups that map each other: a rank whose memory is
+        // not shared (ACTIVERMA_MPI_SHARED=off, alone on its host, no shared window) is a
+        // node of its own.
+        let group = if shared.is_some() { leaders[rank] } else { rank as u64 };
+        let nodes = number_in_order(&mpi.allgather_u64(group)?);
         let am = am::Endpoints::new(&mut mpi, size)?;
         let calling_thread_only = mpi.calling_thread_only;
         let mpi = Arc::new(Mutex::new(mpi));
         let calls = Arc::new(std::sync::atomic::AtomicU64::new(0));
-        // On the shared heap every one-sided access is a CPU load/store or a CMA call: nothing
-        // waits for MPI's progress engine, and a pump's wake-ups only cost (1 MiB puts ran
-        // 1.4x slower with it).
-        // Nor is there one when only the calling thread may call MPI.
-        let pump_us = if shared.is_some() || calling_thread_only.is_some() { 0 } else { cfg.get_u64(settings::MPI_ASYNC_PROGRESS_US)? };
+        // On the one-host shared heap every one-sided access is a CPU load/store or a CMA call:
+        // nothing waits for MPI's progress engine, and a pump's wake-ups only cost (1 MiB puts
+        // ran 1.4x slower with it). Nor is there one when only the calling thread may call MPI.
+        let pump_us = if all_mapped || calling_thread_only.is_some() { 0 } else { cfg.get_u64(settings::MPI_ASYNC_PROGRESS_US)? };
         let pump = progress_pump(mpi.clone(), calls.clone(), pump_us)?;
         Ok(MpiConduit {
             rank,
@@ -164,12 +206,16 @@ impl MpiConduit {
             table_ptr,
             table_len: table_map.as_ref().map_or(table_bytes.next_multiple_of(ps), |m| m.len),
             _table_map: table_map,
+            _private_heap: private_heap,
             am,
             unflushed: (0..size).map(|_| AtomicU8::new(0)).collect(),
             finalized: AtomicBool::new(false),
-            // Shared: every atomic is a CPU atomic on the shared heap (all ranks are here).
-            cpu_atomics_coherent: shared.is_some() || Mpi::library_version().starts_with("Open MPI"),
+            // All mapped: every atomic is a CPU atomic on the shared heap.
+            cpu_atomics_coherent: all_mapped || Mpi::library_version().starts_with("Open MPI"),
+            all_mapped,
             shared,
+            nodes,
+            traffic: crate::traffic::Traffic::new(size),
             poll_lock: AtomicBool::new(false),
             timeout_s: cfg.get_f64(settings::TIMEOUT_S)?,
         })
@@ -213,7 +259,7 @@ impl MpiConduit {
     /// Whether our memory at `addr` belongs in the dynamic window: everything outside the heap,
     /// and segments too where atomics go through it (see `cpu_atomics_coherent`).
     fn in_dynamic_window(&self, addr: usize) -> bool {
-        !self.in_heap(self.rank, addr) || (self.cpu_atomics_coherent && self.shared.is_none())
+        !self.in_heap(self.rank, addr) || (self.cpu_atomics_coherent && !self.all_mapped)
     }
 
     /// Where atomics go: see `cpu_atomics_coherent`.
@@ -242,11 +288,11 @@ impl MpiConduit {
         Ok(())
     }
 
-    /// The process id of `rank` for cross-memory attach: ranks of the one-host shared heap only.
+    /// The process id of `rank` for cross-memory attach: ranks of this node's shared heap only.
     fn shared_pid(&self, rank: Rank) -> Result<i32> {
         match &self.shared {
-            Some(s) => Ok(s.pids[rank]),
-            None => Err(Error::Unsupported(format!(
+            Some(s) if s.heaps[rank].is_some() => Ok(s.pids[rank]),
+            _ => Err(Error::Unsupported(format!(
                 "cross-memory attach to rank {rank}: the mpi conduit reaches private memory through the target"
             ))),
         }
@@ -275,6 +321,14 @@ impl MpiConduit {
             }
         }
     }
+}
+
+/// Numbers the distinct values in increasing order: 0 for the smallest, and so on.
+fn number_in_order(values: &[u64]) -> Vec<usize> {
+    let mut order = values.to_vec();
+    order.sort_unstable();
+    order.dedup();
+    values.iter().map(|v| order.binary_search(v).expect("every value is listed")).collect()
 }
 
 /// How far the progress pump backs off while the rank calls MPI itself (see `progress_pump`).
@@ -333,7 +387,11 @@ impl Conduit for MpiConduit {
 
     fn am_try_send(&self, dst: Rank, header: FragHeader, payload: &[u8], deliver_at_ns: u64) -> Result<bool> {
         let mut mpi = self.live()?;
-        self.am.try_send(&mut mpi, dst, header, payload, deliver_at_ns)
+        let sent = self.am.try_send(&mut mpi, dst, header, payload, deliver_at_ns)?;
+        if sent {
+            self.traffic.am(dst, payload.len());
+        }
+        Ok(sent)
     }
 
     fn am_poll(&self, budget: usize, f: &mut dyn FnMut(Rank, FragHeader, &[u8])) -> usize {
@@ -355,8 +413,8 @@ impl Conduit for MpiConduit {
     }
 
     fn heap_window(&self, rank: Rank) -> Option<Window> {
-        match &self.shared {
-            Some(s) => Some(Window { local: s.heaps[rank] as *mut u8, remote_base: self.heap_bases[rank], len: self.heap_len }),
+        match self.shared.as_ref().and_then(|s| s.heaps[rank]) {
+            Some(h) => Some(Window { local: h as *mut u8, remote_base: self.heap_bases[rank], len: self.heap_len }),
             None => {
                 (rank == self.rank).then_some(Window { local: self.heap_ptr as *mut u8, remote_base: self.heap_ptr, len: self.heap_len })
             }
@@ -368,10 +426,18 @@ impl Conduit for MpiConduit {
     }
 
     fn table_window(&self, rank: Rank) -> Option<Window> {
-        match &self.shared {
-            Some(s) => Some(Window { local: s.tables[rank] as *mut u8, remote_base: 0, len: self.table_len }),
+        match self.shared.as_ref().and_then(|s| s.tables[rank]) {
+            Some(t) => Some(Window { local: t as *mut u8, remote_base: 0, len: self.table_len }),
             None => (rank == self.rank).then_some(Window { local: self.table_ptr as *mut u8, remote_base: 0, len: self.table_len }),
         }
+    }
+
+    fn node_of(&self, rank: Rank) -> usize {
+        self.nodes[rank]
+    }
+
+    fn traffic(&self) -> Option<&crate::traffic::Traffic> {
+        Some(&self.traffic)
     }
 
     /// The heap is in its window from the start; other memory is attached to the dynamic
@@ -397,6 +463,7 @@ impl Conduit for MpiConduit {
     fn rma_put(&self, rank: Rank, addr: usize, src: &[u8], complete: bool) -> Result<()> {
         let mut mpi = self.live()?;
         let (t, window) = self.target(&mpi, rank, addr);
+        self.traffic.rma(rank, src.len());
         rma::put(&mut mpi, t, src, complete)?;
         if !complete {
             self.unflushed[rank].fetch_or(window, Ordering::Relaxed);
@@ -408,6 +475,7 @@ impl Conduit for MpiConduit {
         let mut mpi = self.live()?;
         self.flush_pending(&mut mpi, Some(rank))?;
         let (t, _) = self.target(&mpi, rank, addr);
+        self.traffic.rma(rank, dst.len());
         rma::get(&mut mpi, t, dst)
     }
 
@@ -419,6 +487,7 @@ impl Conduit for MpiConduit {
         // Puts still pending to the rank go first: MPI does not order puts.
         self.flush_pending(&mut mpi, Some(rank))?;
         let packed: Vec<u8> = pieces.iter().flat_map(|p| p.1.iter().copied()).collect();
+        self.traffic.rma(rank, packed.len());
         rma::put_list(&mut mpi, win, rank, &disps, &packed)?;
         Ok(true)
     }
@@ -430,6 +499,7 @@ impl Conduit for MpiConduit {
         };
         self.flush_pending(&mut mpi, Some(rank))?;
         let mut packed = vec![0u8; disps.iter().map(|d| d.1).sum()];
+        self.traffic.rma(rank, packed.len());
         rma::get_list(&mut mpi, win, rank, &disps, &mut packed)?;
         let mut at = 0;
         for (_, dst) in pieces.iter_mut() {
@@ -443,6 +513,7 @@ impl Conduit for MpiConduit {
         let mut mpi = self.live()?;
         self.flush_pending(&mut mpi, Some(rank))?;
         let t = self.atomic_target(&mpi, rank, addr);
+        self.traffic.rma(rank, width.bytes());
         rma::atomic(&mut mpi, t, op, width)
     }
 

@@ -8,7 +8,7 @@
 //!               to a peer in a respawn job: apart from the busy RankInfo lines
 //! barrier       arrival counter and generation                                 (own lines)
 //! exchange      n × EXCHANGE_CHUNK bytes for allgather rounds
-//! rings         n × n AM rings, ring(src,dst) = RingCtl + slots
+//! inboxes       n AM inboxes, inbox(dst) = InboxCtl + slots (every sender's fragments)
 //! tables        n × table_bytes, each rank's translation table (format owned by `mem`)
 //! ```
 //! The symmetric heaps live in a second memfd, n × heap_size, mapped contiguously.
@@ -16,7 +16,7 @@
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64};
 
 pub const MAGIC: u64 = 0x6163_7469_7665_524d; // "activeRM"
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 pub const EXCHANGE_CHUNK: usize = 4096;
 const LINE: usize = 128; // two cache lines: keeps adjacent-line prefetch from false sharing
 
@@ -80,28 +80,6 @@ pub struct BarrierCtl {
     pub generation: Line32,
 }
 
-/// Ring control: the consumer's head on its own line; the producer's tail is private to it.
-#[repr(C, align(128))]
-pub struct RingCtl {
-    pub head: AtomicU64,
-    _pad: [u8; LINE - 8],
-    pub tail: AtomicU64,
-}
-
-/// Slot header; payload follows. `stamp == ticket + 1` once the slot is complete.
-#[repr(C)]
-pub struct SlotHeader {
-    pub stamp: AtomicU64,
-    pub len: u32,
-    /// Respawn jobs: the incarnation of the destination the message is for (high 16 bits) and
-    /// the sender's (low 16).
-    pub tag: u32,
-    pub deliver_at: u64,
-    pub am: [u64; 2],
-}
-
-pub const SLOT_HEADER: usize = std::mem::size_of::<SlotHeader>();
-
 fn round_up(x: usize, to: usize) -> usize {
     x.div_ceil(to) * to
 }
@@ -112,8 +90,8 @@ pub struct Offsets {
     pub lives: usize,
     pub barrier: usize,
     pub exchange: usize,
-    pub rings: usize,
-    pub ring_bytes: usize,
+    pub inboxes: usize,
+    pub inbox_bytes: usize,
     pub tables: usize,
     pub table_bytes: usize,
     pub total: usize,
@@ -127,10 +105,10 @@ impl JobParams {
         let lives = round_up(ranks + n * std::mem::size_of::<RankInfo>(), LINE);
         let barrier = round_up(lives + n * 4, LINE);
         let exchange = round_up(barrier + std::mem::size_of::<BarrierCtl>(), LINE);
-        let rings = round_up(exchange + n * EXCHANGE_CHUNK + LINE, page);
-        let ring_bytes = round_up(std::mem::size_of::<RingCtl>() + self.am_slots as usize * self.am_slot_size as usize, page);
-        let tables = round_up(rings + n * n * ring_bytes, page);
+        let inboxes = round_up(exchange + n * EXCHANGE_CHUNK + LINE, page);
+        let inbox_bytes = round_up(crate::inbox::Inbox::bytes(self.am_slots as usize, self.am_slot_size as usize), page);
+        let tables = round_up(inboxes + n * inbox_bytes, page);
         let table_bytes = round_up(self.table_bytes as usize, page);
-        Offsets { ranks, lives, barrier, exchange, rings, ring_bytes, tables, table_bytes, total: tables + n * table_bytes }
+        Offsets { ranks, lives, barrier, exchange, inboxes, inbox_bytes, tables, table_bytes, total: tables + n * table_bytes }
     }
 }

@@ -1,22 +1,22 @@
 //! The `smp` conduit: ranks are processes on one host. Segments and the translation tables live
 //! in shared memory that every rank maps; private memory is reached by cross-memory attach;
-//! active messages travel through per-pair single-producer rings in shared memory; a sleeping
-//! progress thread is woken with a futex.
+//! active messages travel through each rank's inbox in shared memory (one many-producer queue
+//! per rank, `inbox.rs`); a sleeping progress thread is woken with a futex.
 
 pub mod cma;
 pub mod files;
 pub mod layout;
-mod rings;
 
 use crate::liveness::{self, Liveness, DOWN};
 use crate::mapping::{Mapping, HEAP_HINT};
+use crate::inbox::{Inbox, NotYetDue, SLOT_HEADER};
 use crate::{Conduit, FragHeader, PeerStatus, Window};
 use activerma_core::backoff::Backoff;
 use activerma_core::clock::Deadline;
 use activerma_core::{futex, settings, Config, Error, Rank, Result};
 use layout::*;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{fence, AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Environment variables the launcher hands to each rank (not user settings).
@@ -161,11 +161,20 @@ pub struct SmpConduit {
     heaps: Mapping,
     params: JobParams,
     off: Offsets,
-    send_locks: Vec<AtomicBool>,
+    /// Taken by the thread that polls the inbox (one at a time: fragments of a message must be
+    /// handled in order), with the fragments the modelled network has not delivered yet.
     poll_lock: AtomicBool,
+    not_yet_due: std::sync::Mutex<NotYetDue>,
+    holding: AtomicBool,
+    /// Per destination, its inbox's head as this rank last read it (`Inbox::try_push`).
+    seen_heads: Vec<AtomicU64>,
     timeout_s: f64,
-    /// Peers' heaps and tables are not offered to upper layers (ACTIVERMA_SMP_EMULATE_REMOTE).
-    emulate_remote: bool,
+    /// Emulated hosts of this many consecutive ranks each (0: one host): heaps and tables of
+    /// ranks on other emulated hosts are not offered to upper layers, which then take the
+    /// cross-host paths (ACTIVERMA_SMP_RANKS_PER_HOST, ACTIVERMA_SMP_EMULATE_REMOTE).
+    ranks_per_host: usize,
+    /// What went through the emulated engine, per target.
+    traffic: crate::traffic::Traffic,
     /// Respawn jobs: the incarnations this process talks to.
     liveness: Option<Arc<Liveness>>,
     incarnation: u32,
@@ -285,10 +294,13 @@ impl SmpConduit {
             heaps,
             params,
             off,
-            send_locks: (0..n).map(|_| AtomicBool::new(false)).collect(),
             poll_lock: AtomicBool::new(false),
+            not_yet_due: Default::default(),
+            holding: AtomicBool::new(false),
+            seen_heads: (0..n).map(|_| AtomicU64::new(0)).collect(),
             timeout_s: cfg.get_f64(settings::TIMEOUT_S)?,
-            emulate_remote: cfg.get_bool(settings::SMP_EMULATE_REMOTE)?,
+            ranks_per_host: emulated_hosts(cfg)?,
+            traffic: crate::traffic::Traffic::new(n),
             liveness,
             incarnation,
             heard: (0..n).map(|_| AtomicU32::new(0)).collect(),
@@ -327,10 +339,19 @@ impl SmpConduit {
         unsafe { self.ctrl.ptr.add(self.off.exchange + rank * EXCHANGE_CHUNK) }
     }
 
-    fn ring(&self, src: Rank, dst: Rank) -> rings::Ring {
-        // SAFETY: ring (src,dst) lies inside the mapping.
-        let base = unsafe { self.ctrl.ptr.add(self.off.rings + (src * self.nranks + dst) * self.off.ring_bytes) };
-        rings::Ring::new(base, self.params.am_slots as usize, self.params.am_slot_size as usize)
+    fn inbox(&self, rank: Rank) -> Inbox {
+        // SAFETY: rank's inbox lies inside the mapping (page-aligned), and is used as nothing else.
+        unsafe {
+            let base = self.ctrl.ptr.add(self.off.inboxes + rank * self.off.inbox_bytes);
+            Inbox::new(base, self.params.am_slots as usize, self.params.am_slot_size as usize)
+        }
+    }
+
+    /// Whether `incarnation` of `rank` has died (respawn jobs: a replacement is counted once
+    /// it dies), for the inbox's holes (`Inbox::drain`). Without respawn a death ends the job.
+    fn incarnation_dead(&self, rank: u32, incarnation: u32) -> bool {
+        let Some(l) = &self.liveness else { return false };
+        (rank as usize) < self.nranks && liveness::incarnation_of(l.word(rank as usize).load(Ordering::Acquire)) & 0xffff > incarnation
     }
 
     /// Why a collective cannot complete: a peer that failed (respawn jobs) or is gone.
@@ -460,12 +481,8 @@ impl Conduit for SmpConduit {
 
     fn am_try_send(&self, dst: Rank, header: FragHeader, payload: &[u8], deliver_at_ns: u64) -> Result<bool> {
         debug_assert!(payload.len() <= self.am_fragment_capacity());
-        let lock = &self.send_locks[dst];
-        while lock.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
-            std::hint::spin_loop();
-        }
-        let sent = self.ring(self.rank, dst).try_push(header, payload, deliver_at_ns, self.tag_for(dst));
-        lock.store(false, Ordering::Release);
+        let who = (self.incarnation & 0xffff) << 16 | self.rank as u32;
+        let sent = self.inbox(dst).try_push(who, &self.seen_heads[dst], header, payload, deliver_at_ns, self.tag_for(dst));
         if sent {
             self.wake_if_sleeping(dst);
         }
@@ -476,23 +493,34 @@ impl Conduit for SmpConduit {
         if self.poll_lock.swap(true, Ordering::Acquire) {
             return 0; // another thread of this rank is polling
         }
-        let mut handled = 0;
-        for src in 0..self.nranks {
-            handled += self.ring(src, self.rank).drain(budget - handled, &mut |h, p, tag| {
-                if self.accept_tag(src, tag) {
-                    f(src, h, p)
-                }
-            });
-            if handled >= budget {
-                break;
+        let mut deliver = |frag: crate::inbox::Fragment| {
+            if self.accept_tag(frag.src as Rank, frag.tag) {
+                f(frag.src as Rank, frag.am, frag.payload)
             }
+        };
+        let mut handled = 0;
+        if self.holding.load(Ordering::Relaxed) {
+            let mut held = self.not_yet_due.lock().unwrap();
+            handled += held.deliver_due(activerma_core::clock::now_ns(), budget, &mut deliver);
+            self.holding.store(!held.is_empty(), Ordering::Relaxed);
         }
+        handled += self.inbox(self.rank).drain(budget - handled, &|r, i| self.incarnation_dead(r, i), &mut |frag| {
+            // The modelled network: a fragment not yet due, or behind one of its sender's that
+            // is not, waits outside the inbox (so other senders' fragments are not held up).
+            let early = frag.deliver_at != 0 && activerma_core::clock::now_ns() < frag.deliver_at;
+            if early || (self.holding.load(Ordering::Relaxed) && self.not_yet_due.lock().unwrap().holds(frag.src)) {
+                self.not_yet_due.lock().unwrap().hold(&frag);
+                self.holding.store(true, Ordering::Relaxed);
+            } else {
+                deliver(frag);
+            }
+        });
         self.poll_lock.store(false, Ordering::Release);
         handled
     }
 
     fn heap_window(&self, rank: Rank) -> Option<Window> {
-        if self.emulate_remote && rank != self.rank {
+        if !self.same_host(rank) {
             return None;
         }
         self.mapped_heap(rank)
@@ -505,11 +533,12 @@ impl Conduit for SmpConduit {
     /// Emulating other hosts, the engine also reaches private memory a target registered for
     /// a rendezvous (the target checked the range before confirming it).
     fn rma_reaches_registered(&self) -> bool {
-        self.emulate_remote
+        self.ranks_per_host != 0
     }
 
     fn rma_put(&self, rank: Rank, addr: usize, src: &[u8], _complete: bool) -> Result<()> {
-        if self.emulate_remote && self.outside_heap(rank, addr) {
+        self.traffic.rma(rank, src.len());
+        if !self.same_host(rank) && self.outside_heap(rank, addr) {
             return self.cma_write(rank, addr, src);
         }
         let dst = self.emulated_engine(rank, addr, src.len())?;
@@ -520,7 +549,8 @@ impl Conduit for SmpConduit {
     }
 
     fn rma_get(&self, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<()> {
-        if self.emulate_remote && self.outside_heap(rank, addr) {
+        self.traffic.rma(rank, dst.len());
+        if !self.same_host(rank) && self.outside_heap(rank, addr) {
             return self.cma_read(rank, addr, dst);
         }
         let src = self.emulated_engine(rank, addr, dst.len())?;
@@ -531,13 +561,14 @@ impl Conduit for SmpConduit {
     }
 
     fn rma_atomic(&self, rank: Rank, addr: usize, op: crate::AtomicOp, width: crate::Width) -> Result<u64> {
+        self.traffic.rma(rank, width.bytes());
         let p = self.emulated_engine(rank, addr, width.bytes())?;
         // SAFETY: inside the mapping; the caller checked the alignment to the width.
         Ok(unsafe { crate::apply_atomic_at(p, op, width) })
     }
 
     fn table_window(&self, rank: Rank) -> Option<Window> {
-        if self.emulate_remote && rank != self.rank {
+        if !self.same_host(rank) {
             return None;
         }
         // SAFETY: rank's table lies inside the control mapping.
@@ -559,6 +590,18 @@ impl Conduit for SmpConduit {
 
     fn cma_readv(&self, rank: Rank, pieces: &mut [(usize, &mut [u8])], max_iov: usize) -> Result<usize> {
         cma::readv(self.info(rank).pid.load(Ordering::Acquire) as i32, rank, pieces, max_iov)
+    }
+
+    fn node_of(&self, rank: Rank) -> usize {
+        rank.checked_div(self.ranks_per_host).unwrap_or(0)
+    }
+
+    fn traffic(&self) -> Option<&crate::traffic::Traffic> {
+        Some(&self.traffic)
+    }
+
+    fn control_memory(&self) -> Option<(usize, usize)> {
+        Some((self.ctrl.len, self.ctrl.resident_bytes().ok()?))
     }
 
     fn peer_pid(&self, rank: Rank) -> Option<i32> {
@@ -653,7 +696,30 @@ impl Conduit for SmpConduit {
     }
 }
 
+/// Ranks per emulated host (0: every rank on one host): ACTIVERMA_SMP_RANKS_PER_HOST, or 1
+/// under ACTIVERMA_SMP_EMULATE_REMOTE (every rank a host of its own).
+fn emulated_hosts(cfg: &Config) -> Result<usize> {
+    let per_host = cfg.get_u64(settings::SMP_RANKS_PER_HOST)? as usize;
+    if !cfg.get_bool(settings::SMP_EMULATE_REMOTE)? {
+        return Ok(per_host);
+    }
+    if per_host > 1 {
+        return Err(Error::BadSetting {
+            name: settings::SMP_RANKS_PER_HOST.into(),
+            value: per_host.to_string(),
+            why: "with ACTIVERMA_SMP_EMULATE_REMOTE=1 every rank is a host of its own: 0 or 1".into(),
+        });
+    }
+    Ok(1)
+}
+
 impl SmpConduit {
+    /// Whether `rank` runs on this rank's (emulated) host.
+    #[inline]
+    fn same_host(&self, rank: Rank) -> bool {
+        self.node_of(rank) == self.node_of(self.rank)
+    }
+
     /// Rank's heap as mapped here (every heap of the job is).
     fn mapped_heap(&self, rank: Rank) -> Option<Window> {
         let base = self.info(rank).heap_base.load(Ordering::Acquire) as usize;

@@ -9,7 +9,7 @@ use activerma_dht::{Dht, Layout, Mix, Variant};
 pub fn dht_variants_agree() -> Result<()> {
     let w = activerma::init()?;
     // Across hosts every active put is a request to the target and back: fewer of them.
-    let inserts = if super::expect_protocol("local", "remote") == "remote" { 600 } else { 4000 };
+    let inserts = if super::spans_hosts(&w) { 600 } else { 4000 };
     let mix = Mix { ranks: w.size(), inserts, collisions: 0.25, table: 1 << 14, seed: 3, delete_every: 5, skew: 0.0 };
     let load = mix.workload(w.rank()).map_err(Error::InvalidArgument)?;
     let mut dht = Dht::new(&w, Layout::new(mix.table, mix.heap_cells()))?;
@@ -27,7 +27,7 @@ pub fn dht_variants_agree() -> Result<()> {
 /// arrays was written by a put to exactly that word (the app checks both and fails otherwise).
 pub fn counter_variants_agree() -> Result<()> {
     let w = activerma::init()?;
-    let accesses = if super::expect_protocol("local", "remote") == "remote" { 600 } else { 5000 };
+    let accesses = if super::spans_hosts(&w) { 600 } else { 5000 };
     let mix = activerma_counter::Mix { ranks: w.size(), accesses, puts: 0.5, pages: 64, seed: 5 };
     let load = mix.workload(w.rank()).map_err(Error::InvalidArgument)?;
     let mut c = activerma_counter::Counter::new(&w, mix)?;

@@ -11,6 +11,7 @@ mod faults;
 mod firehose;
 mod ft_sort;
 mod noncontig;
+mod nodes;
 pub mod output;
 mod part;
 mod randomized;
@@ -72,6 +73,7 @@ pub fn run(case: &str) -> i32 {
         "dsm_contract" => dsm::dsm_contract(),
         "dsm_apps" => dsm::dsm_apps(),
         "dsm_lock_holder_dies" => dsm::dsm_lock_holder_dies(),
+        "node_paths" => nodes::node_paths(),
         other => {
             eprintln!("unknown case {other}");
             return 2;
@@ -91,15 +93,23 @@ pub fn pattern(src: usize, region: usize, offset: usize) -> u8 {
     (src.wrapping_mul(131) ^ region.wrapping_mul(29) ^ offset.wrapping_mul(7) ^ (offset >> 8)) as u8
 }
 
-/// The protocol expected towards another rank: the on-host one, or the cross-host one on the
-/// mpi conduit or when the job emulates other hosts (ACTIVERMA_SMP_EMULATE_REMOTE=1).
-pub fn expect_protocol(on_host: &'static str, cross_host: &'static str) -> &'static str {
-    let env_is = |k: &str, v: &str| std::env::var(k).is_ok_and(|x| x == v);
-    // On the mpi conduit a one-host job maps every rank's memory unless ACTIVERMA_MPI_SHARED=off.
-    if env_is("ACTIVERMA_SMP_EMULATE_REMOTE", "1") || (env_is("ACTIVERMA_CONDUIT", "mpi") && env_is("ACTIVERMA_MPI_SHARED", "off")) {
-        cross_host
-    } else {
+/// Whether `target` runs on this rank's host (node): then it is reached with the CPU, else
+/// through the network (the mpi conduit across hosts, or the smp conduit emulating hosts).
+pub fn same_host(w: &World, target: usize) -> bool {
+    w.node_of(target).unwrap() == w.node_of(w.rank()).unwrap()
+}
+
+/// Whether some rank of the job runs on another host than this one.
+pub fn spans_hosts(w: &World) -> bool {
+    (0..w.size()).any(|r| !same_host(w, r))
+}
+
+/// The protocol expected towards `target`: the on-host one, or the cross-host one.
+pub fn expect_protocol(w: &World, target: usize, on_host: &'static str, cross_host: &'static str) -> &'static str {
+    if same_host(w, target) {
         on_host
+    } else {
+        cross_host
     }
 }
 
@@ -107,8 +117,8 @@ pub fn expect_protocol(on_host: &'static str, cross_host: &'static str) -> &'sta
 /// job's registration strategy, once this origin has accessed the range itself: a registration
 /// hit (cma), the bounce path, or under rendezvous-unpin either (another origin's registration
 /// may still hold the pages).
-pub fn private_protocols(op: &str) -> Vec<String> {
-    if expect_protocol("local", "remote") == "remote" {
+pub fn private_protocols(w: &World, target: usize, op: &str) -> Vec<String> {
+    if !same_host(w, target) {
         return vec![format!("{op}_am")];
     }
     let strategy = std::env::var("ACTIVERMA_REGISTRATION").unwrap_or_default();

@@ -3,7 +3,7 @@
 //! nowhere else, a refused piece is named by its own address, and — where the whole list is
 //! checked first (host-assisted, packed) — a refused list writes nothing.
 
-use super::{expect_protocol, offer, pattern, Offered};
+use super::{offer, pattern, same_host, Offered};
 use activerma::{Error, Noncontig, RemotePtr, Result, StridedPattern, World};
 use std::sync::atomic::Ordering;
 
@@ -40,13 +40,13 @@ pub fn lists_of_pieces() -> Result<()> {
     let Offered { exposed, ro, seg, priv_addr, ro_addr } = offer(&w, &mut private, &read_only, n * REGION)?;
     let method = w.noncontig()?;
     let sge_max: u64 = activerma::settings::get_u64(activerma::settings::SGE_MAX)?;
-    let same_host = expect_protocol("local", "remote") == "local";
     let strategy = std::env::var("ACTIVERMA_REGISTRATION").unwrap_or_default();
     w.barrier()?;
 
     let patch = StridedPattern::new(PIECE, vec![ROWS], vec![STRIDE], vec![PIECE])?;
     let offsets = vector_offsets();
     for (t, &priv_base) in priv_addr.iter().enumerate() {
+        let same_host = same_host(&w, t);
         for (kind, base) in [("segment", seg.remote(t, 0).addr), ("private", priv_base as usize)] {
             let mine = base + me * REGION;
             // Strided: ROWS rows into the first half of our region, read back the same way.

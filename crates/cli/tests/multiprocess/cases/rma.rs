@@ -33,10 +33,12 @@ pub fn put_get_segment() -> Result<()> {
             }
         }
     }
-    let (p, why) = w.explain(seg.remote((me + 1) % n, 0), 8, "put")?;
-    assert_eq!(p.name(), expect_protocol("put_direct", "put_rma"), "{why}");
-    let (p, why) = w.explain(seg.remote((me + 1) % n, 8), 8, "atomic")?;
-    assert_eq!(p.name(), expect_protocol("atomic_direct", "atomic_rma"), "{why}");
+    let next = (me + 1) % n;
+    let (p, why) = w.explain(seg.remote(next, 0), 8, "put")?;
+    assert_eq!(p.name(), expect_protocol(&w, next, "put_direct", "put_rma"), "{why}");
+    let (p, why) = w.explain(seg.remote(next, 8), 8, "atomic")?;
+    let on_node = if w.cpu_atomics() { "atomic_direct" } else { "atomic_rma" };
+    assert_eq!(p.name(), expect_protocol(&w, next, on_node, "atomic_rma"), "{why}");
     w.finalize()
 }
 
@@ -116,7 +118,7 @@ pub fn private_memory() -> Result<()> {
         assert!(matches!(e, Error::NotExposed { .. }), "{e}");
         if t != me {
             let (p, _) = w.explain(at, 8, "put")?;
-            assert!(private_protocols("put").iter().any(|n| n == p.name()), "{} under this registration strategy", p.name());
+            assert!(private_protocols(&w, t, "put").iter().any(|n| n == p.name()), "{} under this registration strategy", p.name());
         }
     }
     w.barrier()?;
@@ -317,7 +319,7 @@ pub fn private_large_transfers() -> Result<()> {
             if t != me {
                 let (p, _) = w.explain(at, BIG, "put")?;
                 let across = if rendezvous_across { "put_rma_rendezvous" } else { "put_am" };
-                let want = expect_protocol("", across);
+                let want = expect_protocol(&w, t, "", across);
                 assert!(want.is_empty() || p.name() == want, "rank {me} -> {t}: {} for {BIG} B, expected {want}", p.name());
             }
             w.put(at, &data)?;

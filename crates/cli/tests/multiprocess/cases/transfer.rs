@@ -6,7 +6,7 @@
 //! and puts (`get_strided_nb_by`, `put_strided_nb_by`) by every protocol move exactly the
 //! pattern's pieces.
 
-use super::{expect_protocol, offer, pattern, Offered};
+use super::{offer, pattern, same_host, Offered};
 use activerma::{Error, RemotePtr, Result, StridedPattern, Transfer, World};
 
 /// Bytes of target memory each origin owns.
@@ -29,9 +29,8 @@ fn counters(w: &World, t: Transfer) -> (u64, u64) {
 
 /// The protocols `auto` may pick for private memory, by where the target is and the
 /// registration strategy (the core decides; this test only checks it is one of them).
-fn auto_private_ok(used: Transfer, own: bool, len: usize) -> bool {
+fn auto_private_ok(used: Transfer, own: bool, same_host: bool, len: usize) -> bool {
     let strategy = std::env::var("ACTIVERMA_REGISTRATION").unwrap_or_default();
-    let same_host = expect_protocol("local", "remote") == "local";
     match (own, same_host, strategy.as_str()) {
         (true, _, _) | (false, true, "" | "none" | "pin-all") => used == Transfer::ZeroCopy,
         (false, true, "bounce") => used == if len >= 256 << 10 { Transfer::Pipelined } else { Transfer::Buffered },
@@ -97,7 +96,7 @@ pub fn transfer_protocols() -> Result<()> {
                             // A pin refused by the memlock limit falls back to pipelined.
                             Transfer::DynamicRegistration => u == protocol || u == Transfer::Pipelined,
                             _ if kind == "segment" => u == Transfer::ZeroCopy,
-                            Transfer::Auto => auto_private_ok(u, own, len),
+                            Transfer::Auto => auto_private_ok(u, own, same_host(&w, t), len),
                             _ => u != Transfer::Pipelined,
                         };
                         assert!(ok, "rank {me}: {} to rank {t}'s {kind} memory ({len} B) moved as {u:?}", protocol.name());

@@ -1,0 +1,86 @@
+//! A job over several hosts (nodes): ranks agree on the layout, traffic to ranks of this node
+//! never takes the network path, and traffic to other nodes always does.
+
+use super::{same_host, share_u64};
+use activerma::{Prot, RemotePtr, Result, TrafficTo};
+
+const OPS: usize = 40;
+const LEN: usize = 64;
+
+/// The layout the driver asked for: consecutive runs of this many ranks per node (on the mpi
+/// conduit with ACTIVERMA_MPI_SHARED=off no rank maps another's memory: a node each).
+fn expected_ranks_per_node() -> Option<usize> {
+    if std::env::var("ACTIVERMA_MPI_SHARED").is_ok_and(|v| v == "off") && std::env::var("ACTIVERMA_CONDUIT").is_ok_and(|v| v == "mpi") {
+        return Some(1);
+    }
+    ["ACTIVERMA_TEST_RANKS_PER_NODE", "ACTIVERMA_SMP_RANKS_PER_HOST"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok().and_then(|v| v.parse().ok()).filter(|&k: &usize| k > 0))
+}
+
+pub fn node_paths() -> Result<()> {
+    let w = activerma::init()?;
+    let (me, n) = (w.rank(), w.size());
+    let nodes = share_u64(&w, w.node_of(me)? as u64)?;
+    for (r, &node) in nodes.iter().enumerate() {
+        assert_eq!(node, w.node_of(r)? as u64, "rank {me}: ranks disagree on the node of rank {r}");
+        if let Some(k) = expected_ranks_per_node() {
+            assert_eq!(node as usize, r / k, "rank {me}: rank {r} on node {node}, expected {} ({k} ranks per node)", r / k);
+        }
+    }
+    assert!(w.node_of(n).is_err(), "a rank past the job has no node");
+    let seg = w.alloc_segment(n * LEN + 8 * n)?;
+    let mut private = vec![0u8; n * LEN];
+    let exposed = w.expose(&mut private, Prot::ReadWrite)?;
+    let private_at = share_u64(&w, exposed.addr() as u64)?;
+    w.barrier()?;
+    let before: Vec<TrafficTo> = (0..n).map(|t| w.traffic_to(t)).collect::<Result<_>>()?;
+    let data: Vec<u8> = (0..LEN).map(|i| super::pattern(me, 9, i)).collect();
+    for (t, &theirs) in private_at.iter().enumerate() {
+        for _ in 0..OPS {
+            w.put(seg.remote(t, me * LEN), &data)?;
+            let mut back = vec![0u8; LEN];
+            w.get(seg.remote(t, me * LEN), &mut back)?;
+            assert_eq!(back, data, "rank {me}: segment round trip with rank {t}");
+            w.fetch_add(seg.remote(t, n * LEN + 8 * me), 1)?;
+            w.put(RemotePtr::new(t, theirs as usize + me * LEN), &data)?;
+            w.get(RemotePtr::new(t, theirs as usize + me * LEN), &mut back)?;
+            assert_eq!(back, data, "rank {me}: private round trip with rank {t}");
+        }
+    }
+    w.flush_all()?;
+    let after: Vec<TrafficTo> = (0..n).map(|t| w.traffic_to(t)).collect::<Result<_>>()?;
+    for t in 0..n {
+        let (b, a) = (before[t], after[t]);
+        let sent = TrafficTo {
+            rma_ops: a.rma_ops - b.rma_ops,
+            rma_bytes: a.rma_bytes - b.rma_bytes,
+            am_fragments: a.am_fragments - b.am_fragments,
+            am_bytes: a.am_bytes - b.am_bytes,
+        };
+        if same_host(&w, t) && !w.cpu_atomics() {
+            // MPICH across nodes: this node's atomics go through MPI too (World::cpu_atomics),
+            // and nothing else does.
+            assert_eq!((sent.rma_ops, sent.rma_bytes), (OPS as u64, 8 * OPS as u64), "rank {me} -> {t}: only the atomics");
+            assert_eq!(sent.am_fragments, 0, "rank {me} -> {t}: no messages inside the node");
+        } else if same_host(&w, t) {
+            assert_eq!(sent, TrafficTo::default(), "rank {me}: traffic to rank {t} of this node took the network");
+        } else {
+            // Segments: a put, a get and an atomic per round through the one-sided engine;
+            // private memory through the target, at least a message per put and get.
+            assert!(sent.rma_ops >= 3 * OPS as u64, "rank {me} -> {t}: {} one-sided operations across nodes, expected >= {}", sent.rma_ops, 3 * OPS);
+            assert!(sent.rma_bytes >= (OPS * (2 * LEN + 8)) as u64, "rank {me} -> {t}: {} bytes one-sided", sent.rma_bytes);
+            assert!(
+                sent.am_fragments >= 2 * OPS as u64 || w.conduit_name() == "smp",
+                "rank {me} -> {t}: {} message fragments across nodes, expected >= {}",
+                sent.am_fragments,
+                2 * OPS
+            );
+        }
+    }
+    w.barrier()?;
+    let counts: Vec<u64> = (0..n).map(|src| seg.read_u64(n * LEN + 8 * src)).collect();
+    assert!(counts.iter().all(|&c| c == OPS as u64), "rank {me}: atomics of each origin {counts:?}, expected {OPS}");
+    drop(exposed);
+    w.finalize()
+}
