@@ -16,6 +16,10 @@
 #   MPI_PEERS_BUDGET     time limit for all runs together, seconds (default 170,
 #                        quick 50); programs that would start after it are skipped
 #   MPI_PEERS_NO_INSTALL=1  never call apt-get
+#   MPI_PEERS_BENCHES    which programs (default: "put_latency get_latency put_bw fop_latency")
+#   MPI_PEERS_LAUNCH     the launcher command for 2 ranks, replacing mpirun / mpiexec (one
+#                        MPI in MPI_PEERS_IMPLS), e.g. "bash scripts/emulated-hosts.sh mpirun
+#                        openmpi 1 --": a rank on each of two emulated hosts
 # exit status: 0 if every program ran and verified, 1 otherwise (lines of the
 # programs that did succeed are still written).
 set -u -o pipefail
@@ -26,7 +30,7 @@ out=""
 for a in "$@"; do
     case "$a" in
         --quick) quick=1 ;;
-        -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
         -*) echo "run_mpi_peers.sh: unknown option $a" >&2; exit 2 ;;
         *) if [ -n "$out" ]; then echo "run_mpi_peers.sh: one output file only" >&2; exit 2; fi
            out="$a" ;;
@@ -65,7 +69,7 @@ fi
 # ------------------------------------------------------------------ build ----
 build="${MPI_PEERS_BUILD_DIR:-$here/build}"
 mkdir -p "$build"
-benches="put_latency get_latency put_bw fop_latency"
+benches="${MPI_PEERS_BENCHES:-put_latency get_latency put_bw fop_latency}"
 impls="${MPI_PEERS_IMPLS:-openmpi mpich}"
 # every program is its source plus osu_style_common.c; put and get latency are
 # one source, built twice (-DOSU_OP_GET selects MPI_Get)
@@ -124,6 +128,9 @@ for impl in $impls; do
                  log "MPICH: $(mpichversion 2>/dev/null | head -1 | tr -s '\t ' ' '); device ch4:ucx (RMA goes through UCX)" ;;
         *) log "unknown impl $impl"; fail=1; continue ;;
     esac
+    if [ -n "${MPI_PEERS_LAUNCH:-}" ]; then
+        read -ra launch <<<"$MPI_PEERS_LAUNCH"
+    fi
     for b in $benches; do
         left=$((start + budget - SECONDS))
         if [ "$left" -lt 5 ]; then

@@ -167,7 +167,7 @@ impl Am {
     fn send_or_defer(&self, dst: Rank, handler: HandlerId, token: u64, payload: &[u8]) {
         if let Ok(_g) = self.send_locks[dst].try_lock() {
             let nothing_waiting = !self.deferred.lock().unwrap().iter().any(|d| d.dst == dst);
-            if nothing_waiting && payload.len() <= self.conduit.am_fragment_capacity() {
+            if nothing_waiting && payload.len() <= self.conduit.am_fragment_capacity(dst) {
                 if let Ok(true) = self.send_fragments(dst, handler, token, payload, false, true) {
                     return;
                 }
@@ -181,7 +181,7 @@ impl Am {
     /// goes to whoever asked, even a replacement rank still restoring (respawn jobs): while
     /// it waits for room it only gives up if the process is gone.
     fn send_fragments(&self, dst: Rank, handler: HandlerId, token: u64, payload: &[u8], block: bool, reply: bool) -> Result<bool> {
-        let cap = self.conduit.am_fragment_capacity();
+        let cap = self.conduit.am_fragment_capacity(dst);
         let total = payload.len();
         let mut off = 0;
         let mut deadline: Option<Deadline> = None;

@@ -17,6 +17,7 @@ mod checkpoint;
 mod firehose;
 
 mod dsm_apps;
+mod node_latency;
 mod scale;
 mod dsm_micro;
 mod firehose_threads;
@@ -166,6 +167,10 @@ pub enum Which {
     /// messages), barrier latency, all-to-all message rate (ranks beyond the cores are
     /// oversubscribed; not part of the default set)
     Scale,
+    /// 8-byte put and get latency from rank 0 to every rank of the job, same node or not (run
+    /// under an MPI launcher it measures that job; alone, smp jobs on one and on two emulated
+    /// hosts; bench/compare_nodes.sh; not part of the default set)
+    NodeLatency,
 }
 
 const ALL: [Which; 8] = [
@@ -286,7 +291,7 @@ impl Config {
 
 /// True when this process is a rank of a job that an MPI launcher started (and activerma will
 /// use the mpi conduit for it): then it runs as that rank instead of starting a job of its own.
-fn started_as_mpi_rank() -> bool {
+pub(crate) fn started_as_mpi_rank() -> bool {
     if std::env::var_os(activerma_transport::smp::ENV_RANK).is_some() {
         return false; // a rank of our own launcher
     }
@@ -316,8 +321,9 @@ pub fn main(mut args: BenchArgs) -> i32 {
     type Check = fn() -> bool;
     type Step = fn() -> BResult<()>;
     type Run = fn(&BenchArgs) -> BResult<()>;
-    let own_jobs: [(Which, Check, Step, Run); 12] = [
+    let own_jobs: [(Which, Check, Step, Run); 13] = [
         (Which::Scale, scale::is_worker, scale::worker, scale::scale),
+        (Which::NodeLatency, node_latency::is_worker, node_latency::worker, node_latency::node_latency),
         (Which::Dsm, dsm_micro::is_worker, dsm_micro::worker, dsm_micro::dsm),
         (Which::DsmApps, dsm_apps::is_worker, dsm_apps::worker, dsm_apps::dsm_apps),
         (Which::FtSort, ft_sort::is_worker, ft_sort::worker, ft_sort::ft_sort),
@@ -541,7 +547,8 @@ impl Origin<'_> {
                 | Which::FirehoseThreads
                 | Which::Dsm
                 | Which::DsmApps
-                | Which::Scale => {}
+                | Which::Scale
+                | Which::NodeLatency => {}
             }
         }
         // Again at the end, quietly: the summary judges against the better of both passes.

@@ -30,8 +30,10 @@
 //! between the two left a hole nobody could name.)
 
 use crate::FragHeader;
+use activerma_core::{settings, Error, Result};
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::Mutex;
 
 /// Consumer's head and producers' tail, each on its own pair of cache lines.
 #[repr(C, align(128))]
@@ -82,6 +84,33 @@ pub struct Fragment<'a> {
     pub deliver_at: u64,
     pub am: FragHeader,
     pub payload: &'a [u8],
+}
+
+/// A rank's wake-up words, on their own line before its inbox: a progress thread that sleeps
+/// sets `sleeping` and waits on `wake`; a sender that finds it set bumps `wake` and wakes it.
+#[repr(C, align(128))]
+pub struct WakeWords {
+    pub wake: AtomicU32,
+    pub sleeping: AtomicU32,
+}
+
+/// Checks ACTIVERMA_AM_SLOTS / ACTIVERMA_AM_SLOT_SIZE for an inbox.
+pub fn check_settings(slots: u64, slot_size: u64) -> Result<()> {
+    if !slots.is_power_of_two() || !(4..=1 << 24).contains(&slots) {
+        return Err(Error::BadSetting {
+            name: settings::AM_SLOTS.into(),
+            value: slots.to_string(),
+            why: "must be a power of two, from 4 to 16M".into(),
+        });
+    }
+    if (slot_size as usize) < SLOT_HEADER + 64 || !slot_size.is_multiple_of(64) || slot_size > 1 << 20 {
+        return Err(Error::BadSetting {
+            name: settings::AM_SLOT_SIZE.into(),
+            value: slot_size.to_string(),
+            why: format!("must be a multiple of 64, from {} to 1M", SLOT_HEADER + 64),
+        });
+    }
+    Ok(())
 }
 
 impl Inbox {
@@ -212,6 +241,38 @@ impl Inbox {
     pub fn pending(&self) -> u64 {
         let ctl = self.ctl();
         ctl.tail.load(Ordering::Relaxed).saturating_sub(ctl.head.load(Ordering::Relaxed))
+    }
+}
+
+/// The consumer's side of an inbox beyond the shared memory: the fragments the modelled
+/// network has not delivered yet. Used by whoever holds the rank's poll lock.
+#[derive(Default)]
+pub struct Receiver {
+    not_yet_due: Mutex<NotYetDue>,
+    holding: AtomicBool,
+}
+
+impl Receiver {
+    /// Hands up to `budget` fragments to `deliver`: held ones that are now due first, then the
+    /// inbox's, in order; a fragment not yet due (or behind one of its sender's that is not)
+    /// is held outside the inbox, so other senders' fragments are not held up.
+    pub fn poll(&self, inbox: &Inbox, budget: usize, dead: &dyn Fn(u32, u32) -> bool, deliver: &mut dyn FnMut(Fragment)) -> usize {
+        let mut handled = 0;
+        if self.holding.load(Ordering::Relaxed) {
+            let mut held = self.not_yet_due.lock().unwrap();
+            handled += held.deliver_due(activerma_core::clock::now_ns(), budget, deliver);
+            self.holding.store(!held.is_empty(), Ordering::Relaxed);
+        }
+        handled += inbox.drain(budget - handled, dead, &mut |frag| {
+            let early = frag.deliver_at != 0 && activerma_core::clock::now_ns() < frag.deliver_at;
+            if early || (self.holding.load(Ordering::Relaxed) && self.not_yet_due.lock().unwrap().holds(frag.src)) {
+                self.not_yet_due.lock().unwrap().hold(&frag);
+                self.holding.store(true, Ordering::Relaxed);
+            } else {
+                deliver(frag);
+            }
+        });
+        handled
     }
 }
 

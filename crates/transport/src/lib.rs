@@ -150,8 +150,9 @@ pub trait Conduit: Send + Sync {
     /// Every rank contributes bytes; everyone gets all contributions, in rank order.
     fn allgather(&self, mine: &[u8], progress: &mut dyn FnMut()) -> Result<Vec<Vec<u8>>>;
 
-    /// Payload bytes one fragment carries.
-    fn am_fragment_capacity(&self) -> usize;
+    /// Payload bytes one fragment to `dst` carries (a slot of a shared-memory inbox inside a
+    /// host, an MPI message between nodes).
+    fn am_fragment_capacity(&self, dst: Rank) -> usize;
     /// Sends one fragment if the queue to `dst` has room; `Ok(false)` means full (back-pressure).
     /// `deliver_at_ns` (0 = now) lets the modelled network delay delivery.
     fn am_try_send(&self, dst: Rank, header: FragHeader, payload: &[u8], deliver_at_ns: u64) -> Result<bool>;

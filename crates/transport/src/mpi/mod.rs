@@ -20,6 +20,7 @@
 mod am;
 mod bounce;
 mod ffi;
+mod node;
 mod rma;
 
 use crate::mapping::Mapping;
@@ -62,6 +63,10 @@ pub struct MpiConduit {
     all_mapped: bool,
     /// Per rank, its node (see `Conduit::node_of`).
     nodes: Vec<usize>,
+    /// Active messages to ranks of this node: their inboxes in the node's window.
+    queues: node::NodeQueues,
+    /// Our inbox's memory when our node shares none (messages to ourselves).
+    _own_queue: Option<Mapping>,
     /// What went through MPI, per target.
     traffic: crate::traffic::Traffic,
     /// Per rank: where its heap starts (page-aligned) and where its heap window starts (the
@@ -119,8 +124,11 @@ impl MpiConduit {
         // shared windows (e.g. Open MPI with `--mca osc rdma`) fails on every rank of the node
         // alike: then its ranks keep their memory to themselves.
         let table_len = table_bytes.next_multiple_of(ps);
+        // After the table: the rank's wake words and inbox, for messages inside the node.
+        let queue_shape = node::shape(cfg)?;
+        let queue_len = node::bytes(queue_shape);
         let parts = if share {
-            match mpi.allocate_shared_heap(heap_size + ps + table_len, whole_job) {
+            match mpi.allocate_shared_heap(heap_size + ps + table_len + queue_len, whole_job) {
                 Ok(parts) => Some(parts),
                 Err(e) => {
                     if verbose {
@@ -136,8 +144,9 @@ impl MpiConduit {
         let (win_base, table_ptr, table_map) = if let Some(parts) = &parts {
             let win_base = parts[my_node.iter().position(|&r| r == rank).expect("we are on our node")] as usize;
             let table_ptr = win_base.next_multiple_of(ps) + heap_size;
-            // SAFETY: our part of the window; the table must start zeroed (TargetTable::init).
-            unsafe { std::ptr::write_bytes(table_ptr as *mut u8, 0, table_len) };
+            // SAFETY: our part of the window; the table must start zeroed (TargetTable::init),
+            // and so must the inbox (an empty one), before the collectives below let anyone in.
+            unsafe { std::ptr::write_bytes(table_ptr as *mut u8, 0, table_len + queue_len) };
             (win_base, table_ptr, None)
         } else {
             // One spare page, so the heap itself can start on a page boundary.
@@ -178,6 +187,16 @@ impl MpiConduit {
             None => None,
         };
         let all_mapped = whole_job && shared.is_some();
+        // A rank that shares no memory still has an inbox of its own, for its messages to itself.
+        let own_queue = match &shared {
+            Some(_) => None,
+            None => Some(Mapping::anonymous(queue_len, 0)?),
+        };
+        let mut queue_at: Vec<Option<usize>> = (0..size).map(|r| shared.as_ref().and_then(|s| s.tables[r]).map(|t| t + table_len)).collect();
+        if let Some(m) = &own_queue {
+            queue_at[rank] = Some(m.ptr as usize);
+        }
+        let queues = node::NodeQueues::new(queue_at, queue_shape);
         // The nodes upper layers see are the groups that map each other: a rank whose memory is
         // not shared (ACTIVERMA_MPI_SHARED=off, alone on its host, no shared window) is a
         // node of its own.
@@ -215,6 +234,8 @@ impl MpiConduit {
             all_mapped,
             shared,
             nodes,
+            queues,
+            _own_queue: own_queue,
             traffic: crate::traffic::Traffic::new(size),
             poll_lock: AtomicBool::new(false),
             timeout_s: cfg.get_f64(settings::TIMEOUT_S)?,
@@ -381,11 +402,21 @@ impl Conduit for MpiConduit {
         Ok(parts)
     }
 
-    fn am_fragment_capacity(&self) -> usize {
-        am::FRAGMENT - am::HEADER
+    fn am_fragment_capacity(&self, dst: Rank) -> usize {
+        if self.queues.on_node(dst) {
+            self.queues.capacity()
+        } else {
+            am::FRAGMENT - am::HEADER
+        }
     }
 
     fn am_try_send(&self, dst: Rank, header: FragHeader, payload: &[u8], deliver_at_ns: u64) -> Result<bool> {
+        if self.finalized.load(Ordering::Acquire) {
+            return Err(Error::Finalized);
+        }
+        if let Some(sent) = self.queues.try_send(self.rank, dst, header, payload, deliver_at_ns) {
+            return Ok(sent);
+        }
         let mut mpi = self.live()?;
         let sent = self.am.try_send(&mut mpi, dst, header, payload, deliver_at_ns)?;
         if sent {
@@ -398,15 +429,18 @@ impl Conduit for MpiConduit {
         if self.poll_lock.swap(true, Ordering::Acquire) {
             return 0; // another thread of this rank is polling
         }
-        // Take arrived fragments out under the MPI lock, run handlers without it: a handler
-        // may itself send.
-        let arrived = match self.live() {
-            Ok(mut mpi) => self.am.poll(&mut mpi, budget),
-            Err(_) => Vec::new(),
-        };
-        let n = arrived.len();
-        for (src, header, bytes) in arrived {
-            f(src, header, &bytes);
+        // This node's inbox, then MPI's messages: taken out under the MPI lock, handled without
+        // it (a handler may itself send).
+        let mut n = self.queues.poll(self.rank, budget, &mut |frag| f(frag.src as Rank, frag.am, frag.payload));
+        if !self.all_mapped && n < budget {
+            let arrived = match self.live() {
+                Ok(mut mpi) => self.am.poll(&mut mpi, budget - n),
+                Err(_) => Vec::new(),
+            };
+            n += arrived.len();
+            for (src, header, bytes) in arrived {
+                f(src, header, &bytes);
+            }
         }
         self.poll_lock.store(false, Ordering::Release);
         n
@@ -554,14 +588,17 @@ impl Conduit for MpiConduit {
         crate::smp::cma::readv(self.shared_pid(rank)?, rank, pieces, max_iov)
     }
 
-    fn wake(&self, _rank: Rank) {
-        // No cross-host futex: a sleeping progress thread polls every WAKE_INTERVAL_US.
+    fn wake(&self, rank: Rank) {
+        // Inside the node a futex; across nodes none: a sleeping progress thread naps (below).
+        self.queues.wake(rank);
     }
 
     fn sleep(&self, timeout_ns: u64, still_idle: &mut dyn FnMut() -> bool) {
-        if still_idle() {
-            // Short naps: MPI has no wake-up we can wait on without holding the MPI lock.
-            std::thread::sleep(std::time::Duration::from_nanos(timeout_ns.min(50_000)));
+        // Short naps while MPI messages may come: MPI has no wake-up we can wait on without
+        // holding the MPI lock. A job all on this node gets messages through inboxes only.
+        let nap = if self.all_mapped { timeout_ns } else { timeout_ns.min(50_000) };
+        if !self.queues.sleep(self.rank, nap, still_idle) && still_idle() {
+            std::thread::sleep(std::time::Duration::from_nanos(nap));
         }
     }
 

@@ -9,7 +9,7 @@ pub mod layout;
 
 use crate::liveness::{self, Liveness, DOWN};
 use crate::mapping::{Mapping, HEAP_HINT};
-use crate::inbox::{Inbox, NotYetDue, SLOT_HEADER};
+use crate::inbox::{Inbox, Receiver, SLOT_HEADER};
 use crate::{Conduit, FragHeader, PeerStatus, Window};
 use activerma_core::backoff::Backoff;
 use activerma_core::clock::Deadline;
@@ -39,20 +39,7 @@ impl JobFiles {
         if params.nranks == 0 || params.nranks > 4096 {
             return Err(Error::InvalidArgument(format!("{} ranks: a job has 1 to 4096 ranks", params.nranks)));
         }
-        if !params.am_slots.is_power_of_two() || params.am_slots < 4 {
-            return Err(Error::BadSetting {
-                name: settings::AM_SLOTS.into(),
-                value: params.am_slots.to_string(),
-                why: "must be a power of two, at least 4".into(),
-            });
-        }
-        if (params.am_slot_size as usize) < SLOT_HEADER + 64 || !params.am_slot_size.is_multiple_of(64) {
-            return Err(Error::BadSetting {
-                name: settings::AM_SLOT_SIZE.into(),
-                value: params.am_slot_size.to_string(),
-                why: format!("must be a multiple of 64, at least {}", SLOT_HEADER + 64),
-            });
-        }
+        crate::inbox::check_settings(params.am_slots as u64, params.am_slot_size as u64)?;
         let page = activerma_core::page::page_size() as u64;
         if params.heap_size == 0 || !params.heap_size.is_multiple_of(page) {
             return Err(Error::BadSetting {
@@ -162,10 +149,9 @@ pub struct SmpConduit {
     params: JobParams,
     off: Offsets,
     /// Taken by the thread that polls the inbox (one at a time: fragments of a message must be
-    /// handled in order), with the fragments the modelled network has not delivered yet.
+    /// handled in order).
     poll_lock: AtomicBool,
-    not_yet_due: std::sync::Mutex<NotYetDue>,
-    holding: AtomicBool,
+    receiver: Receiver,
     /// Per destination, its inbox's head as this rank last read it (`Inbox::try_push`).
     seen_heads: Vec<AtomicU64>,
     timeout_s: f64,
@@ -295,8 +281,7 @@ impl SmpConduit {
             params,
             off,
             poll_lock: AtomicBool::new(false),
-            not_yet_due: Default::default(),
-            holding: AtomicBool::new(false),
+            receiver: Receiver::default(),
             seen_heads: (0..n).map(|_| AtomicU64::new(0)).collect(),
             timeout_s: cfg.get_f64(settings::TIMEOUT_S)?,
             ranks_per_host: emulated_hosts(cfg)?,
@@ -475,12 +460,12 @@ impl Conduit for SmpConduit {
         }
     }
 
-    fn am_fragment_capacity(&self) -> usize {
+    fn am_fragment_capacity(&self, _dst: Rank) -> usize {
         self.params.am_slot_size as usize - SLOT_HEADER
     }
 
     fn am_try_send(&self, dst: Rank, header: FragHeader, payload: &[u8], deliver_at_ns: u64) -> Result<bool> {
-        debug_assert!(payload.len() <= self.am_fragment_capacity());
+        debug_assert!(payload.len() <= self.am_fragment_capacity(dst));
         let who = (self.incarnation & 0xffff) << 16 | self.rank as u32;
         let sent = self.inbox(dst).try_push(who, &self.seen_heads[dst], header, payload, deliver_at_ns, self.tag_for(dst));
         if sent {
@@ -493,26 +478,9 @@ impl Conduit for SmpConduit {
         if self.poll_lock.swap(true, Ordering::Acquire) {
             return 0; // another thread of this rank is polling
         }
-        let mut deliver = |frag: crate::inbox::Fragment| {
+        let handled = self.receiver.poll(&self.inbox(self.rank), budget, &|r, i| self.incarnation_dead(r, i), &mut |frag| {
             if self.accept_tag(frag.src as Rank, frag.tag) {
                 f(frag.src as Rank, frag.am, frag.payload)
-            }
-        };
-        let mut handled = 0;
-        if self.holding.load(Ordering::Relaxed) {
-            let mut held = self.not_yet_due.lock().unwrap();
-            handled += held.deliver_due(activerma_core::clock::now_ns(), budget, &mut deliver);
-            self.holding.store(!held.is_empty(), Ordering::Relaxed);
-        }
-        handled += self.inbox(self.rank).drain(budget - handled, &|r, i| self.incarnation_dead(r, i), &mut |frag| {
-            // The modelled network: a fragment not yet due, or behind one of its sender's that
-            // is not, waits outside the inbox (so other senders' fragments are not held up).
-            let early = frag.deliver_at != 0 && activerma_core::clock::now_ns() < frag.deliver_at;
-            if early || (self.holding.load(Ordering::Relaxed) && self.not_yet_due.lock().unwrap().holds(frag.src)) {
-                self.not_yet_due.lock().unwrap().hold(&frag);
-                self.holding.store(true, Ordering::Relaxed);
-            } else {
-                deliver(frag);
             }
         });
         self.poll_lock.store(false, Ordering::Release);

@@ -2,7 +2,9 @@
 //! never takes the network path, and traffic to other nodes always does.
 
 use super::{same_host, share_u64};
-use activerma::{Prot, RemotePtr, Result, TrafficTo};
+use activerma::{AmCtx, Prot, RemotePtr, Result, TrafficTo, FIRST_USER_HANDLER};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 const OPS: usize = 40;
 const LEN: usize = 64;
@@ -33,6 +35,11 @@ pub fn node_paths() -> Result<()> {
     let mut private = vec![0u8; n * LEN];
     let exposed = w.expose(&mut private, Prot::ReadWrite)?;
     let private_at = share_u64(&w, exposed.addr() as u64)?;
+    let got = Arc::new(AtomicU64::new(0));
+    let g = got.clone();
+    w.register_handler(FIRST_USER_HANDLER, Arc::new(move |_: &AmCtx, _: &[u8]| {
+        g.fetch_add(1, Ordering::Relaxed);
+    }))?;
     w.barrier()?;
     let before: Vec<TrafficTo> = (0..n).map(|t| w.traffic_to(t)).collect::<Result<_>>()?;
     let data: Vec<u8> = (0..LEN).map(|i| super::pattern(me, 9, i)).collect();
@@ -46,9 +53,13 @@ pub fn node_paths() -> Result<()> {
             w.put(RemotePtr::new(t, theirs as usize + me * LEN), &data)?;
             w.get(RemotePtr::new(t, theirs as usize + me * LEN), &mut back)?;
             assert_eq!(back, data, "rank {me}: private round trip with rank {t}");
+            w.send_am(t, FIRST_USER_HANDLER, 0, &data)?;
         }
     }
     w.flush_all()?;
+    while got.load(Ordering::Relaxed) < (OPS * n) as u64 {
+        w.progress();
+    }
     let after: Vec<TrafficTo> = (0..n).map(|t| w.traffic_to(t)).collect::<Result<_>>()?;
     for t in 0..n {
         let (b, a) = (before[t], after[t]);
@@ -67,14 +78,15 @@ pub fn node_paths() -> Result<()> {
             assert_eq!(sent, TrafficTo::default(), "rank {me}: traffic to rank {t} of this node took the network");
         } else {
             // Segments: a put, a get and an atomic per round through the one-sided engine;
-            // private memory through the target, at least a message per put and get.
+            // private memory through the target, at least a message per put and get; and
+            // the round's own message.
             assert!(sent.rma_ops >= 3 * OPS as u64, "rank {me} -> {t}: {} one-sided operations across nodes, expected >= {}", sent.rma_ops, 3 * OPS);
             assert!(sent.rma_bytes >= (OPS * (2 * LEN + 8)) as u64, "rank {me} -> {t}: {} bytes one-sided", sent.rma_bytes);
             assert!(
-                sent.am_fragments >= 2 * OPS as u64 || w.conduit_name() == "smp",
+                sent.am_fragments >= 3 * OPS as u64 || w.conduit_name() == "smp",
                 "rank {me} -> {t}: {} message fragments across nodes, expected >= {}",
                 sent.am_fragments,
-                2 * OPS
+                3 * OPS
             );
         }
     }
