@@ -683,7 +683,11 @@ impl World {
                     .map(|(r, t)| format!("{r}:{}/{}B+{}am/{}B", t.rma_ops, t.rma_bytes, t.am_fragments, t.am_bytes))
                     .collect();
                 if !to.is_empty() {
-                    eprintln!("activerma: rank {} network traffic (to rank: one-sided ops/bytes + message fragments/bytes): {}", i.conduit.rank(), to.join(" "));
+                    eprintln!(
+                        "activerma: rank {} network traffic (to rank: one-sided ops/bytes + message fragments/bytes): {}",
+                        i.conduit.rank(),
+                        to.join(" ")
+                    );
                 }
             }
         }

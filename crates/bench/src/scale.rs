@@ -95,9 +95,13 @@ pub fn scale(args: &BenchArgs) -> BResult<()> {
         ("am_rate_m", "all-to-all AM rate (M msg/s, whole job)", "M/s"),
     ];
     for layout in ["one host", "2 emulated hosts"] {
-        println!("# {layout}: ranks {}", counts.iter().map(|n| format!("{n:>9}{}", if *n as usize > cores { "*" } else { " " })).collect::<String>());
+        println!(
+            "# {layout}: ranks {}",
+            counts.iter().map(|n| format!("{n:>9}{}", if *n as usize > cores { "*" } else { " " })).collect::<String>()
+        );
         for (metric, label, unit) in metrics {
-            let cells: String = counts.iter().map(|&n| find(layout, n, metric).map_or(format!("{:>10}", "—"), |v| format!("{v:>10.3}"))).collect();
+            let cells: String =
+                counts.iter().map(|&n| find(layout, n, metric).map_or(format!("{:>10}", "—"), |v| format!("{v:>10.3}"))).collect();
             println!("  {label:<56}{cells}");
             for &n in &counts {
                 if let Some(v) = find(layout, n, metric) {
@@ -119,7 +123,13 @@ pub fn scale(args: &BenchArgs) -> BResult<()> {
             check("scale-check", &format!("start-up, {top} ranks, {layout} (s)"), s, "<= 2", s <= STARTUP_TARGET_S);
         }
         if let Some(mb) = find(layout, top, "control_resident_mb") {
-            check("scale-check", &format!("control memory per rank, {top} ranks, {layout} (MB resident)"), mb, "<= 16", mb <= CONTROL_TARGET_MB);
+            check(
+                "scale-check",
+                &format!("control memory per rank, {top} ranks, {layout} (MB resident)"),
+                mb,
+                "<= 16",
+                mb <= CONTROL_TARGET_MB,
+            );
         }
     }
     Ok(())
@@ -132,9 +142,12 @@ pub fn worker() -> BResult<()> {
     let (me, n) = (w.rank(), w.size());
     let got = Arc::new(AtomicU64::new(0));
     let g = got.clone();
-    w.register_handler(COUNT, Arc::new(move |_: &AmCtx, _: &[u8]| {
-        g.fetch_add(1, Ordering::Relaxed);
-    }))?;
+    w.register_handler(
+        COUNT,
+        Arc::new(move |_: &AmCtx, _: &[u8]| {
+            g.fetch_add(1, Ordering::Relaxed);
+        }),
+    )?;
     w.barrier()?;
     let started_s = (now_ns().saturating_sub(t0)) as f64 / 1e9;
     // Every rank's time to be up, the slowest decides.
@@ -168,8 +181,8 @@ pub fn worker() -> BResult<()> {
     let barrier_us = t.elapsed().as_secs_f64() * 1e6 / rounds as f64;
     if me == 0 {
         let layout = std::env::var(LAYOUT_ENV)?;
-        let slots: f64 = activerma::settings::get_u64(activerma::settings::AM_SLOTS)? as f64;
-        let slot_size: f64 = activerma::settings::get_u64(activerma::settings::AM_SLOT_SIZE)? as f64;
+        let slots = w.config().get_u64(activerma::settings::AM_SLOTS)? as f64;
+        let slot_size = w.config().get_u64(activerma::settings::AM_SLOT_SIZE)? as f64;
         let mb = |b: usize| b as f64 / n as f64 / 1e6;
         let mut text = String::new();
         for (metric, v) in [

@@ -265,12 +265,15 @@ impl Receiver {
         }
         handled += inbox.drain(budget - handled, dead, &mut |frag| {
             let early = frag.deliver_at != 0 && activerma_core::clock::now_ns() < frag.deliver_at;
-            if early || (self.holding.load(Ordering::Relaxed) && self.not_yet_due.lock().unwrap().holds(frag.src)) {
-                self.not_yet_due.lock().unwrap().hold(&frag);
-                self.holding.store(true, Ordering::Relaxed);
-            } else {
-                deliver(frag);
+            if early || self.holding.load(Ordering::Relaxed) {
+                let mut held = self.not_yet_due.lock().unwrap();
+                if early || held.holds(frag.src) {
+                    held.hold(&frag);
+                    self.holding.store(true, Ordering::Relaxed);
+                    return;
+                }
             }
+            deliver(frag);
         });
         handled
     }
@@ -391,7 +394,7 @@ mod tests {
                 let mem = mem.clone();
                 std::thread::spawn(move || {
                     // SAFETY: the test's allocation, of the inbox's size, page-aligned.
-        let inbox = unsafe { Inbox::new(mem.ptr, nslots, slot_size) };
+                    let inbox = unsafe { Inbox::new(mem.ptr, nslots, slot_size) };
                     let seen_head = AtomicU64::new(0);
                     for i in 0..each {
                         while !inbox.try_push(p, &seen_head, [i, p as u64], &i.to_le_bytes(), 0, 0) {

@@ -192,7 +192,8 @@ impl MpiConduit {
             Some(_) => None,
             None => Some(Mapping::anonymous(queue_len, 0)?),
         };
-        let mut queue_at: Vec<Option<usize>> = (0..size).map(|r| shared.as_ref().and_then(|s| s.tables[r]).map(|t| t + table_len)).collect();
+        let mut queue_at: Vec<Option<usize>> =
+            (0..size).map(|r| shared.as_ref().and_then(|s| s.tables[r]).map(|t| t + table_len)).collect();
         if let Some(m) = &own_queue {
             queue_at[rank] = Some(m.ptr as usize);
         }

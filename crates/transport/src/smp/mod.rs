@@ -7,9 +7,9 @@ pub mod cma;
 pub mod files;
 pub mod layout;
 
+use crate::inbox::{Inbox, Receiver, SLOT_HEADER};
 use crate::liveness::{self, Liveness, DOWN};
 use crate::mapping::{Mapping, HEAP_HINT};
-use crate::inbox::{Inbox, Receiver, SLOT_HEADER};
 use crate::{Conduit, FragHeader, PeerStatus, Window};
 use activerma_core::backoff::Backoff;
 use activerma_core::clock::Deadline;

@@ -37,9 +37,12 @@ pub fn node_paths() -> Result<()> {
     let private_at = share_u64(&w, exposed.addr() as u64)?;
     let got = Arc::new(AtomicU64::new(0));
     let g = got.clone();
-    w.register_handler(FIRST_USER_HANDLER, Arc::new(move |_: &AmCtx, _: &[u8]| {
-        g.fetch_add(1, Ordering::Relaxed);
-    }))?;
+    w.register_handler(
+        FIRST_USER_HANDLER,
+        Arc::new(move |_: &AmCtx, _: &[u8]| {
+            g.fetch_add(1, Ordering::Relaxed);
+        }),
+    )?;
     w.barrier()?;
     let before: Vec<TrafficTo> = (0..n).map(|t| w.traffic_to(t)).collect::<Result<_>>()?;
     let data: Vec<u8> = (0..LEN).map(|i| super::pattern(me, 9, i)).collect();
@@ -80,7 +83,12 @@ pub fn node_paths() -> Result<()> {
             // Segments: a put, a get and an atomic per round through the one-sided engine;
             // private memory through the target, at least a message per put and get; and
             // the round's own message.
-            assert!(sent.rma_ops >= 3 * OPS as u64, "rank {me} -> {t}: {} one-sided operations across nodes, expected >= {}", sent.rma_ops, 3 * OPS);
+            assert!(
+                sent.rma_ops >= 3 * OPS as u64,
+                "rank {me} -> {t}: {} one-sided operations across nodes, expected >= {}",
+                sent.rma_ops,
+                3 * OPS
+            );
             assert!(sent.rma_bytes >= (OPS * (2 * LEN + 8)) as u64, "rank {me} -> {t}: {} bytes one-sided", sent.rma_bytes);
             assert!(
                 sent.am_fragments >= 3 * OPS as u64 || w.conduit_name() == "smp",
