@@ -18,7 +18,8 @@ impl World {
     /// access log (E=1) or, with `None`, into the default fault log (E=0). Callable at any time;
     /// an access in flight sees a page's old bits or its new ones. Returns the pages changed.
     /// On segments, with ranks on other hosts, every rank learns of the change before this
-    /// returns (a message to each): it is a collective-cost call there, not a local one.
+    /// returns (a message to each): it is a collective-cost call there, not a local one. On
+    /// exposed memory under firehose, the origins on other hosts holding keys to it are told.
     pub fn assoc_pages(&self, addr: *const u8, len: usize, actions: Actions, domain: Option<u16>) -> Result<usize> {
         let i = self.live_inner()?;
         let a = addr as usize;
@@ -28,6 +29,10 @@ impl World {
             // to this range through us while it is marked.
             let plain = actions == (Actions::W | Actions::R) && domain.is_none();
             i.proto.publish_marks(a - self.heap_base(self.rank()), len, !plain)?;
+        } else if !self.in_own_heap(a) {
+            // Exposed memory: origins on other hosts holding keys to it (firehose) give them
+            // back and ask anew, so that they see the new bits.
+            i.proto.pages_changed(a, len)?;
         }
         Ok(changed)
     }

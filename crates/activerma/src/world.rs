@@ -119,7 +119,6 @@ fn init_over(cfg: Config, comm: Option<JobComm>) -> Result<World> {
     table.set_registrar(Registrar::from_config(&cfg, reg_stats.clone())?);
     let table = Arc::new(table);
     let table_handlers = Proto::register_table_handlers(&am, table.clone(), &cfg)?;
-    let firehose = Proto::register_firehose(&am, table.clone(), &cfg)?;
     // Everyone's table and heap base must be in place before anyone looks at them (a
     // replacement's peers are past this point; it rejoins later: respawn.rs).
     if !recovering {
@@ -128,7 +127,6 @@ fn init_over(cfg: Config, comm: Option<JobComm>) -> Result<World> {
         })?;
     }
     let proto = Proto::new(conduit.clone(), am.clone(), net.clone(), counters.clone(), handlers, reg_stats, &cfg)?
-        .with_firehose(firehose)
         .with_table_handlers(table_handlers);
     let heap_bases = (0..conduit.size()).map(|r| conduit.heap_base(r)).collect();
     let mode = ProgressMode::from_config(&cfg)?;

@@ -1,4 +1,8 @@
-//! `activerma bench firehose-ws`: Bell & Bonachea's figure 3 on one host. Rank 0 puts 64 KiB
+//! `activerma bench firehose-ws`: Bell & Bonachea's figure 3, on one host (the jobs run under
+//! `activerma run`) or across hosts (ACTIVERMA_BENCH_LAUNCH starts them, e.g. over the emulated
+//! hosts: bench/firehose_hosts.sh; there firehose and pin-all reach rank 1's memory with a
+//! key and one-sided MPI_Put, and the rendezvous strategies register per put with
+//! ACTIVERMA_RMA_RENDEZVOUS_MIN=1, which changes nothing on one host). Rank 0 puts 64 KiB
 //! at random 64 KiB-aligned places of a working set W of rank 1's exposed private memory; W
 //! grows past M and past M + MAXVICTIM of Firehose. Side by side: firehose, pin-all (everything
 //! pinned at expose: the upper bound), rendezvous (a registration cache without eviction: pins
@@ -54,8 +58,8 @@ const CASES: [Case; 5] = [
         ],
     },
     Case { name: "pin-all", env: &[("ACTIVERMA_REGISTRATION", "pin-all")] },
-    Case { name: "rendezvous", env: &[("ACTIVERMA_REGISTRATION", "rendezvous")] },
-    Case { name: "rendezvous-unpin", env: &[("ACTIVERMA_REGISTRATION", "rendezvous-unpin")] },
+    Case { name: "rendezvous", env: &[("ACTIVERMA_REGISTRATION", "rendezvous"), ("ACTIVERMA_RMA_RENDEZVOUS_MIN", "1")] },
+    Case { name: "rendezvous-unpin", env: &[("ACTIVERMA_REGISTRATION", "rendezvous-unpin"), ("ACTIVERMA_RMA_RENDEZVOUS_MIN", "1")] },
 ];
 
 /// One measured point, as the jobs write it (tab separated).
@@ -81,6 +85,12 @@ pub fn working_set(args: &BenchArgs) -> BResult<()> {
         super::load_avg()
     );
     println!("{}", super::machine::header_line());
+    match std::env::var(super::jobs::LAUNCH_ENV) {
+        Ok(l) if !l.trim().is_empty() => {
+            println!("# jobs started by {}={l} (rank 0 -> rank 1 as that command places them)", super::jobs::LAUNCH_ENV)
+        }
+        _ => println!("# jobs started by activerma run: both ranks on this host"),
+    }
     // Every strategy is a job of its own on freshly exposed memory, and where its pages land
     // moves a job's times by up to 30 % (pin-all and rendezvous, identical once warm, differed
     // so in one run): the strategies take turns, round after round, and each point is the

@@ -15,23 +15,54 @@ pub fn run_with_env(n: u32, args: &[&str], env: &[(String, String)], timeout_s: 
     for (k, v) in env {
         std::env::set_var(k, v);
     }
-    let code = launcher::run(RunArgs {
-        n,
-        label: false,
-        timeout: Some(timeout_s),
-        segment_size: None,
-        progress: None,
-        restart_from: None,
-        respawn: 0,
-        program,
-    });
+    let code = match std::env::var(LAUNCH_ENV).ok().filter(|v| !v.trim().is_empty()) {
+        Some(prefix) => run_under(&prefix, &program, timeout_s),
+        None => Ok(launcher::run(RunArgs {
+            n,
+            label: false,
+            timeout: Some(timeout_s),
+            segment_size: None,
+            progress: None,
+            restart_from: None,
+            respawn: 0,
+            program,
+        })),
+    };
     for (k, v) in saved {
         match v {
             Some(v) => std::env::set_var(&k, v),
             None => std::env::remove_var(&k),
         }
     }
-    Ok(code)
+    code
+}
+
+/// A command that starts the jobs in place of `activerma run` (split at white space; the
+/// program and its arguments follow it), e.g. `bash scripts/emulated-hosts.sh mpirun openmpi 1
+/// --` for jobs across emulated hosts with a binary built for that MPI. It decides how many
+/// ranks start: as many as the benchmark's jobs have (its workers check).
+pub const LAUNCH_ENV: &str = "ACTIVERMA_BENCH_LAUNCH";
+
+/// Runs `program` under the launch command `prefix`; kills it after `timeout_s`.
+fn run_under(prefix: &str, program: &[String], timeout_s: f64) -> BResult<i32> {
+    let words: Vec<&str> = prefix.split_whitespace().collect();
+    let mut child = std::process::Command::new(words[0])
+        .args(&words[1..])
+        .args(program)
+        .spawn()
+        .map_err(|e| format!("{LAUNCH_ENV}={prefix}: cannot start {}: {e}", words[0]))?;
+    let started = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(status.code().unwrap_or(128));
+        }
+        if started.elapsed().as_secs_f64() > timeout_s {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("{LAUNCH_ENV}={prefix}: the job ran past {timeout_s} s and was killed").into());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }
 
 /// Where the jobs of benchmark `bench` leave their rows (rank 0 writes, this process reads).

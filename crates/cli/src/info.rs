@@ -116,6 +116,10 @@ static PROTOCOLS: &[Protocols] = &[
         when: "other host, private memory, from ACTIVERMA_RMA_RENDEZVOUS_MIN on",
         names: &["put_rma_rendezvous", "get_rma_rendezvous"],
     },
+    Protocols {
+        when: "other host, private memory, under firehose and pin-all (a key per exposure)",
+        names: &["put_keyed_rma", "get_keyed_rma"],
+    },
     Protocols { when: "registration miss (same host, private memory) under bounce", names: &["put_bounce", "get_bounce"] },
     Protocols { when: "registration miss under rendezvous and rendezvous-unpin", names: &["put_rendezvous", "get_rendezvous"] },
     Protocols { when: "registration miss under part", names: &["put_part", "get_part"] },

@@ -689,6 +689,20 @@ impl TargetTable {
         result
     }
 
+    /// The protection bits (R, W) every page of the exposure `[base, base+len)` has, when they
+    /// are the same on all of them and none is marked for Active Access: such an exposure can
+    /// be described to an origin on another host by one key (keyed_rma.rs). None otherwise.
+    pub fn uniform_protection(&self, base: usize, len: usize) -> Option<u32> {
+        let st = self.state.lock().unwrap();
+        let e = st.exposures.iter().find(|e| e.base == base && e.len == len)?;
+        let first = self.raw.region(e.slot).first_entry.load(Ordering::Relaxed) as usize;
+        let pages = pages_spanned(page_floor(base), base, len).len();
+        let mask = (Entry::R | Entry::W | Entry::ACTIVE) as u64;
+        let bits = self.raw.entry(first).load(Ordering::Acquire) & mask;
+        let uniform = (1..pages).all(|p| self.raw.entry(first + p).load(Ordering::Acquire) & mask == bits);
+        (uniform && bits & Entry::ACTIVE as u64 == 0).then_some(bits as u32)
+    }
+
     /// The exposure holding all of `[addr, addr+len)`: its base, length and generation.
     pub fn exposure_of(&self, addr: usize, len: usize) -> Option<(usize, usize, u64)> {
         let st = self.state.lock().unwrap();

@@ -281,13 +281,19 @@ type PieceMover<'a> = dyn FnMut(usize, usize, Option<&Choice>) -> Result<()> + '
 /// firehoses; or bounce the piece (`run(.., None)`) when the target cannot pin.
 fn transfer(p: &Proto, rank: Rank, addr: usize, len: usize, kind: AccessKind, run: &mut PieceMover) -> Result<()> {
     let fh = p.firehose.as_ref().expect("firehose protocols are chosen only when the strategy is firehose");
+    in_pieces(fh, addr, len, &mut |off, a, n| piece(p, fh, rank, a, n, kind, &mut |c| run(off, n, c)))
+}
+
+/// Calls `each(offset, addr, len)` for the pieces of `[addr, addr+len)` that one set of f
+/// firehoses covers (cut at bucket boundaries).
+pub(crate) fn in_pieces(fh: &Firehose, addr: usize, len: usize, each: &mut dyn FnMut(usize, usize, usize) -> Result<()>) -> Result<()> {
     let cfg = fh.config();
     let (bucket, f) = (cfg.bucket_bytes, cfg.firehoses_per_rank.max(1));
     let mut off = 0;
     while off < len {
         let a = addr + off;
         let end = ((a & !(bucket - 1)) + f * bucket).min(addr + len);
-        piece(p, fh, rank, a, end - a, kind, &mut |c| run(off, end - a, c))?;
+        each(off, a, end - a)?;
         off = end - addr;
     }
     Ok(())

@@ -16,6 +16,7 @@
 //! | rendezvous    | registration miss: the target pins the pages, then put_cma/get_cma   |
 //! | part          | PART (nothing pinned): cross-memory attach block by block; NACK, page-in, ERR, resend |
 //! | firehose      | registration miss: move this origin's firehoses (pinned buckets), then put_cma/get_cma |
+//! | keyed_rma     | private memory on another host (firehose, pin-all): a key per exposure, (firehoses,) then the one-sided engine |
 //! | strided       | strided patterns: one check of the whole extent, CPU copies to a mapped segment  |
 //! | noncontig     | lists of pieces: host-assisted (scatter/gather lists), per piece, or packed     |
 //!
@@ -36,6 +37,7 @@ mod get_active;
 mod get_am;
 mod get_cma;
 mod get_direct;
+mod keyed_rma;
 mod noncontig;
 mod part;
 mod put_active;
@@ -47,6 +49,7 @@ mod remote_marks;
 mod rendezvous;
 mod rendezvous_rma;
 mod rma_conduit;
+mod rma_exposures;
 mod select;
 mod strided;
 mod strided_nb;
@@ -118,11 +121,14 @@ pub struct Proto {
     reg_stats: Arc<RegistrationStats>,
     /// PART's origin engine and message state (only under ACTIVERMA_REGISTRATION=part).
     part: Option<Arc<part::PartRt>>,
-    /// This rank's Firehose, under ACTIVERMA_REGISTRATION=firehose (`with_firehose`).
+    /// This rank's Firehose, under ACTIVERMA_REGISTRATION=firehose.
     firehose: Option<Arc<activerma_mem::firehose::Firehose>>,
-    /// Our exposures other hosts' one-sided engines may reach (rendezvous_rma.rs), on conduits
+    /// Our keys to other hosts' exposures (keyed_rma.rs): under firehose and pin-all, on
+    /// conduits whose engine reaches registered memory.
+    rma_keys: Option<Arc<keyed_rma::RmaKeys>>,
+    /// Our exposures other hosts' one-sided engines may reach (rma_exposures.rs), on conduits
     /// whose engine reaches registered memory.
-    rma_exposures: Option<Arc<rendezvous_rma::RmaExposures>>,
+    rma_exposures: Option<Arc<rma_exposures::RmaExposures>>,
     /// Smallest private transfer to another host that takes the rendezvous (0 = none).
     rma_rendezvous_min: usize,
     /// How lists of pieces (strided, vector) move: ACTIVERMA_NONCONTIG, ACTIVERMA_SGE_MAX.
@@ -154,7 +160,9 @@ pub struct ProtoHandlers {
 pub struct TableHandlers {
     table: Arc<TargetTable>,
     part: Option<Arc<part::PartRt>>,
-    rma_exposures: Option<Arc<rendezvous_rma::RmaExposures>>,
+    rma_exposures: Option<Arc<rma_exposures::RmaExposures>>,
+    firehose: Option<Arc<activerma_mem::firehose::Firehose>>,
+    rma_keys: Option<Arc<keyed_rma::RmaKeys>>,
 }
 
 impl Proto {
@@ -172,56 +180,50 @@ impl Proto {
         Ok(ProtoHandlers { marks, posted })
     }
 
-    /// Registers the handlers that need this rank's own table (rendezvous registration); call
-    /// after the table exists and before the job's first barrier.
+    /// Registers the handlers that need this rank's own table (rendezvous registration; under
+    /// ACTIVERMA_REGISTRATION=firehose this rank's Firehose, with M, MAXVICTIM and the bucket
+    /// size from the settings, and its moves and keys); call after the table exists and before
+    /// the job's first barrier.
     pub fn register_table_handlers(am: &Arc<Am>, table: Arc<TargetTable>, cfg: &Config) -> Result<TableHandlers> {
-        let part = if table.registrar().strategy() == Strategy::Part { Some(part::register(am, table.clone(), cfg)?) } else { None };
+        let strategy = table.registrar().strategy();
+        let part = if strategy == Strategy::Part { Some(part::register(am, table.clone(), cfg)?) } else { None };
         rendezvous::register(am, table.clone())?;
         let rma_exposures = if am.conduit().rma_reaches_registered() { Some(rendezvous_rma::register(am, table.clone())?) } else { None };
-        Ok(TableHandlers { table, part, rma_exposures })
+        let firehose = if strategy == Strategy::Firehose { Some(firehose::setup(am, table.clone(), cfg)?) } else { None };
+        let rma_keys = match &rma_exposures {
+            Some(x) if matches!(strategy, Strategy::Firehose | Strategy::PinAll) => {
+                Some(keyed_rma::register(am, firehose.clone(), x.clone())?)
+            }
+            _ => None,
+        };
+        Ok(TableHandlers { table, part, rma_exposures, firehose, rma_keys })
     }
 
     /// Withdraws our exposure at `addr` with `table_unexpose`; first, where other hosts'
     /// one-sided engines may reach it, waits until none is inside and deregisters it from the
     /// conduit (rendezvous_rma.rs).
     pub fn unexpose_private(&self, addr: usize, table_unexpose: &mut dyn FnMut() -> Result<()>) -> Result<()> {
-        match &self.rma_exposures {
-            Some(x) => x.unexpose(
-                addr,
-                &mut || {
-                    self.am.progress();
-                },
-                table_unexpose,
-            ),
-            None => table_unexpose(),
-        }
+        let Some(x) = &self.rma_exposures else { return table_unexpose() };
+        // Key holders give their keys back (and finish their moves) before it is detached.
+        let (len, keyed) = x.close(addr);
+        let revoked = self.revoke_keys(&keyed, addr, len);
+        let unexposed = x.finish(
+            addr,
+            &mut || {
+                self.am.progress();
+            },
+            table_unexpose,
+        );
+        unexposed.and(revoked)
     }
 
     /// Installs what `register_table_handlers` made (the PART runtime under that strategy).
     pub fn with_table_handlers(mut self, h: TableHandlers) -> Proto {
         self.part = h.part;
         self.rma_exposures = h.rma_exposures;
+        self.firehose = h.firehose;
+        self.rma_keys = h.rma_keys;
         self.own_table = Some(h.table);
-        self
-    }
-
-    /// Under ACTIVERMA_REGISTRATION=firehose: creates this rank's Firehose (M, MAXVICTIM and
-    /// the bucket size from the settings) and installs its move handlers; call after the table
-    /// exists and before the job's first barrier, then hand it to `with_firehose`.
-    pub fn register_firehose(
-        am: &Arc<Am>,
-        table: Arc<TargetTable>,
-        cfg: &Config,
-    ) -> Result<Option<Arc<activerma_mem::firehose::Firehose>>> {
-        if Strategy::from_config(cfg)? != Strategy::Firehose {
-            return Ok(None);
-        }
-        firehose::setup(am, table, cfg).map(Some)
-    }
-
-    /// Installs the Firehose `register_firehose` made (misses then move firehoses).
-    pub fn with_firehose(mut self, fh: Option<Arc<activerma_mem::firehose::Firehose>>) -> Proto {
-        self.firehose = fh;
         self
     }
 
@@ -269,6 +271,7 @@ impl Proto {
             reg_stats,
             part: None,
             firehose: None,
+            rma_keys: None,
             rma_exposures: None,
             pending_until: (0..n).map(|_| AtomicU64::new(0)).collect(),
             window: (0..n).map(|_| ImplicitWindow::default()).collect(),
@@ -567,6 +570,7 @@ impl Proto {
                 }
             },
             Protocol::PutRmaRendezvous => rendezvous_rma::put(self, rank, addr, src)?,
+            Protocol::PutKeyedRma => keyed_rma::put(self, rank, addr, src)?,
             _ => unreachable!("puts choose a put protocol"),
         }
         Ok(self.net.completion_time(src.len()))
@@ -631,6 +635,7 @@ impl Proto {
                 }
             }
             Protocol::GetRmaRendezvous => rendezvous_rma::get(self, rank, addr, dst)?,
+            Protocol::GetKeyedRma => keyed_rma::get(self, rank, addr, dst)?,
             _ => unreachable!("gets choose a get protocol"),
         }
         Ok(self.net.completion_time(dst.len()))

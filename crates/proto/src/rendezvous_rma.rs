@@ -24,18 +24,16 @@
 //! unexpose (target): mark the exposure closing (new requests: NotExposed), run handlers until
 //!   no origin holds it, deregister it from the conduit, the table's own unexpose, forget it.
 //! ```
-//! Attaching whole exposures, once, keeps the conduit's registrations as few as the exposures
-//! (Open MPI's one-sided components allow 32 attached regions per window by default) and never
-//! overlapping; the hold is what keeps an unexpose from detaching under an origin's move.
+//! The exposures, their conduit registration and holds: rma_exposures.rs.
 
 use crate::am_request::{self, respond, Asked, OwnTable};
+use crate::rma_exposures::RmaExposures;
 use crate::{get_am, put_am, rma_conduit, Proto};
 use activerma_am::{Am, AmCtx, HandlerId};
 use activerma_core::counters::bump;
 use activerma_core::{Error, Rank, Result};
 use activerma_mem::{AccessKind, RegistrationStats, Strategy, TargetTable};
-use activerma_transport::Conduit;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// Handler ids (13 is firehose.rs).
 pub const REGISTER_RMA: HandlerId = 14;
@@ -45,108 +43,18 @@ pub const RELEASE_RMA: HandlerId = 15;
 const PER_OP: u64 = 1;
 const WRITE: u64 = 2;
 
-/// How long an unexpose waits for origins still moving data in or out (an origin that died
-/// never releases; its job is being torn down by the launcher).
-const CLOSE_WAIT_S: u64 = 10;
-
-/// One exposure some origin on another host has registered: its conduit registration and the
-/// origins inside it.
-struct Held {
-    base: usize,
-    len: usize,
-    holds: u32,
-    registered: bool,
-    closing: bool,
-}
-
-/// The target's exposures reachable by other hosts' one-sided engines.
-pub struct RmaExposures {
-    conduit: Arc<dyn Conduit>,
-    table: Arc<TargetTable>,
-    held: Mutex<Vec<Held>>,
-}
-
-impl RmaExposures {
-    /// One more origin inside the exposure holding `[addr, addr+len)`; registers the exposure
-    /// with the conduit on first use. Returns the exposure's generation.
-    fn hold(&self, addr: usize, len: usize) -> Result<u64> {
-        let mut held = self.held.lock().unwrap();
-        let (base, elen, generation) = self.table.exposure_of(addr, len).ok_or(Error::NotExposed { rank: usize::MAX, addr, len })?;
-        let i = match held.iter().position(|h| h.base == base) {
-            Some(i) => i,
-            None => {
-                held.push(Held { base, len: elen, holds: 0, registered: false, closing: false });
-                held.len() - 1
-            }
-        };
-        let h = &mut held[i];
-        if h.closing {
-            return Err(Error::NotExposed { rank: usize::MAX, addr, len });
-        }
-        if !h.registered {
-            // A refusal (e.g. too many attached regions) is a resource limit: the origin bounces.
-            self.conduit
-                .register(base, elen)
-                .map_err(|e| Error::OutOfResources(format!("registering {base:#x}+{elen} with the conduit: {e}")))?;
-            h.registered = true;
-        }
-        h.holds += 1;
-        Ok(generation)
-    }
-
-    fn release(&self, addr: usize) {
-        let mut held = self.held.lock().unwrap();
-        if let Some(h) = held.iter_mut().find(|h| addr >= h.base && addr < h.base + h.len) {
-            h.holds = h.holds.saturating_sub(1);
-        }
-    }
-
-    /// Unexposes the exposure at `addr` with `table_unexpose`, after refusing new requests
-    /// for it and waiting (running handlers, which receive the releases) until no origin on
-    /// another host is inside, then taking its conduit registration back.
-    pub fn unexpose(&self, addr: usize, progress: &mut dyn FnMut(), table_unexpose: &mut dyn FnMut() -> Result<()>) -> Result<()> {
-        {
-            // Closing from here to the end, even if no other host registered it yet: a request
-            // arriving before the table forgets the exposure must not register it anew.
-            let mut held = self.held.lock().unwrap();
-            match held.iter_mut().find(|h| h.base == addr) {
-                Some(h) => h.closing = true,
-                None => held.push(Held { base: addr, len: 0, holds: 0, registered: false, closing: true }),
-            }
-        }
-        let started = std::time::Instant::now();
-        while self.held.lock().unwrap().iter().any(|h| h.base == addr && h.holds > 0) {
-            if started.elapsed().as_secs() >= CLOSE_WAIT_S {
-                eprintln!("activerma: unexpose of {addr:#x}: an origin on another host stayed inside for {CLOSE_WAIT_S} s; proceeding");
-                break;
-            }
-            progress();
-            std::thread::yield_now();
-        }
-        let (registered, len) = {
-            let held = self.held.lock().unwrap();
-            let h = held.iter().find(|h| h.base == addr).expect("marked closing above");
-            (h.registered, h.len)
-        };
-        let deregistered = if registered { self.conduit.deregister(addr, len) } else { Ok(()) };
-        let unexposed = table_unexpose();
-        self.held.lock().unwrap().retain(|h| h.base != addr);
-        unexposed.and(deregistered)
-    }
-}
-
-fn words<const N: usize>(msg: &[u8]) -> Option<[u64; N]> {
+pub(crate) fn words<const N: usize>(msg: &[u8]) -> Option<[u64; N]> {
     (msg.len() == N * 8).then(|| std::array::from_fn(|i| u64::from_le_bytes(msg[i * 8..i * 8 + 8].try_into().unwrap())))
 }
 
-fn encode<const N: usize>(w: [u64; N]) -> Vec<u8> {
+pub(crate) fn encode<const N: usize>(w: [u64; N]) -> Vec<u8> {
     w.iter().flat_map(|v| v.to_le_bytes()).collect()
 }
 
 /// The target's side; made with its table, before the job's first barrier. The returned
 /// registry is what `unexpose` closes exposures through.
 pub(crate) fn register(am: &Am, table: Arc<TargetTable>) -> Result<Arc<RmaExposures>> {
-    let exposures = Arc::new(RmaExposures { conduit: am.conduit().clone(), table: table.clone(), held: Mutex::new(Vec::new()) });
+    let exposures = Arc::new(RmaExposures::new(am.conduit().clone(), table.clone()));
     let (own, x, t) = (OwnTable::new(am.conduit().clone()), exposures.clone(), table.clone());
     am.register(
         REGISTER_RMA,

@@ -47,6 +47,11 @@ pub enum Protocol {
     /// the range, then the conduit's one-sided engine moves it (rendezvous_rma.rs).
     PutRmaRendezvous,
     GetRmaRendezvous,
+    /// Private memory of a rank on another host under firehose or pin-all: a key to the
+    /// exposure, (this origin's firehoses there,) then the conduit's one-sided engine
+    /// (keyed_rma.rs).
+    PutKeyedRma,
+    GetKeyedRma,
 }
 
 impl Protocol {
@@ -75,6 +80,8 @@ impl Protocol {
             Protocol::GetFirehose => "get_firehose",
             Protocol::PutRmaRendezvous => "put_rma_rendezvous",
             Protocol::GetRmaRendezvous => "get_rma_rendezvous",
+            Protocol::PutKeyedRma => "put_keyed_rma",
+            Protocol::GetKeyedRma => "get_keyed_rma",
         }
     }
 
@@ -104,6 +111,9 @@ impl Protocol {
             }
             Protocol::PutRmaRendezvous | Protocol::GetRmaRendezvous => {
                 "the address is private memory of a rank on another host and the transfer is at least ACTIVERMA_RMA_RENDEZVOUS_MIN: a request has the target check the range and register it with the conduit (MPI: attach its exposure to the dynamic window; rendezvous strategies also pin), then the conduit's one-sided engine moves the data and a message releases it; if the target refuses for a resource, the data goes through the target as put_am / get_am"
+            }
+            Protocol::PutKeyedRma | Protocol::GetKeyedRma => {
+                "the address is private memory of a rank on another host and the registration strategy keeps registrations (firehose, pin-all): with this origin's key to the exposure (asked for once: the target checks the access, registers the exposure with the conduit and names its protection) and, under firehose, its firehoses there (at most f buckets pinned on its behalf, moved with one message on a miss, none on a hit), the conduit's one-sided engine moves the data; an exposure with Active Access pages, or one the target cannot pin or register, is reached through the target (put_am / get_am)"
             }
             Protocol::PutRendezvous | Protocol::GetRendezvous => {
                 "a page of the target's private memory is not registered and the registration strategy is rendezvous: a request asks the target to pin the pages and mark them registered, then one cross-memory-attach call moves the data (rendezvous-unpin: a message unpins them after it; on a pin failure the operation bounces)"
@@ -306,6 +316,8 @@ impl Proto {
                 }
             }
             None => match kind {
+                AccessKind::Put if self.rma_keys.is_some() => Protocol::PutKeyedRma,
+                AccessKind::Get if self.rma_keys.is_some() => Protocol::GetKeyedRma,
                 AccessKind::Put if crate::rendezvous_rma::applies(self, len) => Protocol::PutRmaRendezvous,
                 AccessKind::Get if crate::rendezvous_rma::applies(self, len) => Protocol::GetRmaRendezvous,
                 AccessKind::Put => Protocol::PutAm,

@@ -10,6 +10,7 @@ mod dsm;
 mod faults;
 mod firehose;
 mod ft_sort;
+mod keyed_rma;
 mod nodes;
 mod noncontig;
 pub mod output;
@@ -63,6 +64,7 @@ pub fn run(case: &str) -> i32 {
         "reexpose_no_stale" => registration::reexpose_no_stale(),
         "memlock_exhaustion" => registration::memlock_exhaustion(),
         "firehose_bound_holds" => firehose::bound_holds(),
+        "keyed_rma_across_hosts" => keyed_rma::across_hosts(),
         "part_faults_counted" => part::faults_counted(),
         "part_modelled_link" => part::modelled_link(),
         "checkpoint_restart" => checkpoint::checkpoint_restart(),
@@ -118,10 +120,11 @@ pub fn expect_protocol(w: &World, target: usize, on_host: &'static str, cross_ho
 /// hit (cma), the bounce path, or under rendezvous-unpin either (another origin's registration
 /// may still hold the pages).
 pub fn private_protocols(w: &World, target: usize, op: &str) -> Vec<String> {
-    if !same_host(w, target) {
-        return vec![format!("{op}_am")];
-    }
     let strategy = std::env::var("ACTIVERMA_REGISTRATION").unwrap_or_default();
+    if !same_host(w, target) {
+        // Firehose and pin-all between hosts: a key per exposure, then the one-sided engine.
+        return vec![if ["firehose", "pin-all"].contains(&strategy.as_str()) { format!("{op}_keyed_rma") } else { format!("{op}_am") }];
+    }
     match strategy.as_str() {
         "bounce" => vec![format!("{op}_bounce")],
         "part" => vec![format!("{op}_part")],
