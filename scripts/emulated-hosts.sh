@@ -6,6 +6,8 @@
 #   scripts/emulated-hosts.sh down        removes all of it (and kills what still runs there)
 #   scripts/emulated-hosts.sh mpirun openmpi|mpich K -- PROGRAM ARGS...
 #                                         N*K ranks, K per host: ranks 0..K-1 on arma-host0, ...
+#   scripts/emulated-hosts.sh mpirun openmpi|mpich -n T -- PROGRAM ARGS...
+#                                         T ranks, ceil(T/N) per host, host by host
 # The launcher (mpirun.openmpi / mpiexec.mpich) runs in the root namespace, like on a login
 # node, and starts its daemons (orted / hydra_pmi_proxy) on each host through
 # scripts/emulated-host-agent.sh, in place of ssh: host's network namespace, own hostname
@@ -31,7 +33,7 @@ bridge=arma-br0
 prefix=arma-host
 
 die() { echo "emulated-hosts: $*" >&2; exit 1; }
-usage() { sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 hosts_up() {
     local n=0
     while [ -e "/run/netns/$prefix$n" ]; do n=$((n + 1)); done
@@ -154,12 +156,22 @@ EOF
 }
 
 cmd_mpirun() {
-    if [ $# -lt 4 ] || [ "$3" != -- ]; then usage; fi
-    local mpi=$1 k=$2 n hosts="" i
-    shift 3
-    [[ $k =~ ^[1-9][0-9]*$ ]] || die "RANKS_PER_HOST must be a positive integer"
+    local mpi=$1 k n hosts="" i total=""
+    if [ "${2:-}" = -n ]; then
+        # -n TOTAL: TOTAL ranks, ceil(TOTAL / hosts) per host, filled host by host.
+        if [ $# -lt 5 ] || [ "$4" != -- ]; then usage; fi
+        total=$3
+        [[ $total =~ ^[1-9][0-9]*$ ]] || die "-n needs a positive rank count"
+        shift 4
+    else
+        if [ $# -lt 4 ] || [ "$3" != -- ]; then usage; fi
+        k=$2
+        shift 3
+        [[ $k =~ ^[1-9][0-9]*$ ]] || die "RANKS_PER_HOST must be a positive integer"
+    fi
     n=$(hosts_up)
     [ "$n" -gt 0 ] || die "no emulated hosts: run $0 up N first"
+    if [ -n "$total" ]; then k=$(((total + n - 1) / n)); else total=$((n * k)); fi
     for ((i = 0; i < n; i++)); do hosts+="${hosts:+,}10.77.0.$((i + 1)):$k"; done
     local agent=$here/emulated-host-agent.sh
     [ -x "$agent" ] || agent="$(command -v bash) $agent" # Open MPI splits the agent on spaces
@@ -174,13 +186,13 @@ cmd_mpirun() {
             export UCX_NET_DEVICES=${UCX_NET_DEVICES-arma0}
             launch=(mpirun.openmpi --allow-run-as-root --bind-to none --map-by slot
                 --mca plm_rsh_agent "$agent" --mca plm_rsh_no_tree_spawn 1
-                --host "$hosts" -n $((n * k)))
+                --host "$hosts" -n "$total")
             ;;
         mpich)
             export UCX_TLS=${UCX_TLS-tcp,sm,self}
             export UCX_NET_DEVICES=${UCX_NET_DEVICES-arma0}
             launch=(mpiexec.mpich -launcher rsh -launcher-exec "$agent" -localhost 10.77.0.254
-                -genvall -hosts "$hosts" -n $((n * k)))
+                -genvall -hosts "$hosts" -n "$total")
             if [ "${EMULATED_HOSTS_MPICH_FINALIZE_FIX:-1}" = 1 ]; then
                 mpich_finalize_fix
                 launch+=(-genv LD_PRELOAD "$state/mpich-finalize-fix.so${LD_PRELOAD:+:$LD_PRELOAD}")

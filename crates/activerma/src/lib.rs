@@ -34,6 +34,7 @@ pub use activerma_proto::{AtomicOp, AtomicPath, Noncontig, OpHandle, PendingTran
 #[cfg(feature = "mpi")]
 pub use activerma_transport::mpi::initialized_comm_size as mpi_comm_size;
 pub use activerma_transport::traffic::TrafficTo;
+pub use activerma_transport::ControlMemory;
 pub use exposed::Exposed;
 pub use remote_ptr::RemotePtr;
 pub use segment::Segment;

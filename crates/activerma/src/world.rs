@@ -11,6 +11,7 @@ use activerma_transport::netmodel::NetModel;
 use activerma_transport::smp::SmpConduit;
 use activerma_transport::traffic::TrafficTo;
 use activerma_transport::Conduit;
+use activerma_transport::ControlMemory;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -238,10 +239,10 @@ impl World {
         self.inner.proto.check_rank(rank)?;
         Ok(self.inner.conduit.node_of(rank))
     }
-    /// The job's control memory on this host (every rank's queue, translation table and logs,
-    /// the collectives' areas) as (bytes of address space, bytes resident); None on a conduit
-    /// that does not keep it in one place (mpi).
-    pub fn control_memory(&self) -> Option<(usize, usize)> {
+    /// The job's control memory on this host (every rank's queue, translation table and logs;
+    /// on smp the collectives' areas) and the ranks it serves; None where the conduit cannot
+    /// say.
+    pub fn control_memory(&self) -> Option<ControlMemory> {
         self.inner.conduit.control_memory()
     }
     /// Whether atomics on memory this rank maps (segments of its node) run as CPU atomics.

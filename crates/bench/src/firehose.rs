@@ -1,6 +1,6 @@
 //! `activerma bench firehose-ws`: Bell & Bonachea's figure 3, on one host (the jobs run under
 //! `activerma run`) or across hosts (ACTIVERMA_BENCH_LAUNCH starts them, e.g. over the emulated
-//! hosts: bench/firehose_hosts.sh; there firehose and pin-all reach rank 1's memory with a
+//! hosts: bench/over_hosts.sh; there firehose and pin-all reach rank 1's memory with a
 //! key and one-sided MPI_Put, and the rendezvous strategies register per put with
 //! ACTIVERMA_RMA_RENDEZVOUS_MIN=1, which changes nothing on one host). Rank 0 puts 64 KiB
 //! at random 64 KiB-aligned places of a working set W of rank 1's exposed private memory; W

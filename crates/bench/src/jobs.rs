@@ -16,7 +16,7 @@ pub fn run_with_env(n: u32, args: &[&str], env: &[(String, String)], timeout_s: 
         std::env::set_var(k, v);
     }
     let code = match std::env::var(LAUNCH_ENV).ok().filter(|v| !v.trim().is_empty()) {
-        Some(prefix) => run_under(&prefix, &program, timeout_s),
+        Some(prefix) => run_under(&prefix.replace("{n}", &n.to_string()), &program, timeout_s),
         None => Ok(launcher::run(RunArgs {
             n,
             label: false,
@@ -38,9 +38,10 @@ pub fn run_with_env(n: u32, args: &[&str], env: &[(String, String)], timeout_s: 
 }
 
 /// A command that starts the jobs in place of `activerma run` (split at white space; the
-/// program and its arguments follow it), e.g. `bash scripts/emulated-hosts.sh mpirun openmpi 1
-/// --` for jobs across emulated hosts with a binary built for that MPI. It decides how many
-/// ranks start: as many as the benchmark's jobs have (its workers check).
+/// program and its arguments follow it; `{n}` in it becomes the job's rank count), e.g.
+/// `bash scripts/emulated-hosts.sh mpirun openmpi -n {n} --` for jobs across emulated hosts
+/// with a binary built for that MPI. It decides where the ranks run and how many start (a
+/// job's workers check their count).
 pub const LAUNCH_ENV: &str = "ACTIVERMA_BENCH_LAUNCH";
 
 /// Runs `program` under the launch command `prefix`; kills it after `timeout_s`.

@@ -1,14 +1,18 @@
 //! `activerma bench scale`: how a one-host job grows with its ranks — start-up time, the job's
 //! control memory (address space, and what is resident after every rank has sent active
 //! messages to every other rank), barrier latency and the all-to-all active-message rate — for
-//! 2 … 256 ranks, on one host and split over two emulated hosts (`ACTIVERMA_SMP_RANKS_PER_HOST`
-//! = half the ranks). Beyond the machine's cores the ranks are oversubscribed: the header and
-//! every line say so, and the barrier and message rates then measure the scheduler as much as
-//! the runtime.
+//! 2 … 256 ranks, on one host and split over two hosts emulated by the smp conduit
+//! (`ACTIVERMA_SMP_RANKS_PER_HOST` = half the ranks) — or, with ACTIVERMA_BENCH_LAUNCH, as
+//! that launcher places them (`bench/over_hosts.sh scale`: the mpi conduit over two emulated
+//! hosts, MPI over TCP between them). Beyond the machine's cores the ranks are
+//! oversubscribed: the header and every line say so, and the barrier and message rates then
+//! measure the scheduler as much as the runtime.
 //!
-//! Control memory is the job's control memfd (`World::control_memory`): every rank's inbox,
-//! translation table and access-log arena, the barrier and exchange areas. Its size is address
-//! space; its pages in memory (mincore) are what the job made resident.
+//! Control memory (`World::control_memory`) is, on smp, the job's control memfd: every rank's
+//! inbox, translation table and access-log arena, the barrier and exchange areas; on mpi, the
+//! tables and inboxes of rank 0's node (MPI's own buffers are not counted). Per rank: divided
+//! by the ranks it serves. Its size is address space; its pages in memory (mincore) are what
+//! the job made resident.
 
 use super::dsm_micro::check;
 use super::rows;
@@ -31,6 +35,10 @@ const COUNT: u16 = FIRST_USER_HANDLER;
 /// The targets at 256 ranks.
 const STARTUP_TARGET_S: f64 = 2.0;
 const CONTROL_TARGET_MB: f64 = 16.0;
+
+/// Segment size per rank in jobs another launcher starts: Open MPI reserves every rank's heap
+/// in /dev/shm when the window is made (256 ranks x 1 GiB would not fit).
+const LAUNCHED_SEGMENT: &str = "32M";
 
 pub fn is_worker() -> bool {
     std::env::var_os(WORKER_ENV).is_some()
@@ -56,15 +64,29 @@ pub fn scale(args: &BenchArgs) -> BResult<()> {
     let out = super::jobs::rows_file("scale");
     let _ = std::fs::remove_file(&out);
     let counts = rank_counts(args.quick);
-    for layout in ["one host", "2 emulated hosts"] {
+    // Started by another launcher (ACTIVERMA_BENCH_LAUNCH, e.g. MPI over the emulated hosts:
+    // bench/over_hosts.sh), the jobs are that launcher's layout alone.
+    let launched = std::env::var(super::jobs::LAUNCH_ENV).ok().filter(|l| !l.trim().is_empty());
+    let layouts: Vec<String> = match &launched {
+        Some(l) => {
+            println!("# jobs started by {}={l}; ACTIVERMA_SEGMENT_SIZE={LAUNCHED_SEGMENT} per rank", super::jobs::LAUNCH_ENV);
+            vec!["launched".into()]
+        }
+        None => vec!["one host".into(), "2 emulated hosts".into()],
+    };
+    for layout in &layouts {
         for &n in &counts {
             let mut env = vec![
                 (WORKER_ENV.to_string(), "1".to_string()),
                 (OUT_ENV.to_string(), out.to_string_lossy().into_owned()),
-                (LAYOUT_ENV.to_string(), layout.to_string()),
+                (LAYOUT_ENV.to_string(), layout.clone()),
                 (START_ENV.to_string(), now_ns().to_string()),
             ];
-            if layout != "one host" {
+            if layout == "launched" {
+                // An MPI may reserve every rank's heap in /dev/shm up front (Open MPI does).
+                env.push(("ACTIVERMA_SEGMENT_SIZE".to_string(), LAUNCHED_SEGMENT.to_string()));
+            }
+            if layout == "2 emulated hosts" {
                 env.push(("ACTIVERMA_SMP_RANKS_PER_HOST".to_string(), (n / 2).max(1).to_string()));
             }
             if args.quick {
@@ -94,7 +116,7 @@ pub fn scale(args: &BenchArgs) -> BResult<()> {
         ("barrier_us", "barrier (us)", "us"),
         ("am_rate_m", "all-to-all AM rate (M msg/s, whole job)", "M/s"),
     ];
-    for layout in ["one host", "2 emulated hosts"] {
+    for layout in layouts.iter().map(String::as_str) {
         println!(
             "# {layout}: ranks {}",
             counts.iter().map(|n| format!("{n:>9}{}", if *n as usize > cores { "*" } else { " " })).collect::<String>()
@@ -118,8 +140,9 @@ pub fn scale(args: &BenchArgs) -> BResult<()> {
     }
     println!("# * more ranks than cores: oversubscribed");
     let top = *counts.last().unwrap();
-    for layout in ["one host", "2 emulated hosts"] {
-        if let Some(s) = find(layout, top, "startup_s") {
+    for layout in layouts.iter().map(String::as_str) {
+        // (The start-up target is the one-host job's; another launcher's start-up is its own.)
+        if let Some(s) = find(layout, top, "startup_s").filter(|_| layout != "launched") {
             check("scale-check", &format!("start-up, {top} ranks, {layout} (s)"), s, "<= 2", s <= STARTUP_TARGET_S);
         }
         if let Some(mb) = find(layout, top, "control_resident_mb") {
@@ -170,7 +193,7 @@ pub fn worker() -> BResult<()> {
     w.barrier()?;
     let secs = t.elapsed().as_secs_f64();
     let rate = (expected * n as u64) as f64 / secs / 1e6;
-    let (virt, resident) = w.control_memory().ok_or("the conduit does not report its control memory (smp only)")?;
+    let control = w.control_memory().ok_or("the conduit does not report its control memory")?;
 
     let rounds = if quick { 50 } else { 200 };
     w.barrier()?;
@@ -183,12 +206,12 @@ pub fn worker() -> BResult<()> {
         let layout = std::env::var(LAYOUT_ENV)?;
         let slots = w.config().get_u64(activerma::settings::AM_SLOTS)? as f64;
         let slot_size = w.config().get_u64(activerma::settings::AM_SLOT_SIZE)? as f64;
-        let mb = |b: usize| b as f64 / n as f64 / 1e6;
+        let mb = |b: usize| b as f64 / control.ranks as f64 / 1e6;
         let mut text = String::new();
         for (metric, v) in [
             ("startup_s", startup),
-            ("control_virtual_mb", mb(virt)),
-            ("control_resident_mb", mb(resident)),
+            ("control_virtual_mb", mb(control.bytes)),
+            ("control_resident_mb", mb(control.resident)),
             ("inbox_kb", slots * slot_size / 1024.0),
             ("barrier_us", barrier_us),
             ("am_rate_m", rate),

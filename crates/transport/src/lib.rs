@@ -140,6 +140,17 @@ pub enum PeerStatus {
     Gone(String),
 }
 
+/// Control memory of the ranks of one host (`Conduit::control_memory`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ControlMemory {
+    /// Bytes of address space.
+    pub bytes: usize,
+    /// Bytes of it in memory (mincore), whoever touched them.
+    pub resident: usize,
+    /// The ranks it serves (per rank: `bytes / ranks`).
+    pub ranks: usize,
+}
+
 pub trait Conduit: Send + Sync {
     fn name(&self) -> &'static str;
     fn rank(&self) -> Rank;
@@ -271,10 +282,9 @@ pub trait Conduit: Send + Sync {
     fn node_of(&self, _rank: Rank) -> usize {
         0
     }
-    /// The job's control memory on this host — queues, tables, logs, collectives' areas — as
-    /// (bytes of address space, bytes resident), for the whole host; None where the conduit
-    /// does not keep it in one place.
-    fn control_memory(&self) -> Option<(usize, usize)> {
+    /// The job's control memory on this host — queues, tables, logs, collectives' areas — and
+    /// how many ranks it serves; None where the conduit cannot say.
+    fn control_memory(&self) -> Option<ControlMemory> {
         None
     }
     /// What this rank sent through the network path, per target (see traffic.rs); None on a

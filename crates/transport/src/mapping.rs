@@ -31,13 +31,7 @@ impl Mapping {
     /// Bytes of the mapping that are resident: for a shared file, the file's pages in memory,
     /// whichever process touched them (mincore reports the page cache).
     pub fn resident_bytes(&self) -> Result<usize> {
-        let page = activerma_core::page::page_size();
-        let mut vec = vec![0u8; self.len.div_ceil(page)];
-        // SAFETY: our mapping, and one status byte per page.
-        if unsafe { libc::mincore(self.ptr as *mut _, self.len, vec.as_mut_ptr()) } != 0 {
-            return Err(Error::last_os("mincore (resident memory of a mapping)"));
-        }
-        Ok(vec.iter().filter(|&&b| b & 1 != 0).count() * page)
+        resident_in(self.ptr as usize, self.len)
     }
 
     fn map(kind: libc::c_int, fd: libc::c_int, len: usize, hint: usize, what: &'static str) -> Result<Mapping> {
@@ -67,5 +61,38 @@ impl Drop for Mapping {
     fn drop(&mut self) {
         // SAFETY: we own this mapping.
         unsafe { libc::munmap(self.ptr as *mut _, self.len) };
+    }
+}
+
+/// Bytes of `[ptr, ptr+len)` (a mapped range starting on a page boundary) that are in memory.
+pub fn resident_in(ptr: usize, len: usize) -> Result<usize> {
+    let page = activerma_core::page::page_size();
+    let mut vec = vec![0u8; len.div_ceil(page)];
+    // SAFETY: mincore only reads the mapping's page status into one byte per page.
+    if unsafe { libc::mincore(ptr as *mut _, len, vec.as_mut_ptr()) } != 0 {
+        return Err(Error::last_os("mincore (resident memory of a mapping)"));
+    }
+    Ok(vec.iter().filter(|&&b| b & 1 != 0).count() * page)
+}
+
+/// Zeroes `[ptr, ptr+len)` of a shared file mapping (an MPI shared window) without making it
+/// resident: the whole pages inside are punched out of the file (MADV_REMOVE: they read as
+/// zeros and take no memory until written), the partial pages at either end are written.
+/// Where the kernel refuses (not a shared file mapping), every byte is written.
+///
+/// # Safety
+/// `[ptr, ptr+len)` must be mapped, writable, and ours to clear (only pages wholly inside it
+/// are punched).
+pub unsafe fn zero_shared(ptr: usize, len: usize) {
+    let page = activerma_core::page::page_size();
+    let (start, end) = (ptr.next_multiple_of(page), (ptr + len) / page * page);
+    // SAFETY: the caller's contract; MADV_REMOVE only drops the whole pages in [start, end).
+    unsafe {
+        if end > start && libc::madvise(start as *mut _, end - start, libc::MADV_REMOVE) == 0 {
+            std::ptr::write_bytes(ptr as *mut u8, 0, start - ptr);
+            std::ptr::write_bytes(end as *mut u8, 0, ptr + len - end);
+        } else {
+            std::ptr::write_bytes(ptr as *mut u8, 0, len);
+        }
     }
 }

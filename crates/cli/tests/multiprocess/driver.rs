@@ -620,6 +620,18 @@ fn run_under_mpi(mpi: &str, filter: Option<&str>, t: &mut Tally) -> i32 {
         t.check(format!("{name} [{:.1} s]", took.as_secs_f64()), out.status.success(), || show(&out));
     }
     crate::restart::checks(t, Some(mpi), &mpi_label(mpi), filter);
+    // Open MPI reserves a one-host job's windows in /dev/shm in full: heaps too large for it are
+    // refused at init, naming the setting (not a hang, not an unrelated MPI error later).
+    let too_big = format!("{}: segments larger than /dev/shm refused at init", mpi_label(mpi));
+    if mpi == "openmpi" && emulated_hosts().is_none() && filter.is_none_or(|f| too_big.contains(f)) {
+        let (out, took) = launch_mpi(mpi, &Job { case: "put_get_segment", ranks: 2, env: vec![("ACTIVERMA_SEGMENT_SIZE", "4T")] });
+        let said = String::from_utf8_lossy(&out.stderr).contains("lower ACTIVERMA_SEGMENT_SIZE");
+        t.check(
+            format!("{too_big} [{:.1} s]", took.as_secs_f64()),
+            !out.status.success() && said && took < Duration::from_secs(60),
+            || show(&out),
+        );
+    }
     if filter.is_none() {
         let (out, took) = launch_mpi(mpi, &Job { case: "rank_crashes", ranks: 3, env: vec![] });
         t.check(

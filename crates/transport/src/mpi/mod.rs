@@ -67,6 +67,8 @@ pub struct MpiConduit {
     queues: node::NodeQueues,
     /// Our inbox's memory when our node shares none (messages to ourselves).
     _own_queue: Option<Mapping>,
+    /// Bytes of one rank's wake words and inbox (after its table in the node's window).
+    queue_len: usize,
     /// What went through MPI, per target.
     traffic: crate::traffic::Traffic,
     /// Per rank: where its heap starts (page-aligned) and where its heap window starts (the
@@ -127,7 +129,25 @@ impl MpiConduit {
         // After the table: the rank's wake words and inbox, for messages inside the node.
         let queue_shape = node::shape(cfg)?;
         let queue_len = node::bytes(queue_shape);
-        let parts = if share {
+        let node_bytes = (heap_size + ps + table_len + queue_len) * my_node.len();
+        let fits = shm_room(node_bytes);
+        if let Err(room) = fits {
+            let need = format!(
+                "{:.1} GB of /dev/shm for this node's windows, which has {:.1} GB free",
+                node_bytes as f64 / 1e9,
+                room as f64 / 1e9
+            );
+            if whole_job {
+                // Every window of a one-host job lives in /dev/shm under Open MPI.
+                return Err(Error::OutOfResources(format!(
+                    "Open MPI would reserve {need}: lower ACTIVERMA_SEGMENT_SIZE (now {heap_size} bytes per rank)"
+                )));
+            }
+            if rank == my_node[0] {
+                eprintln!("activerma: a shared window would take {need}: this node's ranks share no memory (every access goes through MPI); lower ACTIVERMA_SEGMENT_SIZE to share");
+            }
+        }
+        let parts = if share && fits.is_ok() {
             match mpi.allocate_shared_heap(heap_size + ps + table_len + queue_len, whole_job) {
                 Ok(parts) => Some(parts),
                 Err(e) => {
@@ -144,9 +164,10 @@ impl MpiConduit {
         let (win_base, table_ptr, table_map) = if let Some(parts) = &parts {
             let win_base = parts[my_node.iter().position(|&r| r == rank).expect("we are on our node")] as usize;
             let table_ptr = win_base.next_multiple_of(ps) + heap_size;
-            // SAFETY: our part of the window; the table must start zeroed (TargetTable::init),
-            // and so must the inbox (an empty one), before the collectives below let anyone in.
-            unsafe { std::ptr::write_bytes(table_ptr as *mut u8, 0, table_len + queue_len) };
+            // SAFETY: our part of the window. The table must start zeroed (TargetTable::init),
+            // and so must the inbox (an empty one), before the collectives below let anyone
+            // in. Punched out, not written: ~25 MB per rank stay out of memory until used.
+            unsafe { crate::mapping::zero_shared(table_ptr, table_len + queue_len) };
             (win_base, table_ptr, None)
         } else {
             // One spare page, so the heap itself can start on a page boundary.
@@ -237,6 +258,7 @@ impl MpiConduit {
             nodes,
             queues,
             _own_queue: own_queue,
+            queue_len,
             traffic: crate::traffic::Traffic::new(size),
             poll_lock: AtomicBool::new(false),
             timeout_s: cfg.get_f64(settings::TIMEOUT_S)?,
@@ -471,6 +493,21 @@ impl Conduit for MpiConduit {
         self.nodes[rank]
     }
 
+    /// This node's ranks' tables and inboxes (in the node's window, or our own mappings when
+    /// we share none). MPI's own buffers are not ours to count.
+    fn control_memory(&self) -> Option<crate::ControlMemory> {
+        let parts: Vec<(usize, usize)> = match &self.shared {
+            Some(s) => s.tables.iter().flatten().map(|&t| (t, self.table_len + self.queue_len)).collect(),
+            None => {
+                let queue = self._own_queue.as_ref().map(|m| (m.ptr as usize, m.len));
+                std::iter::once((self.table_ptr, self.table_len)).chain(queue).collect()
+            }
+        };
+        let resident = parts.iter().map(|&(p, l)| crate::mapping::resident_in(p, l)).sum::<Result<usize>>().ok()?;
+        let ranks = self.shared.as_ref().map_or(1, |s| s.tables.iter().flatten().count());
+        Some(crate::ControlMemory { bytes: parts.iter().map(|p| p.1).sum(), resident, ranks })
+    }
+
     fn traffic(&self) -> Option<&crate::traffic::Traffic> {
         Some(&self.traffic)
     }
@@ -667,4 +704,25 @@ fn progress_pump(
         })
         .map_err(|e| Error::Os { call: "spawn the MPI progress thread", errno_text: e.to_string() })?;
     Ok(Some((stop, thread)))
+}
+
+/// Ok when /dev/shm can hold node windows of `bytes` where the MPI reserves them in full (Open
+/// MPI's osc/sm and osc/rdma ask for the whole size up front and, refused, leave the job
+/// hanging or fail later with an unrelated error; MPICH's windows are sparse); else Err with
+/// the bytes free.
+fn shm_room(bytes: usize) -> std::result::Result<(), u128> {
+    if !Mpi::library_version().starts_with("Open MPI") {
+        return Ok(());
+    }
+    // SAFETY: statvfs fills the struct we pass; a zeroed one is a valid start.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c"/dev/shm".as_ptr(), &mut st) } != 0 {
+        return Ok(()); // no /dev/shm to ask: let the MPI decide
+    }
+    let room = st.f_bavail as u128 * st.f_frsize as u128;
+    if room >= bytes as u128 {
+        Ok(())
+    } else {
+        Err(room)
+    }
 }

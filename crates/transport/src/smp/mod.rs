@@ -568,8 +568,9 @@ impl Conduit for SmpConduit {
         Some(&self.traffic)
     }
 
-    fn control_memory(&self) -> Option<(usize, usize)> {
-        Some((self.ctrl.len, self.ctrl.resident_bytes().ok()?))
+    /// One control file for the whole job (every rank's inbox, table, logs; the collectives).
+    fn control_memory(&self) -> Option<crate::ControlMemory> {
+        Some(crate::ControlMemory { bytes: self.ctrl.len, resident: self.ctrl.resident_bytes().ok()?, ranks: self.size() })
     }
 
     fn peer_pid(&self, rank: Rank) -> Option<i32> {
