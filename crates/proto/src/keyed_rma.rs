@@ -253,33 +253,35 @@ fn transfer(
     if route == Route::Through {
         return through(0, len);
     }
-    let Some(fh) = &p.firehose else {
+    let moved = match &p.firehose {
         // pin-all: every exposed page is pinned and the exposure registered: a hit.
-        bump(&p.reg_stats.hits, 1);
-        let moved = one_sided(0, len);
-        keys.end(p, rank);
-        return moved;
-    };
-    let moved = firehose::in_pieces(fh, addr, len, &mut |off, a, n| {
-        let hit = fh.try_remote_pin(rank, a, n);
-        bump(if hit.is_some() { &p.reg_stats.hits } else { &p.reg_stats.misses }, 1);
-        let pin = match hit {
-            Some(pin) => pin,
-            None => match fh.remote_pin(rank, a, n) {
-                Ok(pin) => pin,
-                Err(Error::OutOfResources(why)) => {
-                    if p.verbose {
-                        eprintln!("activerma: rank {} -> rank {rank}: firehose move refused, through the target: {why}", p.conduit.rank());
+        None => {
+            bump(&p.reg_stats.hits, 1);
+            one_sided(0, len)
+        }
+        Some(fh) => firehose::in_pieces(fh, addr, len, &mut |off, a, n| {
+            let hit = fh.try_remote_pin(rank, a, n);
+            bump(if hit.is_some() { &p.reg_stats.hits } else { &p.reg_stats.misses }, 1);
+            let pin = match hit {
+                Some(pin) => pin,
+                None => match fh.remote_pin(rank, a, n) {
+                    Ok(pin) => pin,
+                    Err(Error::OutOfResources(why)) => {
+                        if p.verbose {
+                            eprintln!(
+                                "activerma: rank {} -> rank {rank}: firehose move refused, through the target: {why}",
+                                p.conduit.rank()
+                            );
+                        }
+                        bump(&p.reg_stats.bounce_ops, 1);
+                        return through(off, n);
                     }
-                    bump(&p.reg_stats.bounce_ops, 1);
-                    return through(off, n);
-                }
-                Err(e) => return Err(e),
-            },
-        };
-        let moved = one_sided(off, n);
-        moved.and(fh.release_remote(pin))
-    });
+                    Err(e) => return Err(e),
+                },
+            };
+            one_sided(off, n).and(fh.release_remote(pin))
+        }),
+    };
     keys.end(p, rank);
     moved
 }

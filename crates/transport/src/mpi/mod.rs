@@ -66,7 +66,7 @@ pub struct MpiConduit {
     /// Active messages to ranks of this node: their inboxes in the node's window.
     queues: node::NodeQueues,
     /// Our inbox's memory when our node shares none (messages to ourselves).
-    _own_queue: Option<Mapping>,
+    own_queue: Option<Mapping>,
     /// Bytes of one rank's wake words and inbox (after its table in the node's window).
     queue_len: usize,
     /// What went through MPI, per target.
@@ -257,7 +257,7 @@ impl MpiConduit {
             shared,
             nodes,
             queues,
-            _own_queue: own_queue,
+            own_queue,
             queue_len,
             traffic: crate::traffic::Traffic::new(size),
             poll_lock: AtomicBool::new(false),
@@ -499,7 +499,7 @@ impl Conduit for MpiConduit {
         let parts: Vec<(usize, usize)> = match &self.shared {
             Some(s) => s.tables.iter().flatten().map(|&t| (t, self.table_len + self.queue_len)).collect(),
             None => {
-                let queue = self._own_queue.as_ref().map(|m| (m.ptr as usize, m.len));
+                let queue = self.own_queue.as_ref().map(|m| (m.ptr as usize, m.len));
                 std::iter::once((self.table_ptr, self.table_len)).chain(queue).collect()
             }
         };
