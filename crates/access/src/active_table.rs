@@ -1,38 +1,58 @@
 //! A target's table as an origin that may log into it sees it: the translation table (the
-//! memory layer's `OriginTable`, reached through `Deref`) and the access-log arena at its end,
-//! with a view of each log made on first use.
+//! memory layer's `OriginTable`, reached through `Deref`) and the target's access-log arena,
+//! mapped when this origin first needs it, with a view of each log made on first use.
 
 use crate::log_ring::LogRing;
 use crate::log_table::{LogArena, MAX_LOGS};
 use activerma_core::{Error, Result};
-use activerma_mem::OriginTable;
-use std::sync::OnceLock;
+use activerma_mem::{LogArenaHome, OriginTable};
+use activerma_transport::liveness::Liveness;
+use activerma_transport::mapping::SharedFile;
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// How long an origin that found a target's process gone waits for the launcher to say so.
+const DEATH_NOTICE: Duration = Duration::from_secs(10);
 
 pub struct ActiveTable {
     table: OriginTable,
-    logs: Option<LogArena>,
-    /// Views of the target's logs, made on first use: a log is never destroyed (an origin may
-    /// hold a view at any time), so a view of an active one stays valid, and appends need not
-    /// find and check the log's header again each time.
+    /// In a respawn job: an arena that cannot be mapped because its owner died is that rank's
+    /// failure (`RankFailed`), as any other access to it is.
+    liveness: Option<Arc<Liveness>>,
+    /// The view of the target's arena in use (null: none yet, or forgotten since).
+    view: AtomicPtr<ArenaView>,
+    /// Every view made, kept until the table goes: a thread may still read one that
+    /// `forget_logs` replaced (a few per job: one per incarnation of the target). Boxed: `view`
+    /// points into them, so they must not move when the vector grows.
+    #[allow(clippy::vec_box)]
+    views: Mutex<Vec<Box<ArenaView>>>,
+}
+
+/// One incarnation's arena as mapped here, and views of its logs made on first use: a log is
+/// never destroyed (an origin may hold a view at any time), so a view of an active one stays
+/// valid, and appends need not find and check the log's header again each time.
+struct ArenaView {
+    arena: LogArena,
     rings: Box<[OnceLock<LogRing>]>,
+    _file: SharedFile,
 }
 
 impl ActiveTable {
-    /// The view of `table`'s logs (its owner formatted them before publishing the table).
-    pub fn attach(table: OriginTable) -> Result<ActiveTable> {
-        // SAFETY: the arena lies inside the table's window, formatted by its owner.
-        let logs = table.log_arena().map(|(start, bytes)| unsafe { LogArena::attach(start, bytes, table.rank()) }).transpose()?;
-        Ok(ActiveTable { table, logs, rings: (0..MAX_LOGS).map(|_| OnceLock::new()).collect() })
+    /// An origin's view of `table`; the arena is mapped on first use.
+    pub fn attach(table: OriginTable, liveness: Option<Arc<Liveness>>) -> Result<ActiveTable> {
+        Ok(ActiveTable { table, liveness, view: AtomicPtr::new(std::ptr::null_mut()), views: Mutex::new(Vec::new()) })
     }
 
     /// The ring of the target's log `slot`, or None while that slot holds no log.
     #[inline]
     pub fn log_ring(&self, slot: usize) -> Result<Option<LogRing>> {
-        if let Some(r) = self.rings.get(slot).and_then(|c| c.get()) {
+        let view = self.view()?;
+        if let Some(r) = view.rings.get(slot).and_then(|c| c.get()) {
             return Ok(Some(*r));
         }
-        let ring = self.logs()?.ring(slot);
-        if let (Some(r), Some(cache)) = (ring, self.rings.get(slot)) {
+        let ring = view.arena.ring(slot);
+        if let (Some(r), Some(cache)) = (ring, view.rings.get(slot)) {
             let _ = cache.set(r);
         }
         Ok(ring)
@@ -44,9 +64,83 @@ impl ActiveTable {
         (0..MAX_LOGS).filter_map(|slot| self.log_ring(slot).ok().flatten()).map(|r| r.cover_holes_of(origin, origins)).sum()
     }
 
-    /// The target's access-log table.
+    /// The target's access-log table; an error if it has made none (it has no logs, and no
+    /// page of it is marked to log).
+    #[inline]
     pub fn logs(&self) -> Result<&LogArena> {
-        self.logs.as_ref().ok_or_else(|| Error::Unsupported(format!("rank {} has no access-log arena", self.table.rank())))
+        Ok(&self.view()?.arena)
+    }
+
+    /// The target's access-log table, None if it has made none.
+    pub fn logs_if_any(&self) -> Result<Option<&LogArena>> {
+        if self.table.log_arena().is_none() && self.view.load(Ordering::Acquire).is_null() {
+            return Ok(None);
+        }
+        self.logs().map(Some)
+    }
+
+    /// Drops the view of the target's arena (its process died: a replacement makes its own),
+    /// so that the next use maps the one the table names then.
+    pub fn forget_logs(&self) {
+        self.view.store(std::ptr::null_mut(), Ordering::Release);
+    }
+
+    #[inline]
+    fn view(&self) -> Result<&ArenaView> {
+        let p = self.view.load(Ordering::Acquire);
+        if !p.is_null() {
+            // SAFETY: views live in `views` until the table is dropped.
+            return Ok(unsafe { &*p });
+        }
+        self.map_view()
+    }
+
+    #[cold]
+    fn map_view(&self) -> Result<&ArenaView> {
+        let mut views = self.views.lock().unwrap();
+        let p = self.view.load(Ordering::Acquire);
+        if !p.is_null() {
+            // SAFETY: as in `view`.
+            return Ok(unsafe { &*p });
+        }
+        let rank = self.table.rank();
+        let LogArenaHome { pid, fd, bytes } = self
+            .table
+            .log_arena()
+            .ok_or_else(|| Error::InvalidArgument(format!("rank {rank} has no access logs (it created none and marked no page to log)")))?;
+        let file = match SharedFile::open(pid, fd, bytes) {
+            Ok(f) => f,
+            Err(e) => return Err(self.owner_gone(pid).unwrap_or(e)),
+        };
+        // SAFETY: the file is mapped for as long as the view (which owns it) lives.
+        let arena = unsafe { LogArena::attach(file.map.ptr, bytes, rank) }?;
+        let mut view = Box::new(ArenaView { arena, rings: (0..MAX_LOGS).map(|_| OnceLock::new()).collect(), _file: file });
+        let p: *mut ArenaView = &mut *view;
+        views.push(view);
+        self.view.store(p, Ordering::Release);
+        // SAFETY: just stored in `views`.
+        Ok(unsafe { &*p })
+    }
+}
+
+impl ActiveTable {
+    /// In a respawn job, when the arena's owner `pid` has exited: waits until the launcher
+    /// marks the rank down and returns its `RankFailed` (None: not a death we can name).
+    #[cold]
+    fn owner_gone(&self, pid: u32) -> Option<activerma_core::Error> {
+        let l = self.liveness.as_ref()?;
+        let rank = self.table.rank();
+        let until = Instant::now() + DEATH_NOTICE;
+        while Instant::now() < until {
+            if let Err(e) = l.check(rank) {
+                return Some(e);
+            }
+            if std::fs::read_dir(format!("/proc/{pid}/fd")).is_ok_and(|mut d| d.next().is_some()) {
+                return None; // alive, and still refusing: the open's error stands
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        None
     }
 }
 

@@ -48,9 +48,8 @@ struct Log {
 
 /// The Active Access state of one rank.
 pub struct Access {
-    /// The rank's access-log table (it creates logs), and a copy of its arena view.
+    /// The rank's access-log table (it makes the arena on first need and creates logs).
     table: LogTable,
-    arena: LogArena,
     logs: Box<[std::sync::OnceLock<Log>]>,
     /// Slots handled by `poll` (mode Poll), as a bit mask.
     polled: std::sync::atomic::AtomicU64,
@@ -64,11 +63,10 @@ pub struct Access {
 }
 
 impl Access {
-    /// Takes over the rank's access-log table (formatted with its translation table:
-    /// `TargetTable::init`) and hooks `poll` into every progress step of `am`.
+    /// Takes over the rank's access-log table (`LogTable::new`, publishing into its
+    /// translation table) and hooks `poll` into every progress step of `am`.
     pub fn new(table: LogTable, am: &Am, counters: Arc<Counters>) -> Arc<Access> {
         let a = Arc::new(Access {
-            arena: *table.arena(),
             table,
             logs: (0..MAX_LOGS).map(|_| std::sync::OnceLock::new()).collect(),
             polled: Default::default(),
@@ -96,11 +94,26 @@ impl Access {
         if self.logs[FAULT_SLOT].get().is_some() {
             return Err(Error::InvalidArgument("the fault log has a handler already".into()));
         }
+        self.table.ensure()?;
         self.install(FAULT_SLOT, notify, handler)
     }
 
+    /// `assoc_pages`: sets the Active Access bits and domain of every page of `[addr, addr+len)`
+    /// (our segment memory or exposed private memory), making the log arena first if the bits
+    /// log (E = 0 pages log to its fault log). Safe while accesses are in flight: each access
+    /// reads a page's entry once, so it sees the old bits or the new ones for that page; an
+    /// access that read the old bits may still complete after this returns (use
+    /// `active_flush` or a barrier to order). Returns the number of pages changed.
+    pub fn assoc_pages(&self, table: &TargetTable, addr: usize, len: usize, actions: Actions, domain: Option<u16>) -> Result<usize> {
+        if actions.bits() & (Entry::WL | Entry::WLD | Entry::RL | Entry::RLD) != 0 {
+            self.table.ensure()?;
+        }
+        mark_pages(table, addr, len, actions, domain)
+    }
+
     fn install(self: &Arc<Self>, slot: usize, notify: Notify, handler: LogHandler) -> Result<()> {
-        let ring = self.arena.ring(slot).ok_or_else(|| Error::InvalidArgument(format!("access log {slot} is not set up")))?;
+        let ring = self.table.arena().and_then(|a| a.ring(slot));
+        let ring = ring.ok_or_else(|| Error::InvalidArgument(format!("access log {slot} is not set up")))?;
         if self.logs[slot].set(Log { ring, handler }).is_err() {
             return Err(Error::InvalidArgument(format!("access log {slot} has a handler already")));
         }
@@ -111,7 +124,7 @@ impl Access {
     /// thread, if any, drains the log and stops before the new mode starts; entries appended
     /// meanwhile wait in the log (nothing is lost, and handlers of one log never overlap).
     pub fn set_notify(self: &Arc<Self>, me: activerma_core::Rank, domain: Option<u16>, notify: Notify) -> Result<()> {
-        let slot = self.arena.slot_of(domain, me)?;
+        let slot = self.slot_of(domain, me)?;
         if self.logs[slot].get().is_none() {
             return Err(Error::InvalidArgument("set_notify on a log without a handler".into()));
         }
@@ -127,7 +140,7 @@ impl Access {
     }
 
     fn start_notify(self: &Arc<Self>, slot: usize, notify: Notify) -> Result<()> {
-        self.arena.slot(slot).set_notification(notify.threshold(), notify == Notify::Thread, matches!(notify, Notify::Wake { .. }));
+        self.arena().slot(slot).set_notification(notify.threshold(), notify == Notify::Thread, matches!(notify, Notify::Wake { .. }));
         match notify {
             Notify::Poll => {
                 self.polled.fetch_or(1 << slot, Ordering::AcqRel);
@@ -144,7 +157,7 @@ impl Access {
     /// Runs `domain`'s log handler over everything the log holds now (any notification mode;
     /// a Hold log is drained only so); returns how many entries ran.
     pub fn drain_log(&self, me: activerma_core::Rank, domain: u16) -> Result<usize> {
-        let slot = self.arena.slot_of(Some(domain), me)?;
+        let slot = self.slot_of(Some(domain), me)?;
         if self.logs[slot].get().is_none() {
             return Err(Error::InvalidArgument(format!("drain_log: domain {domain} has no log")));
         }
@@ -211,11 +224,20 @@ impl Access {
 
     /// Entries waiting in the slot's log, counted up to `limit`.
     pub(crate) fn pending(&self, slot: usize, limit: u64) -> u64 {
-        self.arena.ring(slot).map_or(0, |r| r.pending_up_to(limit))
+        self.table.arena().and_then(|a| a.ring(slot)).map_or(0, |r| r.pending_up_to(limit))
     }
 
+    /// The slot `domain` logs to (None: the fault log); an error if it has no log.
+    fn slot_of(&self, domain: Option<u16>, me: activerma_core::Rank) -> Result<usize> {
+        match self.table.arena() {
+            Some(a) => a.slot_of(domain, me),
+            None => Err(Error::InvalidArgument(format!("rank {me} has no access logs yet (create_log or set_fault_handler first)"))),
+        }
+    }
+
+    /// The arena; only for slots that have a log (which made it).
     pub(crate) fn arena(&self) -> &LogArena {
-        &self.arena
+        self.table.arena().expect("a log exists, so its arena does")
     }
 
     pub(crate) fn stopped(&self) -> bool {
@@ -230,12 +252,8 @@ impl Access {
     }
 }
 
-/// `assoc_pages`: sets the Active Access bits and domain of every page of `[addr, addr+len)`
-/// (our segment memory or exposed private memory). Safe while accesses are in flight: each
-/// access reads a page's entry once, so it sees the old bits or the new ones for that page;
-/// an access that read the old bits may still complete after this returns (use `active_flush`
-/// or a barrier to order). Returns the number of pages changed.
-pub fn assoc_pages(table: &TargetTable, addr: usize, len: usize, actions: Actions, domain: Option<u16>) -> Result<usize> {
+/// The bits of `Access::assoc_pages`, written into the translation table.
+fn mark_pages(table: &TargetTable, addr: usize, len: usize, actions: Actions, domain: Option<u16>) -> Result<usize> {
     if len == 0 {
         return Err(Error::InvalidArgument("assoc_pages of 0 bytes".into()));
     }

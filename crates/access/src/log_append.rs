@@ -125,14 +125,14 @@ fn append(
 /// to (see `LogRing::has_room_for`): a target's handler that must not wait for its own drain
 /// asks this first and, if not, retries the message later (`AmCtx::retry_later`).
 pub fn has_room(l: &Logged, op: LogOp, addr: usize, len: usize) -> Result<bool> {
-    let logs = l.table.logs()?;
     let (log_bits, data_bit) = if op == LogOp::Put { (Entry::WL | Entry::WLD, Entry::WLD) } else { (Entry::RL | Entry::RLD, Entry::RLD) };
     let mut room = true;
     runs(l, addr, len, |s, e, bits| {
         if room && bits & log_bits != 0 {
             let domain = (bits & Entry::E != 0).then_some((bits >> Entry::DOMAIN_SHIFT) as u16);
             // A missing log is the append's error to report, not a reason to wait.
-            if let Some(ring) = logs.slot_of(domain, l.target).ok().and_then(|slot| logs.ring(slot)) {
+            let logs = l.table.logs().ok();
+            if let Some(ring) = logs.and_then(|logs| logs.slot_of(domain, l.target).ok().and_then(|slot| logs.ring(slot))) {
                 room = ring.has_room_for(l.origin as u32, e - s, bits & data_bit != 0);
             }
         }
@@ -155,7 +155,6 @@ pub fn put(
     write: &mut dyn FnMut(usize, &[u8]) -> Result<()>,
     wait: &mut dyn FnMut() -> Result<()>,
 ) -> Result<u64> {
-    let logs = l.table.logs()?;
     let mut touched = 0u64;
     runs(l, addr, src.len(), |s, e, bits| {
         let data = &src[s - addr..e - addr];
@@ -171,7 +170,7 @@ pub fn put(
                     let _ = write(s, data);
                 }
             };
-            touched |= 1 << append(l, logs, LogOp::Put, bits, s, data, wait, &mut write_here)?;
+            touched |= 1 << append(l, l.table.logs()?, LogOp::Put, bits, s, data, wait, &mut write_here)?;
         }
         Ok(())
     })?;
@@ -181,11 +180,10 @@ pub fn put(
 /// An active get, after the data was read into `got`: logs where RL / RLD (RLD: a copy of the
 /// bytes returned). Returns the mask of log slots appended to.
 pub fn get(l: &Logged, addr: usize, got: &[u8], wait: &mut dyn FnMut() -> Result<()>) -> Result<u64> {
-    let logs = l.table.logs()?;
     let mut touched = 0u64;
     runs(l, addr, got.len(), |s, e, bits| {
         if bits & (Entry::RL | Entry::RLD) != 0 {
-            touched |= 1 << append(l, logs, LogOp::Get, bits, s, &got[s - addr..e - addr], wait, &mut || {})?;
+            touched |= 1 << append(l, l.table.logs()?, LogOp::Get, bits, s, &got[s - addr..e - addr], wait, &mut || {})?;
         }
         Ok(())
     })?;

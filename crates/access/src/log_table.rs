@@ -1,7 +1,8 @@
 //! The access-log table: where a rank's access logs live and which domain logs where (the
 //! paper's access log table of (IUID, base, head, tail, size) tuples, and its default fault
-//! log). It sits in the log arena at the end of the rank's table window, so an origin on the
-//! same host finds a log and appends to it without the target's CPU, as the IOMMU would.
+//! log). It sits in the rank's log arena, a file of shared memory the rank makes when it first
+//! needs a log and names in its translation table's header, so an origin on the same host maps
+//! it, finds a log and appends to it without the target's CPU, as the IOMMU would.
 //!
 //! ```text
 //! ArenaHeader      magic, bytes, domain -> slot map (u8 per domain, NONE = no log)
@@ -13,8 +14,9 @@
 
 use crate::log_ring::{lanes_for, ring_bytes, LogRing, MIN_CAPACITY};
 use activerma_core::{futex, Error, Rank, Result};
+use activerma_transport::mapping::SharedFile;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 /// Domains a rank can use (the paper's 10-bit IUID).
 pub const MAX_DOMAINS: usize = 1024;
@@ -195,22 +197,41 @@ impl LogArena {
     }
 }
 
-/// The owner's side: formats the arena and creates logs in it.
+/// The owner's side: makes the arena when the rank first needs a log (a file of its own,
+/// published in the translation table's header for origins of this host to map), and
+/// creates logs in it. A rank that never logs reserves no room for logs: at 256 ranks the
+/// arenas of a job made at start were 4 GiB of the job's shared memory (issue 19).
 pub struct LogTable {
-    arena: LogArena,
-    /// Free byte ranges of the ring area (offset, length).
-    free: Mutex<Vec<(usize, usize)>>,
-    /// Ranks that may append to our logs: each log gets a lane per origin (`lanes_for`).
+    /// Bytes an arena has (ACTIVERMA_LOG_ARENA), the fault log's and how many ranks append.
+    bytes: usize,
+    fault_capacity: usize,
     origins: usize,
+    /// The arena once made; `making` serialises the making.
+    made: OnceLock<Made>,
+    making: Mutex<()>,
+    publish: Publish,
+}
+
+/// Tells origins where the arena is: (its file, bytes).
+type Publish = Box<dyn Fn(&SharedFile, usize) + Send + Sync>;
+
+/// A made arena: its file, the view, the free byte ranges of its ring area (offset, length).
+struct Made {
+    _file: Option<SharedFile>,
+    arena: LogArena,
+    free: Mutex<Vec<(usize, usize)>>,
 }
 
 impl LogTable {
-    /// Formats `[base, base+bytes)` (zeroed) and creates the fault log of `fault_capacity` bytes,
-    /// for a job of `origins` ranks.
-    ///
-    /// # Safety
-    /// The range is ours, mapped and zeroed, and stays mapped while the table is used.
-    pub unsafe fn init(base: *mut u8, bytes: usize, fault_capacity: usize, origins: usize) -> Result<LogTable> {
+    /// The log table of a rank of a job of `origins` ranks: an arena of `bytes` with a fault
+    /// log of `fault_capacity` bytes, made on first need; `publish` tells origins where. The
+    /// sizes are checked now, so that a bad setting fails at init.
+    pub fn new(
+        bytes: usize,
+        fault_capacity: usize,
+        origins: usize,
+        publish: impl Fn(&SharedFile, usize) + Send + Sync + 'static,
+    ) -> Result<LogTable> {
         if !fault_capacity.is_power_of_two() || fault_capacity < MIN_CAPACITY {
             return Err(Error::BadSetting {
                 name: activerma_core::settings::FAULT_LOG_SIZE.into(),
@@ -225,21 +246,30 @@ impl LogTable {
                 why: format!("the access-log arena must hold at least the fault log: {} bytes", arena_min_bytes(fault_capacity, origins)),
             });
         }
-        let arena = LogArena { base, bytes };
-        let h = arena.header();
-        for d in &h.domain_slot {
-            d.store(NONE, Ordering::Relaxed);
-        }
-        // SAFETY: the header is ours to write; bytes is read by nobody before the magic.
-        std::ptr::write(std::ptr::addr_of_mut!((*(base as *mut ArenaHeader)).bytes), bytes as u64);
-        let t = LogTable { arena, free: Mutex::new(vec![(rings_off(), bytes - rings_off())]), origins };
-        t.place(FAULT_SLOT, u32::MAX, fault_capacity, 1)?;
-        h.magic.store(MAGIC, Ordering::Release);
-        Ok(t)
+        let bytes = activerma_core::page::page_ceil(bytes);
+        Ok(LogTable { bytes, fault_capacity, origins, made: OnceLock::new(), making: Mutex::new(()), publish: Box::new(publish) })
     }
 
-    pub fn arena(&self) -> &LogArena {
-        &self.arena
+    /// The arena, if the rank has made it.
+    pub fn arena(&self) -> Option<&LogArena> {
+        self.made.get().map(|m| &m.arena)
+    }
+
+    /// The arena, made (with its fault log) and published if this is the first need.
+    pub fn ensure(&self) -> Result<&LogArena> {
+        if let Some(m) = self.made.get() {
+            return Ok(&m.arena);
+        }
+        let _making = self.making.lock().unwrap();
+        if let Some(m) = self.made.get() {
+            return Ok(&m.arena);
+        }
+        let file = SharedFile::create("activerma-access-logs", self.bytes)?;
+        // SAFETY: a fresh zeroed mapping of `bytes`, ours, alive as long as `file` (in Made).
+        let mut made = unsafe { Made::format(file.map.ptr, self.bytes, self.fault_capacity, self.origins) }?;
+        (self.publish)(&file, self.bytes);
+        made._file = Some(file);
+        Ok(&self.made.get_or_init(|| made).arena)
     }
 
     /// Creates the access log of `domain` with `capacity` bytes (a power of two): from now on,
@@ -253,20 +283,42 @@ impl LogTable {
                 "an access log holds a power of two of at least {MIN_CAPACITY} bytes, not {capacity}"
             )));
         }
-        let map = &self.arena.header().domain_slot[domain as usize];
+        self.ensure()?;
+        let made = self.made.get().expect("made above");
+        let map = &made.arena.header().domain_slot[domain as usize];
         if map.load(Ordering::Acquire) != NONE {
             return Err(Error::InvalidArgument(format!("domain {domain} has an access log already")));
         }
         let slot = (1..MAX_LOGS)
-            .find(|&i| self.arena.slot(i).state.load(Ordering::Acquire) == FREE)
+            .find(|&i| made.arena.slot(i).state.load(Ordering::Acquire) == FREE)
             .ok_or_else(|| Error::OutOfResources(format!("all {} access logs of this rank are in use", MAX_LOGS - 1)))?;
-        self.place(slot, domain as u32, capacity, threshold)?;
+        made.place(slot, domain as u32, capacity, threshold, self.origins)?;
         map.store(slot as u8, Ordering::Release);
         Ok(slot)
     }
+}
 
-    fn place(&self, slot: usize, domain: u32, capacity: usize, threshold: u64) -> Result<()> {
-        let lanes = lanes_for(capacity, self.origins);
+impl Made {
+    /// Formats `[base, base+bytes)` (zeroed) and places the fault log in it.
+    ///
+    /// # Safety
+    /// The range is ours, mapped and zeroed, and stays mapped while the result is used.
+    unsafe fn format(base: *mut u8, bytes: usize, fault_capacity: usize, origins: usize) -> Result<Made> {
+        let arena = LogArena { base, bytes };
+        let h = arena.header();
+        for d in &h.domain_slot {
+            d.store(NONE, Ordering::Relaxed);
+        }
+        // SAFETY: the header is ours to write; bytes is read by nobody before the magic.
+        std::ptr::write(std::ptr::addr_of_mut!((*(base as *mut ArenaHeader)).bytes), bytes as u64);
+        let made = Made { _file: None, arena, free: Mutex::new(vec![(rings_off(), bytes - rings_off())]) };
+        made.place(FAULT_SLOT, u32::MAX, fault_capacity, 1, origins)?;
+        h.magic.store(MAGIC, Ordering::Release);
+        Ok(made)
+    }
+
+    fn place(&self, slot: usize, domain: u32, capacity: usize, threshold: u64, origins: usize) -> Result<()> {
+        let lanes = lanes_for(capacity, origins);
         let need = ring_bytes(capacity, lanes).next_multiple_of(64);
         let mut free = self.free.lock().unwrap();
         let i = free.iter().position(|&(_, l)| l >= need).ok_or_else(|| {
@@ -319,14 +371,19 @@ mod tests {
     #[test]
     fn domains_map_to_their_logs_and_the_fault_log_exists() {
         let bytes = 1 << 20;
-        let layout = std::alloc::Layout::from_size_align(bytes, 4096).unwrap();
-        // SAFETY: non-zero size; freed below.
-        let mem = unsafe { std::alloc::alloc_zeroed(layout) };
-        let t = unsafe { LogTable::init(mem, bytes, 4096, 2) }.unwrap();
-        let origin = unsafe { LogArena::attach(mem, bytes, 0) }.unwrap();
-        assert_eq!(origin.slot_of(None, 0).unwrap(), FAULT_SLOT);
-        assert!(origin.slot_of(Some(7), 0).is_err(), "no log for domain 7 yet");
+        let published = std::sync::Arc::new(Mutex::new(None));
+        let p = published.clone();
+        let t = LogTable::new(bytes, 4096, 2, move |f, bytes| *p.lock().unwrap() = Some((f.fd(), bytes))).unwrap();
+        assert!(t.arena().is_none() && published.lock().unwrap().is_none(), "no arena before the first need");
+        assert!(LogTable::new(1024, 4096, 2, |_, _| {}).is_err(), "an arena too small for the fault log is refused at once");
         let s = t.create(7, 1024, 1).unwrap();
+        let (fd, published_bytes) = published.lock().unwrap().expect("published when made");
+        assert_eq!(published_bytes, bytes);
+        // An origin maps the arena through the published file, as another process would.
+        let file = SharedFile::open(std::process::id(), fd.unwrap() as u32, bytes).unwrap();
+        let origin = unsafe { LogArena::attach(file.map.ptr, bytes, 0) }.unwrap();
+        assert_eq!(origin.slot_of(None, 0).unwrap(), FAULT_SLOT);
+        assert!(origin.slot_of(Some(8), 0).is_err(), "no log for domain 8");
         assert_eq!(origin.slot_of(Some(7), 0).unwrap(), s);
         assert_eq!(origin.domain_of(s), Some(7));
         assert!(t.create(7, 1024, 1).is_err(), "one log per domain");
@@ -335,12 +392,10 @@ mod tests {
         let ring = origin.ring(s).unwrap();
         let m = EntryMeta { op: LogOp::Put, origin: 1, seq: 0, addr: 64, total_len: 8, offset: 0, last: true };
         assert!(ring.try_append(&m, &[1; 8]).unwrap());
-        let owner_ring = t.arena().ring(s).unwrap();
+        let owner_ring = t.arena().unwrap().ring(s).unwrap();
         let e = owner_ring.peek().unwrap();
         assert_eq!(e.data(), &[1; 8]);
         owner_ring.consume(e);
         assert!(t.create(9, 1 << 30, 1).is_err(), "does not fit the arena");
-        // SAFETY: allocated above with this layout.
-        unsafe { std::alloc::dealloc(mem, layout) };
     }
 }

@@ -23,7 +23,7 @@ impl World {
     pub fn assoc_pages(&self, addr: *const u8, len: usize, actions: Actions, domain: Option<u16>) -> Result<usize> {
         let i = self.live_inner()?;
         let a = addr as usize;
-        let changed = activerma_access::assoc_pages(&i.table, a, len, actions, domain)?;
+        let changed = i.access.assoc_pages(&i.table, a, len, actions, domain)?;
         if self.in_own_heap(a) && !i.proto.all_tables_visible() {
             // Origins on other hosts reach segments one-sidedly: tell them to route accesses
             // to this range through us while it is marked.
@@ -44,7 +44,8 @@ impl World {
     /// waits for every rank's acknowledgement, which a handler running inside a wait would
     /// never see).
     pub fn assoc_pages_here(&self, addr: *const u8, len: usize, actions: Actions, domain: Option<u16>) -> Result<usize> {
-        activerma_access::assoc_pages(&self.live_inner()?.table, addr as usize, len, actions, domain)
+        let i = self.live_inner()?;
+        i.access.assoc_pages(&i.table, addr as usize, len, actions, domain)
     }
 
     /// Creates the access log of `domain` (`capacity` bytes, a power of two ≥ 256, split into a

@@ -99,7 +99,6 @@ fn init_over(cfg: Config, comm: Option<JobComm>) -> Result<World> {
     let heap = conduit.heap_window(me).ok_or_else(|| Error::Unsupported("conduit without a local heap".into()))?;
     let table_window = conduit.table_window(me).ok_or_else(|| Error::Unsupported("conduit without a table window".into()))?;
     let max_regions = cfg.get_u64(settings::MAX_REGIONS)?.max(2) as usize;
-    let layout = TableLayout::from_config(&cfg, heap.len)?;
     let fault_log = cfg.get_u64(settings::FAULT_LOG_SIZE)? as usize;
     let origins = conduit.size();
     if recovering {
@@ -109,16 +108,17 @@ fn init_over(cfg: Config, comm: Option<JobComm>) -> Result<World> {
         // SAFETY: our own table window; no other process accesses it while we are down.
         unsafe { std::ptr::write_bytes(table_window.local, 0, table_window.len) };
     }
-    // The access-log table is formatted in the window's arena before the table is published.
-    let (mut table, log_table) =
-        TargetTable::init(table_window, heap.remote_base, heap.len, max_regions, layout.log_arena, |arena, bytes| {
-            // SAFETY: the arena is the end of our own zeroed table window.
-            unsafe { activerma_access::LogTable::init(arena, bytes, fault_log, origins) }
-        })?;
+    let mut table = TargetTable::init(table_window, heap.remote_base, heap.len, max_regions)?;
     // The registration strategy (a reserved or unknown one is refused here, at init).
     let reg_stats = Arc::new(RegistrationStats::default());
     table.set_registrar(Registrar::from_config(&cfg, reg_stats.clone())?);
     let table = Arc::new(table);
+    // The access-log arena is made when this rank first logs, and named in the table then.
+    let log_bytes = cfg.get_u64(settings::LOG_ARENA)? as usize;
+    let log_table = activerma_access::LogTable::new(log_bytes, fault_log, origins, {
+        let table = table.clone();
+        move |file, bytes| table.publish_log_arena(std::process::id(), file.fd().unwrap_or(-1) as u32, bytes)
+    })?;
     let table_handlers = Proto::register_table_handlers(&am, table.clone(), &cfg)?;
     // Everyone's table and heap base must be in place before anyone looks at them (a
     // replacement's peers are past this point; it rejoins later: respawn.rs).

@@ -221,7 +221,7 @@ pub static TABLE: &[Setting] = &[
     Setting { name: SMP_RANKS_PER_HOST, layer: Layer::Conduit, kind: Kind::Int, default: "0",
         description: "smp: emulate hosts of this many consecutive ranks each (ranks 0..k-1 on the first): ranks of one host map each other's memory, others take the cross-host paths, as a node-aware mpi job spanning hosts does; 0 = one host" },
     Setting { name: LOG_ARENA, layer: Layer::ActiveAccess, kind: Kind::Size, default: "16M",
-        description: "Active Access: memory per rank for access logs, beside its translation table (virtual; pages cost memory only when touched)" },
+        description: "Active Access: memory for a rank's access logs, a shared file the rank makes when it first logs (create_log, set_fault_handler, or pages marked to log); ranks that never log reserve none" },
     Setting { name: FAULT_LOG_SIZE, layer: Layer::ActiveAccess, kind: Kind::Size, default: "64K",
         description: "Active Access: bytes of the default fault log (entries of pages marked E=0), a power of two" },
     Setting { name: AA_NOTIFY, layer: Layer::ActiveAccess, kind: Kind::Enum(&["poll", "wake", "thread"]), default: "poll",

@@ -16,4 +16,4 @@ pub mod table;
 pub use entry::{Entry, Prot};
 pub use iotlb::{Eviction, Iotlb, IotlbConfig, IotlbStats};
 pub use registration::{Registrar, RegistrationStats, Strategy};
-pub use table::{AccessKind, HeapFast, Lookup, OriginTable, TableLayout, TargetTable};
+pub use table::{AccessKind, HeapFast, LogArenaHome, Lookup, OriginTable, TableLayout, TargetTable};

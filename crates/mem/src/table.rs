@@ -7,8 +7,10 @@
 //! TableHeader                 magic (written last), limits, high-water mark of regions
 //! RegionDesc[max_regions]     state, kind, in-flight origins, base, len, first entry
 //! entries: u64[heap_pages + private_pages]   region 0 = the symmetric heap, then private pages
-//! log arena (page aligned)    the access-log table and the logs (the access layer's `log_table.rs`)
 //! ```
+//! The header also says where the rank's access-log arena is once it has one (the access
+//! layer's `log_table.rs`): a file of its own, made when the rank first logs, so that a rank
+//! that never logs reserves no room for logs (issue 19: control memory per rank).
 //! Region 0 always describes the symmetric heap; its pages are PRESENT while a segment
 //! allocation covers them. Other regions are exposed ranges of private memory, byte-exact.
 //! Origins that access private memory announce themselves in the region's `inflight` counter,
@@ -37,8 +39,10 @@ struct TableHeader {
     private_pages: u64,
     /// One past the highest region index ever used: origins scan no further.
     hwm: AtomicU32,
-    log_off: u64,
-    log_bytes: u64,
+    /// The access-log arena once published (`publish_log_arena`): the owner's pid << 32 | the
+    /// arena file's descriptor in the owner; 0 while the rank has none.
+    log_home: AtomicU64,
+    log_bytes: AtomicU64,
 }
 
 #[repr(C, align(64))]
@@ -57,8 +61,6 @@ pub struct TableLayout {
     pub max_regions: usize,
     pub heap_pages: usize,
     pub private_pages: usize,
-    /// Bytes of the access-log arena at the end of the window.
-    pub log_arena: usize,
 }
 
 impl TableLayout {
@@ -73,11 +75,8 @@ impl TableLayout {
     fn entries_end(&self) -> usize {
         self.entries_off() + (self.heap_pages + self.private_pages) * 8
     }
-    fn log_off(&self) -> usize {
-        activerma_core::page::page_ceil(self.entries_end())
-    }
     pub fn bytes(&self) -> usize {
-        self.log_off() + self.log_arena
+        activerma_core::page::page_ceil(self.entries_end())
     }
     pub fn from_config(cfg: &activerma_core::Config, heap_size: usize) -> Result<TableLayout> {
         use activerma_core::settings as s;
@@ -85,7 +84,6 @@ impl TableLayout {
             max_regions: (cfg.get_u64(s::MAX_REGIONS)? as usize).max(2),
             heap_pages: heap_size.div_ceil(page_size()),
             private_pages: cfg.get_u64(s::MAX_PRIVATE_PAGES)? as usize,
-            log_arena: activerma_core::page::page_ceil(cfg.get_u64(s::LOG_ARENA)? as usize),
         })
     }
 }
@@ -176,10 +174,6 @@ impl Drop for Lookup<'_> {
 pub struct OriginTable {
     raw: Raw,
     rank: Rank,
-    /// Where the target's access-log arena lies in the window (offset, bytes; 0 bytes: none):
-    /// the `access` layer reads it (`ActiveTable`).
-    log_off: usize,
-    log_bytes: usize,
 }
 
 impl OriginTable {
@@ -193,20 +187,17 @@ impl OriginTable {
         if h.magic.load(Ordering::Acquire) != MAGIC {
             return Err(Error::InvalidArgument(format!("rank {rank} has not initialized its translation table")));
         }
-        let layout = TableLayout {
-            max_regions: h.max_regions as usize,
-            heap_pages: h.heap_pages as usize,
-            private_pages: h.private_pages as usize,
-            log_arena: h.log_bytes as usize,
-        };
-        Ok(OriginTable { raw: Raw { base: w.local, layout }, rank, log_off: h.log_off as usize, log_bytes: h.log_bytes as usize })
+        let layout =
+            TableLayout { max_regions: h.max_regions as usize, heap_pages: h.heap_pages as usize, private_pages: h.private_pages as usize };
+        Ok(OriginTable { raw: Raw { base: w.local, layout }, rank })
     }
 
-    /// The target's access-log arena in this process (start, bytes), None if it has none. Its
-    /// owner formatted it before it published the table, so it is ready when `attach` is.
-    pub fn log_arena(&self) -> Option<(*mut u8, usize)> {
-        // SAFETY: the header placed the arena inside the window.
-        (self.log_bytes > 0).then(|| (unsafe { self.raw.base.add(self.log_off) }, self.log_bytes))
+    /// Where the target's access-log arena is, once it has one: (owner's pid, the arena
+    /// file's descriptor in the owner, bytes). The owner formatted it before publishing.
+    pub fn log_arena(&self) -> Option<LogArenaHome> {
+        let h = self.raw.header();
+        let home = h.log_home.load(Ordering::Acquire);
+        (home != 0).then(|| LogArenaHome { pid: (home >> 32) as u32, fd: home as u32, bytes: h.log_bytes.load(Ordering::Relaxed) as usize })
     }
 
     /// The rank whose table this is.
@@ -422,36 +413,31 @@ fn page_runs(range: std::ops::Range<usize>, keep: impl Fn(usize) -> bool) -> Vec
     runs
 }
 
+/// Where a rank's access-log arena lives (`OriginTable::log_arena`): a file the owner made,
+/// which a process of the same host opens as `/proc/<pid>/fd/<fd>`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogArenaHome {
+    pub pid: u32,
+    pub fd: u32,
+    pub bytes: usize,
+}
+
 /// A token for an exposed range; give it back to `unexpose`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ExposureId(pub usize);
 
 impl TargetTable {
-    /// Initializes the table in our own window; region 0 describes our heap. The last
-    /// `log_arena` bytes of the window hold the access logs: `format_logs(start, bytes)` formats
-    /// them (the `access` layer's log table) before the table is published, so an origin that
-    /// finds the table finds the logs ready; its result is returned beside the table.
-    pub fn init<L>(
-        w: Window,
-        heap_base: usize,
-        heap_len: usize,
-        max_regions: usize,
-        log_arena: usize,
-        format_logs: impl FnOnce(*mut u8, usize) -> Result<L>,
-    ) -> Result<(TargetTable, L)> {
+    /// Initializes the table in our own window; region 0 describes our heap.
+    pub fn init(w: Window, heap_base: usize, heap_len: usize, max_regions: usize) -> Result<TargetTable> {
         let heap_pages = heap_len.div_ceil(page_size());
-        let mut layout = TableLayout { max_regions, heap_pages, private_pages: 0, log_arena };
+        let mut layout = TableLayout { max_regions, heap_pages, private_pages: 0 };
         let fixed = layout.bytes();
         if fixed > w.len {
             return Err(Error::OutOfResources(format!("translation table needs {fixed} bytes but its window has {}", w.len)));
         }
-        // Whatever is left between the heap's entries and the arena holds private entries.
+        // Whatever is left after the heap's entries holds private entries.
         layout.private_pages = (w.len - fixed) / 8;
-        let log_off = w.len - log_arena;
-        debug_assert!(log_off >= layout.entries_end());
         let raw = Raw { base: w.local, layout };
-        // SAFETY: the arena is the end of our zeroed window; origins find it through the header.
-        let logs = format_logs(unsafe { w.local.add(log_off) }, log_arena)?;
         // SAFETY: the window is ours and zeroed; nobody reads it before the magic is set.
         unsafe {
             std::ptr::write(
@@ -462,8 +448,8 @@ impl TargetTable {
                     heap_pages: heap_pages as u64,
                     private_pages: layout.private_pages as u64,
                     hwm: AtomicU32::new(1),
-                    log_off: log_off as u64,
-                    log_bytes: log_arena as u64,
+                    log_home: AtomicU64::new(0),
+                    log_bytes: AtomicU64::new(0),
                 },
             );
         }
@@ -484,7 +470,15 @@ impl TargetTable {
             registrar: Registrar::new(Strategy::None, Arc::new(MlockPinner), 0, Arc::new(RegistrationStats::default())),
             part_stats: Arc::new(crate::part::PartStats::default()),
         };
-        Ok((table, logs))
+        Ok(table)
+    }
+
+    /// Tells origins where our access-log arena is (`OriginTable::log_arena`), once it is
+    /// formatted: `pid` and `fd` name the file, `bytes` its length. Set once per process.
+    pub fn publish_log_arena(&self, pid: u32, fd: u32, bytes: usize) {
+        let h = self.raw.header();
+        h.log_bytes.store(bytes as u64, Ordering::Relaxed);
+        h.log_home.store((pid as u64) << 32 | fd as u64, Ordering::Release);
     }
 
     /// Installs the registration strategy (before anything is exposed; `none` until then).
@@ -890,7 +884,7 @@ mod tests {
         let p = page_size();
         let (w, _keep) = window(64 * 1024);
         let heap = 0x1000_0000;
-        let t = TargetTable::init(w, heap, 16 * p, 8, 16 * 1024, |_, _| Ok(())).unwrap().0;
+        let t = TargetTable::init(w, heap, 16 * p, 8).unwrap();
         let o = OriginTable::attach(w, 3).unwrap();
         assert!(matches!(o.check(heap, 8, AccessKind::Put), Err(Error::NotExposed { rank: 3, .. })));
         t.map_segment(p, 2 * p);
@@ -910,7 +904,7 @@ mod tests {
     fn private_exposure_is_byte_exact_and_protected() {
         let p = page_size();
         let (w, _keep) = window(64 * 1024);
-        let t = TargetTable::init(w, 0x1000_0000, 4 * p, 8, 16 * 1024, |_, _| Ok(())).unwrap().0;
+        let t = TargetTable::init(w, 0x1000_0000, 4 * p, 8).unwrap();
         let o = OriginTable::attach(w, 1).unwrap();
         let base = 0x2000_0010;
         let id = t.expose(base, 100, Prot::ReadOnly).unwrap();
@@ -935,12 +929,14 @@ mod tests {
         assert!(matches!(o.check(base, 8, AccessKind::Put), Err(Error::Protection { .. })), "W=0 without logging: a fault");
         t.update_bits(base, 8, Entry::RL, 0).unwrap();
         assert!(o.check(base, 8, AccessKind::Get).unwrap().active, "R=1, RL=1: a logged get");
-        assert!(o.log_arena().is_some_and(|(_, bytes)| bytes == 16 * 1024), "the log arena is found");
+        assert_eq!(o.log_arena(), None, "no log arena before one is published");
+        t.publish_log_arena(77, 5, 16 * 1024);
+        assert_eq!(o.log_arena(), Some(LogArenaHome { pid: 77, fd: 5, bytes: 16 * 1024 }), "the log arena is found");
         t.unexpose(id2).unwrap();
     }
 
     fn with_strategy(w: Window, strategy: Strategy) -> (TargetTable, Arc<crate::registration::CountingPinner>) {
-        let mut t = TargetTable::init(w, 0x1000_0000, 4 * page_size(), 8, 16 * 1024, |_, _| Ok(())).unwrap().0;
+        let mut t = TargetTable::init(w, 0x1000_0000, 4 * page_size(), 8).unwrap();
         let fake = Arc::new(crate::registration::CountingPinner::new());
         t.set_registrar(Registrar::new(strategy, fake.clone(), 0, Arc::new(RegistrationStats::default())));
         (t, fake)
@@ -1039,7 +1035,7 @@ mod tests {
     fn pin_all_exposure_that_does_not_fit_leaves_nothing_exposed() {
         let p = page_size();
         let (w, _keep) = window(64 * 1024);
-        let mut t = TargetTable::init(w, 0x1000_0000, 4 * p, 8, 16 * 1024, |_, _| Ok(())).unwrap().0;
+        let mut t = TargetTable::init(w, 0x1000_0000, 4 * p, 8).unwrap();
         let fake = Arc::new(crate::registration::CountingPinner::new());
         t.set_registrar(Registrar::new(Strategy::PinAll, fake.clone(), 2 * p as u64, Arc::new(RegistrationStats::default())));
         let o = OriginTable::attach(w, 1).unwrap();
@@ -1055,7 +1051,7 @@ mod tests {
     #[test]
     fn unexpose_waits_for_inflight_origin() {
         let (w, _keep) = window(64 * 1024);
-        let t = TargetTable::init(w, 0x1000_0000, 4 * page_size(), 8, 16 * 1024, |_, _| Ok(())).unwrap().0;
+        let t = TargetTable::init(w, 0x1000_0000, 4 * page_size(), 8).unwrap();
         let o = OriginTable::attach(w, 1).unwrap();
         let id = t.expose(0x3000_0000, 64, Prot::ReadWrite).unwrap();
         let guard = o.check(0x3000_0000, 8, AccessKind::Put).unwrap();

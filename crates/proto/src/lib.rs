@@ -240,8 +240,10 @@ impl Proto {
         let n = conduit.size();
         let mut tables = Vec::with_capacity(n);
         let mut heaps = Vec::with_capacity(n);
+        let liveness = conduit.liveness();
         for r in 0..n {
-            tables.push(conduit.table_window(r).map(|w| OriginTable::attach(w, r).and_then(ActiveTable::attach)).transpose()?);
+            let table = conduit.table_window(r).map(|w| OriginTable::attach(w, r).and_then(|t| ActiveTable::attach(t, liveness.clone())));
+            tables.push(table.transpose()?);
             heaps.push(conduit.heap_window(r));
         }
         let heap_len = heaps[conduit.rank()].ok_or_else(|| Error::Unsupported("conduit without a local heap".into()))?.len;
@@ -419,6 +421,9 @@ impl Proto {
         self.pending_until[rank].store(0, Ordering::Release);
         self.touched[rank].store(0, Ordering::Release);
         self.active_via_target[rank].store(false, Ordering::Release);
+        if let Some(t) = &self.tables[rank] {
+            t.forget_logs(); // the replacement makes an arena of its own
+        }
     }
 
     /// Returns when every implicit operation this origin issued to `rank` is remotely complete.

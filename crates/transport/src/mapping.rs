@@ -64,6 +64,47 @@ impl Drop for Mapping {
     }
 }
 
+/// Memory one process makes and other processes of the same host map later, when they first
+/// need it (a rank's access-log arena): a memfd, which the others open as
+/// `/proc/<pid>/fd/<fd>`. That open passes for a process of the same user (the kernel's ptrace
+/// *read* check, which Yama's ptrace_scope does not restrict), so it needs no launcher and no
+/// name in /dev/shm: nothing is left behind however the job ends. Unmapped on drop; the
+/// memory lives while any process maps it.
+pub struct SharedFile {
+    pub map: Mapping,
+    /// Kept open by the maker only (the others' opens go through it); a mapper needs none,
+    /// which keeps a rank that maps many peers' files from running out of descriptors.
+    fd: Option<OwnedFd>,
+}
+
+impl SharedFile {
+    /// A new file of `len` bytes (zeroed), mapped here.
+    pub fn create(name: &str, len: usize) -> Result<SharedFile> {
+        let fd = crate::smp::files::memfd(name, len as u64, false)?;
+        Ok(SharedFile { map: Mapping::shared(&fd, len, 0)?, fd: Some(fd) })
+    }
+
+    /// Maps the file process `pid` made (`fd` is its descriptor there), which must hold at
+    /// least `len` bytes.
+    pub fn open(pid: u32, fd: u32, len: usize) -> Result<SharedFile> {
+        let path = format!("/proc/{pid}/fd/{fd}");
+        let file = std::fs::OpenOptions::new().read(true).write(true).open(&path).map_err(|e| Error::Os {
+            call: "open a peer's shared memory",
+            errno_text: format!("{path}: {e} (the process must be alive and run as the same user)"),
+        })?;
+        let size = file.metadata().map_err(|e| Error::Os { call: "fstat a peer's shared memory", errno_text: e.to_string() })?.len();
+        if size < len as u64 {
+            return Err(Error::InvalidArgument(format!("{path} holds {size} bytes, not the {len} its owner published")));
+        }
+        Ok(SharedFile { map: Mapping::shared(&OwnedFd::from(file), len, 0)?, fd: None })
+    }
+
+    /// The file's descriptor in the process that made it (what `open` needs from the others).
+    pub fn fd(&self) -> Option<std::os::fd::RawFd> {
+        self.fd.as_ref().map(|f| f.as_raw_fd())
+    }
+}
+
 /// Bytes of `[ptr, ptr+len)` (a mapped range starting on a page boundary) that are in memory.
 pub fn resident_in(ptr: usize, len: usize) -> Result<usize> {
     let page = activerma_core::page::page_size();

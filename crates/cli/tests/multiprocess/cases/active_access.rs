@@ -19,10 +19,18 @@ fn notify_of(w: &activerma::World) -> Result<Notify> {
     Notify::from_config(w.config())
 }
 
+/// Mappings of access-log arenas in this process: a rank makes its arena when it first logs
+/// (none at init: a job that never logs reserves no room for logs), and an origin of its host
+/// maps it when it first appends.
+fn log_arenas_mapped() -> usize {
+    std::fs::read_to_string("/proc/self/maps").unwrap_or_default().lines().filter(|l| l.contains("activerma-access-logs")).count()
+}
+
 /// Rank 1 puts/gets pages of rank 0 marked with each combination; rank 0 checks memory and log.
 pub fn bit_combinations() -> Result<()> {
     let w = activerma::init()?;
     let me = w.rank();
+    assert_eq!(log_arenas_mapped(), 0, "rank {me}: an access-log arena before any log");
     let page = 4096;
     let seg = w.alloc_segment(8 * page)?;
     let mut private = vec![0u8; 8 * page + 4096];
@@ -33,6 +41,7 @@ pub fn bit_combinations() -> Result<()> {
     let faults: Seen = Default::default();
     if me == 0 {
         w.create_log(3, 1 << 16, notify_of(&w)?, recorder(&seen))?;
+        assert!(log_arenas_mapped() >= 1, "the first log makes the arena");
         w.set_fault_handler(Notify::Poll, recorder(&faults))?;
     }
     // Put combinations on pages 0..5, get combinations on page 6.
