@@ -37,15 +37,23 @@ impl World {
         Ok(changed)
     }
 
-    /// `assoc_pages` in this rank's table only, without telling origins on other hosts: they
-    /// keep routing their accesses to the range through this rank, which applies the new bits
-    /// when they arrive — slower for them, the same result. Never waits for another rank, so a
-    /// log handler may call it (`assoc_pages` may not: on segments with ranks on other hosts it
-    /// waits for every rank's acknowledgement, which a handler running inside a wait would
-    /// never see).
+    /// `assoc_pages` that never waits for another rank, so a log handler may call it
+    /// (`assoc_pages` may not: with ranks on other hosts it waits for their acknowledgements,
+    /// which a handler running inside a wait would never see). Origins on this host see the
+    /// new bits at once. On other hosts: in segment memory, origins keep routing the accesses
+    /// to a range that `assoc_pages` marked through this rank, which applies the new bits when
+    /// they arrive (a range never marked so is reached one-sided there: mark it with
+    /// `assoc_pages` first); in exposed memory, the keys origins hold to it are revoked
+    /// without waiting for their answers, so each sees the new bits from the first access it
+    /// starts after it has run the revocation.
     pub fn assoc_pages_here(&self, addr: *const u8, len: usize, actions: Actions, domain: Option<u16>) -> Result<usize> {
         let i = self.live_inner()?;
-        i.access.assoc_pages(&i.table, addr as usize, len, actions, domain)
+        let a = addr as usize;
+        let changed = i.access.assoc_pages(&i.table, a, len, actions, domain)?;
+        if !self.in_own_heap(a) {
+            i.proto.pages_changed_posted(a, len)?;
+        }
+        Ok(changed)
     }
 
     /// Creates the access log of `domain` (`capacity` bytes, a power of two ≥ 256, split into a

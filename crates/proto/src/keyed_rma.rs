@@ -30,11 +30,15 @@
 //!
 //! target unexpose: close (no new key) -> REVOKE(addr,len) to every key holder, wait for each
 //!                  answer -> wait for rendezvous holds -> detach -> table unexpose (unpins)
-//! target assoc_pages on exposed memory: REVOKE to the holders of keys overlapping the range
-//! origin REVOKE handler: drop overlapping keys and firehoses (invalidate_remote); answer now
+//! target assoc_pages on exposed memory: REVOKE(addr,len,BITS) to the holders of keys
+//!                  overlapping the range, wait for each answer
+//! target assoc_pages_here (never waits): REVOKE(addr,len,BITS|POSTED), no answer
+//! origin REVOKE handler: drop overlapping keys; firehoses too, unless only BITS changed (the
+//!                  memory stays pinned, and the target holds our references to it: dropping
+//!                  them here would leave the target's pins counted forever); answer now
 //!                  if no operation of ours uses a key to that rank, else the last one to
 //!                  finish answers (a handler never waits: a parked message would hold back
-//!                  the MOVE_REPLY that operation may be waiting for)
+//!                  the MOVE_REPLY that operation may be waiting for); POSTED: no answer
 //! ```
 
 use crate::am_request::{self, encode_outcome, respond, Asked, OwnTable};
@@ -56,6 +60,11 @@ const MAX_KEYS: usize = 64;
 
 /// The KEY answer's value: the R/W bits, and this flag when the key is direct.
 const DIRECT: u64 = 1 << 32;
+
+/// REVOKE's third word: only the pages' bits changed (the memory stays exposed and pinned).
+const BITS: u64 = 1;
+/// REVOKE's third word: the target does not wait for an answer (`assoc_pages_here`).
+const POSTED: u64 = 2;
 
 #[derive(Clone, Copy, Debug)]
 struct Key {
@@ -138,15 +147,23 @@ impl RmaKeys {
     }
 
     /// Drops the keys to `rank` overlapping `[addr, addr+len)`; true when the revocation can
-    /// be answered now, false when it was left for the last user to answer.
-    fn revoke(&self, rank: Rank, addr: usize, len: usize, token: u64) -> bool {
+    /// be answered now, false when it was left for the last user to answer (`token`: None
+    /// when no answer is wanted).
+    fn revoke(&self, rank: Rank, addr: usize, len: usize, token: Option<u64>) -> bool {
         let mut g = self.ranks[rank].lock().unwrap();
         g.keys.retain(|k| k.end <= addr || addr.saturating_add(len) <= k.start);
         if g.users == 0 {
             return true;
         }
-        g.owed.push(token);
+        g.owed.extend(token);
         false
+    }
+
+    /// `rank`'s process was replaced: its keys named the dead process's memory.
+    pub(crate) fn forget(&self, rank: Rank) {
+        if let Some(r) = self.ranks.get(rank) {
+            r.lock().unwrap().keys.clear();
+        }
     }
 }
 
@@ -177,13 +194,14 @@ pub(crate) fn register(am: &Am, fh: Option<Arc<Firehose>>, exposures: Arc<RmaExp
     am.register(
         REVOKE,
         Arc::new(move |ctx: &AmCtx, msg: &[u8]| {
-            let Some([addr, len]) = words(msg) else { return };
+            let Some([addr, len, how]) = words(msg) else { return };
             let (addr, len) = (addr as usize, len as usize);
-            // Firehoses on the range go too: after an unexpose the target unpinned them.
-            if let Some(fh) = &fh {
+            // Firehoses on the range go too when the memory goes: the target unpinned them.
+            if let Some(fh) = fh.as_ref().filter(|_| how & BITS == 0) {
                 fh.invalidate_remote(ctx.src, addr, len);
             }
-            if k.revoke(ctx.src, addr, len, ctx.token) {
+            let posted = how & POSTED != 0;
+            if k.revoke(ctx.src, addr, len, (!posted).then_some(ctx.token)) && !posted {
                 respond(ctx, Ok((0, &[])));
             }
         }),
@@ -192,10 +210,11 @@ pub(crate) fn register(am: &Am, fh: Option<Arc<Firehose>>, exposures: Arc<RmaExp
 }
 
 impl Proto {
-    /// Target side: takes back the keys `ranks` hold to `[addr, addr+len)`; returns once each
-    /// of them has dropped its keys and finished every move it made with one.
-    pub(crate) fn revoke_keys(&self, ranks: &[Rank], addr: usize, len: usize) -> Result<()> {
-        let msg = encode([addr as u64, len as u64]);
+    /// Target side: takes back the keys `ranks` hold to `[addr, addr+len)` (`bits_only`: the
+    /// memory stays, only its pages' bits changed); returns once each of them has dropped its
+    /// keys and finished every move it made with one.
+    pub(crate) fn revoke_keys(&self, ranks: &[Rank], addr: usize, len: usize, bits_only: bool) -> Result<()> {
+        let msg = encode([addr as u64, len as u64, if bits_only { BITS } else { 0 }]);
         let mut result = Ok(());
         for &rank in ranks {
             let asked = Asked { rank, addr, len, op: "key revocation" };
@@ -211,9 +230,18 @@ impl Proto {
     /// returns may still see the old bits, as on one host).
     pub fn pages_changed(&self, addr: usize, len: usize) -> Result<()> {
         match (&self.rma_keys, &self.rma_exposures) {
-            (Some(_), Some(x)) => self.revoke_keys(&x.keyed(addr, len), addr, len),
+            (Some(_), Some(x)) => self.revoke_keys(&x.keyed(addr, len), addr, len, true),
             _ => Ok(()),
         }
+    }
+
+    /// `pages_changed` without waiting (a log handler's `assoc_pages_here` may not wait): the
+    /// revocations are sent, and an origin on another host sees the new bits from the first
+    /// access it starts after it has run ours (one that is under way finishes with its key).
+    pub fn pages_changed_posted(&self, addr: usize, len: usize) -> Result<()> {
+        let (Some(_), Some(x)) = (&self.rma_keys, &self.rma_exposures) else { return Ok(()) };
+        let msg = encode([addr as u64, len as u64, BITS | POSTED]);
+        x.keyed(addr, len).into_iter().try_for_each(|rank| self.am.send(rank, REVOKE, 0, &msg))
     }
 }
 

@@ -206,7 +206,7 @@ impl Proto {
         let Some(x) = &self.rma_exposures else { return table_unexpose() };
         // Key holders give their keys back (and finish their moves) before it is detached.
         let (len, keyed) = x.close(addr);
-        let revoked = self.revoke_keys(&keyed, addr, len);
+        let revoked = self.revoke_keys(&keyed, addr, len, false);
         let unexposed = x.finish(
             addr,
             &mut || {
@@ -423,6 +423,9 @@ impl Proto {
         self.active_via_target[rank].store(false, Ordering::Release);
         if let Some(t) = &self.tables[rank] {
             t.forget_logs(); // the replacement makes an arena of its own
+        }
+        if let Some(k) = &self.rma_keys {
+            k.forget(rank); // its keys named the dead process's exposures
         }
     }
 

@@ -19,7 +19,8 @@ fn expect_err(r: Result<()>, what: &str, ok: impl Fn(&Error) -> bool) {
 /// firehose the origin's firehoses), then one-sided moves.
 /// A second pass over the same bytes sends no message at all (every piece a hit); a put to
 /// read-only memory and one past an exposure's end are refused with nothing changed; when the
-/// target changes its pages' bits, origins holding keys see the new bits; an unexpose while
+/// target changes its pages' bits (waiting, or not: `assoc_pages_here`), origins holding keys
+/// see the new bits and keep their firehoses; an unexpose while
 /// origins keep putting ends with NotExposed for them and no byte written after it returned.
 pub fn across_hosts() -> Result<()> {
     let w = activerma::init()?;
@@ -88,6 +89,10 @@ pub fn across_hosts() -> Result<()> {
     w.barrier()?;
 
     // 3. The target's bits change under keys already held: read-only, then read-write again.
+    // The memory stays pinned meanwhile, so origins keep their firehoses: a move here would
+    // mean one was dropped while the target still counts it pinned (pins it never released).
+    let moves_sent = || w.firehose_stats().map(|s| s.moves_sent.load(std::sync::atomic::Ordering::Relaxed));
+    let moves_before = moves_sent();
     w.assoc_pages(rw_ptr, n * SLICE, Actions::R, None)?;
     w.barrier()?;
     for &t in &remote {
@@ -104,6 +109,25 @@ pub fn across_hosts() -> Result<()> {
         w.get(mine(t), &mut back[..16])?;
         assert_eq!(&back[..16], &[4u8; 16], "rank {me}: put after the pages became writable again (rank {t})");
     }
+    assert_eq!(moves_sent(), moves_before, "rank {me}: a change of bits cost firehoses (moved again)");
+    w.barrier()?;
+
+    // 3b. The same change without waiting for the origins (what a log handler may call): each
+    // origin on another host sees it once it has run the revocation, within its next accesses.
+    w.assoc_pages_here(rw_ptr, n * SLICE, Actions::R, None)?;
+    w.barrier()?;
+    for &t in &remote {
+        let started = std::time::Instant::now();
+        while w.put(mine(t), &[4u8; 16]).is_ok() {
+            assert!(started.elapsed().as_secs() < 10, "rank {me}: puts into rank {t} still pass 10 s after its pages became read-only");
+            w.progress();
+        }
+        expect_err(w.put(mine(t), &[4u8; 16]), "a put after assoc_pages_here made the pages read-only", |e| {
+            matches!(e, Error::Protection { .. })
+        });
+    }
+    w.barrier()?;
+    w.assoc_pages(rw_ptr, n * SLICE, Actions::R | Actions::W, None)?;
     w.barrier()?;
 
     // 4. Rank 0 unexposes while the ranks on other hosts keep putting into it.
