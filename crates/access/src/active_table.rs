@@ -40,8 +40,8 @@ struct ArenaView {
 
 impl ActiveTable {
     /// An origin's view of `table`; the arena is mapped on first use.
-    pub fn attach(table: OriginTable, liveness: Option<Arc<Liveness>>) -> Result<ActiveTable> {
-        Ok(ActiveTable { table, liveness, view: AtomicPtr::new(std::ptr::null_mut()), views: Mutex::new(Vec::new()) })
+    pub fn attach(table: OriginTable, liveness: Option<Arc<Liveness>>) -> ActiveTable {
+        ActiveTable { table, liveness, view: AtomicPtr::new(std::ptr::null_mut()), views: Mutex::new(Vec::new()) }
     }
 
     /// The ring of the target's log `slot`, or None while that slot holds no log.
@@ -121,9 +121,7 @@ impl ActiveTable {
         // SAFETY: just stored in `views`.
         Ok(unsafe { &*p })
     }
-}
 
-impl ActiveTable {
     /// In a respawn job, when the arena's owner `pid` has exited: waits until the launcher
     /// marks the rank down and returns its `RankFailed` (None: not a death we can name).
     #[cold]

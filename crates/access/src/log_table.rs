@@ -14,6 +14,7 @@
 
 use crate::log_ring::{lanes_for, ring_bytes, LogRing, MIN_CAPACITY};
 use activerma_core::{futex, Error, Rank, Result};
+use activerma_mem::LogArenaHome;
 use activerma_transport::mapping::SharedFile;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -212,12 +213,12 @@ pub struct LogTable {
     publish: Publish,
 }
 
-/// Tells origins where the arena is: (its file, bytes).
-type Publish = Box<dyn Fn(&SharedFile, usize) + Send + Sync>;
+/// Tells origins where the arena is.
+type Publish = Box<dyn Fn(LogArenaHome) + Send + Sync>;
 
 /// A made arena: its file, the view, the free byte ranges of its ring area (offset, length).
 struct Made {
-    _file: Option<SharedFile>,
+    file: SharedFile,
     arena: LogArena,
     free: Mutex<Vec<(usize, usize)>>,
 }
@@ -230,7 +231,7 @@ impl LogTable {
         bytes: usize,
         fault_capacity: usize,
         origins: usize,
-        publish: impl Fn(&SharedFile, usize) + Send + Sync + 'static,
+        publish: impl Fn(LogArenaHome) + Send + Sync + 'static,
     ) -> Result<LogTable> {
         if !fault_capacity.is_power_of_two() || fault_capacity < MIN_CAPACITY {
             return Err(Error::BadSetting {
@@ -264,11 +265,9 @@ impl LogTable {
         if let Some(m) = self.made.get() {
             return Ok(&m.arena);
         }
-        let file = SharedFile::create("activerma-access-logs", self.bytes)?;
-        // SAFETY: a fresh zeroed mapping of `bytes`, ours, alive as long as `file` (in Made).
-        let mut made = unsafe { Made::format(file.map.ptr, self.bytes, self.fault_capacity, self.origins) }?;
-        (self.publish)(&file, self.bytes);
-        made._file = Some(file);
+        let made = Made::format(SharedFile::create("activerma-access-logs", self.bytes)?, self.fault_capacity, self.origins)?;
+        let fd = made.file.fd().expect("the maker keeps its file open");
+        (self.publish)(LogArenaHome { pid: std::process::id(), fd: fd as u32, bytes: self.bytes });
         Ok(&self.made.get_or_init(|| made).arena)
     }
 
@@ -299,19 +298,18 @@ impl LogTable {
 }
 
 impl Made {
-    /// Formats `[base, base+bytes)` (zeroed) and places the fault log in it.
-    ///
-    /// # Safety
-    /// The range is ours, mapped and zeroed, and stays mapped while the result is used.
-    unsafe fn format(base: *mut u8, bytes: usize, fault_capacity: usize, origins: usize) -> Result<Made> {
+    /// Formats a fresh (zeroed) file and places the fault log in it.
+    fn format(file: SharedFile, fault_capacity: usize, origins: usize) -> Result<Made> {
+        let (base, bytes) = (file.map.ptr, file.map.len);
         let arena = LogArena { base, bytes };
         let h = arena.header();
         for d in &h.domain_slot {
             d.store(NONE, Ordering::Relaxed);
         }
-        // SAFETY: the header is ours to write; bytes is read by nobody before the magic.
-        std::ptr::write(std::ptr::addr_of_mut!((*(base as *mut ArenaHeader)).bytes), bytes as u64);
-        let made = Made { _file: None, arena, free: Mutex::new(vec![(rings_off(), bytes - rings_off())]) };
+        // SAFETY: the file is ours and mapped while `Made` lives; bytes is read by nobody
+        // before the magic.
+        unsafe { std::ptr::write(std::ptr::addr_of_mut!((*(base as *mut ArenaHeader)).bytes), bytes as u64) };
+        let made = Made { file, arena, free: Mutex::new(vec![(rings_off(), bytes - rings_off())]) };
         made.place(FAULT_SLOT, u32::MAX, fault_capacity, 1, origins)?;
         h.magic.store(MAGIC, Ordering::Release);
         Ok(made)
@@ -373,14 +371,14 @@ mod tests {
         let bytes = 1 << 20;
         let published = std::sync::Arc::new(Mutex::new(None));
         let p = published.clone();
-        let t = LogTable::new(bytes, 4096, 2, move |f, bytes| *p.lock().unwrap() = Some((f.fd(), bytes))).unwrap();
+        let t = LogTable::new(bytes, 4096, 2, move |home| *p.lock().unwrap() = Some(home)).unwrap();
         assert!(t.arena().is_none() && published.lock().unwrap().is_none(), "no arena before the first need");
-        assert!(LogTable::new(1024, 4096, 2, |_, _| {}).is_err(), "an arena too small for the fault log is refused at once");
+        assert!(LogTable::new(1024, 4096, 2, |_| {}).is_err(), "an arena too small for the fault log is refused at once");
         let s = t.create(7, 1024, 1).unwrap();
-        let (fd, published_bytes) = published.lock().unwrap().expect("published when made");
-        assert_eq!(published_bytes, bytes);
+        let home = published.lock().unwrap().expect("published when made");
+        assert_eq!((home.pid, home.bytes), (std::process::id(), bytes));
         // An origin maps the arena through the published file, as another process would.
-        let file = SharedFile::open(std::process::id(), fd.unwrap() as u32, bytes).unwrap();
+        let file = SharedFile::open(home.pid, home.fd, bytes).unwrap();
         let origin = unsafe { LogArena::attach(file.map.ptr, bytes, 0) }.unwrap();
         assert_eq!(origin.slot_of(None, 0).unwrap(), FAULT_SLOT);
         assert!(origin.slot_of(Some(8), 0).is_err(), "no log for domain 8");

@@ -117,7 +117,7 @@ fn init_over(cfg: Config, comm: Option<JobComm>) -> Result<World> {
     let log_bytes = cfg.get_u64(settings::LOG_ARENA)? as usize;
     let log_table = activerma_access::LogTable::new(log_bytes, fault_log, origins, {
         let table = table.clone();
-        move |file, bytes| table.publish_log_arena(std::process::id(), file.fd().unwrap_or(-1) as u32, bytes)
+        move |home| table.publish_log_arena(home)
     })?;
     let table_handlers = Proto::register_table_handlers(&am, table.clone(), &cfg)?;
     // Everyone's table and heap base must be in place before anyone looks at them (a

@@ -474,11 +474,11 @@ impl TargetTable {
     }
 
     /// Tells origins where our access-log arena is (`OriginTable::log_arena`), once it is
-    /// formatted: `pid` and `fd` name the file, `bytes` its length. Set once per process.
-    pub fn publish_log_arena(&self, pid: u32, fd: u32, bytes: usize) {
+    /// formatted. Set once per process.
+    pub fn publish_log_arena(&self, home: LogArenaHome) {
         let h = self.raw.header();
-        h.log_bytes.store(bytes as u64, Ordering::Relaxed);
-        h.log_home.store((pid as u64) << 32 | fd as u64, Ordering::Release);
+        h.log_bytes.store(home.bytes as u64, Ordering::Relaxed);
+        h.log_home.store((home.pid as u64) << 32 | home.fd as u64, Ordering::Release);
     }
 
     /// Installs the registration strategy (before anything is exposed; `none` until then).
@@ -930,8 +930,9 @@ mod tests {
         t.update_bits(base, 8, Entry::RL, 0).unwrap();
         assert!(o.check(base, 8, AccessKind::Get).unwrap().active, "R=1, RL=1: a logged get");
         assert_eq!(o.log_arena(), None, "no log arena before one is published");
-        t.publish_log_arena(77, 5, 16 * 1024);
-        assert_eq!(o.log_arena(), Some(LogArenaHome { pid: 77, fd: 5, bytes: 16 * 1024 }), "the log arena is found");
+        let home = LogArenaHome { pid: 77, fd: 5, bytes: 16 * 1024 };
+        t.publish_log_arena(home);
+        assert_eq!(o.log_arena(), Some(home), "the log arena is found");
         t.unexpose(id2).unwrap();
     }
 

@@ -34,7 +34,7 @@ impl OwnTable {
         let me = self.conduit.rank();
         self.table.get_or_init(|| {
             let table = OriginTable::attach(self.conduit.table_window(me).expect("own table"), me);
-            table.and_then(|t| ActiveTable::attach(t, None)).expect("own table initialized")
+            ActiveTable::attach(table.expect("own table initialized"), None)
         })
     }
     pub fn check(&self, addr: usize, len: usize, kind: AccessKind) -> Result<Lookup<'_>> {
