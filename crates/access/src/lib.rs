@@ -32,7 +32,7 @@ use activerma_core::counters::{bump, Counters};
 use activerma_core::{Error, Result};
 use activerma_mem::{Entry, TargetTable};
 use notify::LogThread;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Runs for every log entry; entries of one log never run concurrently. One origin's entries
@@ -51,8 +51,8 @@ pub struct Access {
     /// The rank's access-log table (it makes the arena on first need and creates logs).
     table: LogTable,
     logs: Box<[std::sync::OnceLock<Log>]>,
-    /// Slots handled by `poll` (mode Poll), as a bit mask.
-    polled: std::sync::atomic::AtomicU64,
+    /// Slots handled by `poll` (mode Poll), as a bit mask (shared with the progress hook).
+    polled: Arc<AtomicU64>,
     threads: Mutex<Vec<LogThread>>,
     counters: Arc<Counters>,
     stopped: AtomicBool,
@@ -65,20 +65,23 @@ pub struct Access {
 impl Access {
     /// Takes over the rank's access-log table (`LogTable::new`, publishing into its
     /// translation table) and hooks `poll` into every progress step of `am`.
-    pub fn new(table: LogTable, am: &Am, counters: Arc<Counters>) -> Arc<Access> {
+    pub fn new(table: LogTable, am: &Am, counters: Arc<Counters>) -> Result<Arc<Access>> {
+        let polled = Arc::new(AtomicU64::new(0));
         let a = Arc::new(Access {
             table,
             logs: (0..MAX_LOGS).map(|_| std::sync::OnceLock::new()).collect(),
-            polled: Default::default(),
+            polled: polled.clone(),
             threads: Mutex::new(Vec::new()),
             counters,
             stopped: AtomicBool::new(false),
             wake_interval_ns: am.wake_interval_ns(),
             interrupt_ns: am.net().interrupt_ns,
         });
+        // The hook holds the mask too, so that a step with no poll-mode log costs one load
+        // (upgrading the weak reference is two locked instructions).
         let weak = Arc::downgrade(&a);
-        am.add_poller(Arc::new(move || weak.upgrade().map_or(0, |a| a.poll())));
-        a
+        am.add_poller(Arc::new(move || if polled.load(Ordering::Acquire) == 0 { 0 } else { weak.upgrade().map_or(0, |a| a.poll()) }))?;
+        Ok(a)
     }
 
     /// Creates the access log of `domain` (`capacity` bytes, a power of two) whose entries run

@@ -131,7 +131,7 @@ fn init_over(cfg: Config, comm: Option<JobComm>) -> Result<World> {
         .with_table_handlers(table_handlers);
     let heap_bases = (0..conduit.size()).map(|r| conduit.heap_base(r)).collect();
     let mode = ProgressMode::from_config(&cfg)?;
-    let access = activerma_access::Access::new(log_table, &am, counters.clone());
+    let access = activerma_access::Access::new(log_table, &am, counters.clone())?;
     let world = World {
         inner: Arc::new(Inner {
             access,
@@ -354,8 +354,7 @@ impl World {
     /// (the object DSM's diff-arrays). Returns how many items it handled; it may run on the
     /// progress thread and must not block.
     pub fn add_progress_hook(&self, hook: std::sync::Arc<dyn Fn() -> usize + Send + Sync>) -> Result<()> {
-        self.live()?.am.add_poller(hook);
-        Ok(())
+        self.live()?.am.add_poller(hook)
     }
 
     /// All ranks arrive before any leaves; also completes this rank's implicit operations.

@@ -4,6 +4,7 @@
 //! sleeps on a wake-up.
 
 mod completion;
+mod deferred;
 mod frag;
 mod parked;
 mod progress_thread;
@@ -17,16 +18,19 @@ use activerma_core::counters::{bump, Counters};
 use activerma_core::{settings, Config, Error, Rank, Result};
 use activerma_transport::netmodel::NetModel;
 use activerma_transport::{Conduit, PeerStatus};
+use deferred::{Deferred, DeferredQueue};
 use frag::{FragFlags, Reassembly};
 use parked::{Parked, ParkedMsg};
 use std::cell::RefCell;
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 pub type HandlerId = u16;
 /// Handler ids below this are the runtime's own; users register from here up.
 pub const FIRST_USER_HANDLER: HandlerId = 64;
 pub const MAX_HANDLERS: usize = 1024;
+/// Progress hooks a rank can add (`add_poller`): the runtime's layers take a few.
+pub const MAX_POLLERS: usize = 64;
 
 /// What a handler gets besides the payload: who sent it, the sender's token, and a way to answer.
 pub struct AmCtx<'a> {
@@ -74,25 +78,22 @@ pub type Handler = Arc<dyn Fn(&AmCtx, &[u8]) + Send + Sync>;
 /// log handlers); returns how many items it handled.
 pub type Poller = Arc<dyn Fn() -> usize + Send + Sync>;
 
-struct Deferred {
-    dst: Rank,
-    handler: HandlerId,
-    token: u64,
-    payload: Vec<u8>,
-}
-
 pub struct Am {
     conduit: Arc<dyn Conduit>,
     net: Arc<NetModel>,
     counters: Arc<Counters>,
-    handlers: RwLock<Vec<Option<Handler>>>,
+    /// Set once each, never removed: a message's dispatch reads its handler without a lock.
+    handlers: Box<[OnceLock<Handler>]>,
     /// Serializes the fragments of one message per destination.
     send_locks: Vec<Mutex<()>>,
-    deferred: Mutex<VecDeque<Deferred>>,
+    deferred: DeferredQueue,
     reassembly: Mutex<Reassembly>,
     parked: Parked,
-    /// Replaced whole on `add_poller` (rare), so a progress step only clones an Arc.
-    pollers: RwLock<Arc<Vec<Poller>>>,
+    /// Append-only (`add_poller` is rare, under `adding_poller`): the first `npollers` are
+    /// set, and a progress step runs them without taking a lock.
+    pollers: Box<[OnceLock<Poller>]>,
+    npollers: AtomicUsize,
+    adding_poller: Mutex<()>,
     timeout_s: f64,
     /// How handler threads woken by "interrupts" wait (the wake progress mode, wake-mode
     /// access logs): at most this long asleep, and one modelled interrupt per this many items.
@@ -109,12 +110,14 @@ impl Am {
         Ok(Am {
             net,
             counters,
-            handlers: RwLock::new(vec![None; MAX_HANDLERS]),
+            handlers: (0..MAX_HANDLERS).map(|_| OnceLock::new()).collect(),
             send_locks: (0..n).map(|_| Mutex::new(())).collect(),
-            deferred: Mutex::new(VecDeque::new()),
+            deferred: DeferredQueue::default(),
             reassembly: Mutex::new(Reassembly::new(n)),
             parked: Parked::new(n),
-            pollers: RwLock::new(Arc::new(Vec::new())),
+            pollers: (0..MAX_POLLERS).map(|_| OnceLock::new()).collect(),
+            npollers: AtomicUsize::new(0),
+            adding_poller: Mutex::new(()),
             timeout_s: cfg.get_f64(settings::TIMEOUT_S)?,
             wake_interval_ns: cfg.get_u64(settings::WAKE_INTERVAL_US)?.max(1) * 1000,
             interrupt_every: cfg.get_u64(settings::NET_INTERRUPT_EVERY)?,
@@ -130,13 +133,9 @@ impl Am {
 
     /// Installs a handler; every rank must install the same ids before messages to them arrive.
     pub fn register(&self, id: HandlerId, h: Handler) -> Result<()> {
-        let mut t = self.handlers.write().unwrap();
-        let slot = t.get_mut(id as usize).ok_or_else(|| Error::InvalidArgument(format!("handler id {id} is not below {MAX_HANDLERS}")))?;
-        if slot.is_some() {
-            return Err(Error::InvalidArgument(format!("handler id {id} is already registered")));
-        }
-        *slot = Some(h);
-        Ok(())
+        let slot =
+            self.handlers.get(id as usize).ok_or_else(|| Error::InvalidArgument(format!("handler id {id} is not below {MAX_HANDLERS}")))?;
+        slot.set(h).map_err(|_| Error::InvalidArgument(format!("handler id {id} is already registered")))
     }
 
     fn check_rank(&self, dst: Rank) -> Result<()> {
@@ -166,14 +165,14 @@ impl Am {
     /// Sends now if the queue is free and has room, otherwise queues for the next progress call.
     fn send_or_defer(&self, dst: Rank, handler: HandlerId, token: u64, payload: &[u8]) {
         if let Ok(_g) = self.send_locks[dst].try_lock() {
-            let nothing_waiting = !self.deferred.lock().unwrap().iter().any(|d| d.dst == dst);
+            let nothing_waiting = !self.deferred.has_for(dst);
             if nothing_waiting && payload.len() <= self.conduit.am_fragment_capacity(dst) {
                 if let Ok(true) = self.send_fragments(dst, handler, token, payload, false, true) {
                     return;
                 }
             }
         }
-        self.deferred.lock().unwrap().push_back(Deferred { dst, handler, token, payload: payload.to_vec() });
+        self.deferred.push(Deferred { dst, handler, token, payload: payload.to_vec() });
     }
 
     /// With the destination's send lock held: pushes every fragment, waiting for room when
@@ -225,25 +224,18 @@ impl Am {
     }
 
     fn flush_deferred_locked(&self, dst: Rank) -> Result<()> {
-        loop {
-            let next = {
-                let mut q = self.deferred.lock().unwrap();
-                match q.iter().position(|d| d.dst == dst) {
-                    Some(i) => q.remove(i).unwrap(),
-                    None => return Ok(()),
-                }
-            };
+        while let Some(next) = self.deferred.take_for(dst) {
             self.send_fragments(next.dst, next.handler, next.token, &next.payload, true, true)?;
         }
+        Ok(())
     }
 
     fn flush_deferred(&self) {
-        let dsts: Vec<Rank> = self.deferred.lock().unwrap().iter().map(|d| d.dst).collect();
-        for dst in dsts {
+        for dst in self.deferred.destinations() {
             if let Ok(_g) = self.send_locks[dst].try_lock() {
                 if let Err(e) = self.flush_deferred_locked(dst) {
                     eprintln!("activerma: rank {}: dropping replies to rank {dst}: {e}", self.conduit.rank());
-                    self.deferred.lock().unwrap().retain(|d| d.dst != dst);
+                    self.deferred.drop_for(dst);
                 }
             }
         }
@@ -279,8 +271,7 @@ impl Am {
     /// Runs `handler` on a message; Some if the handler asked to be retried later (with a
     /// replacement payload, or None for the same one).
     fn dispatch(&self, src: Rank, handler: HandlerId, token: u64, bytes: &[u8]) -> Option<Option<Vec<u8>>> {
-        let h = self.handlers.read().unwrap()[handler as usize].clone();
-        match h {
+        match self.handlers[handler as usize].get() {
             Some(h) => {
                 let ctx = AmCtx { am: self, src, token, retry: RefCell::new(None) };
                 h(&ctx, bytes);
@@ -297,7 +288,7 @@ impl Am {
     /// pollers.
     pub fn progress(&self) -> usize {
         let n = self.poll_inbox();
-        if !self.deferred.lock().unwrap().is_empty() {
+        if !self.deferred.is_empty() {
             self.flush_deferred();
         }
         let retried = self.parked.retry(|src, m| self.dispatch(src, m.handler, m.token, &m.payload));
@@ -306,17 +297,19 @@ impl Am {
 
     /// Adds work to every progress step (a blocking call anywhere then runs it too, so a
     /// program that only makes blocking calls never starves it).
-    pub fn add_poller(&self, p: Poller) {
-        let mut ps = self.pollers.write().unwrap();
-        let mut more = (**ps).clone();
-        more.push(p);
-        *ps = Arc::new(more);
+    pub fn add_poller(&self, p: Poller) -> Result<()> {
+        let _adding = self.adding_poller.lock().unwrap();
+        let n = self.npollers.load(Ordering::Relaxed);
+        let slot = self.pollers.get(n).ok_or_else(|| Error::SizeLimit(format!("a rank runs at most {MAX_POLLERS} progress hooks")))?;
+        let _ = slot.set(p);
+        self.npollers.store(n + 1, Ordering::Release);
+        Ok(())
     }
 
     pub fn run_pollers(&self) -> usize {
-        // Run without the lock: a poller may itself wait and make progress.
-        let ps = self.pollers.read().unwrap().clone();
-        ps.iter().map(|p| p()).sum()
+        // No lock is held while they run: a poller may itself wait and make progress.
+        let n = self.npollers.load(Ordering::Acquire);
+        self.pollers[..n].iter().filter_map(|p| p.get()).map(|p| p()).sum()
     }
 
     /// Errors if `rank` is gone, or (respawn jobs) failed since this process last agreed to

@@ -137,7 +137,7 @@ pub(crate) fn register(am: &Arc<Am>, table: Arc<TargetTable>, job: &Config) -> R
                 0
             }
         }
-    }));
+    }))?;
     Ok(rt)
 }
 

@@ -175,7 +175,6 @@ impl Inbox {
             // means our t is stale (the slot went round since): look again.
             let free = if t < size { c == 0 } else { names_ticket(c, t - size) };
             if free && claimer.compare_exchange(c, claim(t, who), Ordering::Relaxed, Ordering::Relaxed).is_ok() {
-                let _ = ctl.tail.compare_exchange(t, t + 1, Ordering::Relaxed, Ordering::Relaxed);
                 break;
             }
             t = ctl.tail.load(Ordering::Relaxed);
@@ -192,6 +191,10 @@ impl Inbox {
             std::ptr::copy_nonoverlapping(payload.as_ptr(), (s as *mut u8).add(SLOT_HEADER), payload.len());
             (*s).stamp.store(t + 1, Ordering::Release);
         }
+        // Move the tail only now (any producer that finds t claimed moves it too): a locked
+        // instruction on another line between the claim and the stores would widen the window
+        // in which the polling consumer takes the slot's line back before they land.
+        let _ = ctl.tail.compare_exchange(t, t + 1, Ordering::Relaxed, Ordering::Relaxed);
         true
     }
 
@@ -237,6 +240,16 @@ impl Inbox {
         unsafe { &*self.slot(ticket) }
     }
 
+    /// Whether the ticket at the head is neither published nor claimed: nothing for `drain`
+    /// to do. Read without the consumer's lock by any thread of the consuming rank, so that an
+    /// idle poll takes no locked instruction.
+    #[inline]
+    pub fn idle(&self) -> bool {
+        let head = self.ctl().head.load(Ordering::Acquire);
+        let s = self.header(head);
+        s.stamp.load(Ordering::Acquire) != head + 1 && !names_ticket(s.claimer.load(Ordering::Relaxed), head)
+    }
+
     /// Fragments published and not yet taken (approximate while producers run).
     pub fn pending(&self) -> u64 {
         let ctl = self.ctl();
@@ -253,6 +266,12 @@ pub struct Receiver {
 }
 
 impl Receiver {
+    /// Whether fragments the modelled network has not delivered yet are held.
+    #[inline]
+    pub fn holding(&self) -> bool {
+        self.holding.load(Ordering::Relaxed)
+    }
+
     /// Hands up to `budget` fragments to `deliver`: held ones that are now due first, then the
     /// inbox's, in order; a fragment not yet due (or behind one of its sender's that is not)
     /// is held outside the inbox, so other senders' fragments are not held up.
@@ -383,6 +402,27 @@ mod tests {
             assert_eq!((*src, *id), (3, i as u64));
             assert_eq!(p, &vec![i as u8; 10]);
         }
+    }
+
+    #[test]
+    fn idle_until_a_ticket_at_the_head_is_claimed_or_published() {
+        let (nslots, slot_size) = (4, 128);
+        let mem = Mem::new(Inbox::bytes(nslots, slot_size));
+        // SAFETY: the test's allocation, of the inbox's size, page-aligned.
+        let inbox = unsafe { Inbox::new(mem.ptr, nslots, slot_size) };
+        let seen_head = AtomicU64::new(0);
+        assert!(inbox.idle(), "a new inbox is idle");
+        assert!(inbox.try_push(1, &seen_head, [7, 0], &[1; 8], 0, 0));
+        assert!(!inbox.idle(), "a published fragment is work");
+        assert_eq!(inbox.drain(8, NOBODY_DIED, &mut |_| {}), 1);
+        assert!(inbox.idle(), "drained: idle again");
+        // A producer that claimed the head and died before publishing: not idle, so that a
+        // poll goes on to skip the hole once the claimer is known dead.
+        inbox.header(1).claimer.store(claim(1, 5), Ordering::Relaxed);
+        assert!(!inbox.idle());
+        assert_eq!(inbox.drain(8, NOBODY_DIED, &mut |_| {}), 0, "still being written");
+        assert_eq!(inbox.drain(8, &|rank, _| rank == 5, &mut |_| {}), 1, "the dead claimer's hole is skipped");
+        assert!(inbox.idle());
     }
 
     #[test]

@@ -475,10 +475,14 @@ impl Conduit for SmpConduit {
     }
 
     fn am_poll(&self, budget: usize, f: &mut dyn FnMut(Rank, FragHeader, &[u8])) -> usize {
+        let inbox = self.inbox(self.rank);
+        if !self.receiver.holding() && inbox.idle() {
+            return 0; // the common idle step: no locked instruction
+        }
         if self.poll_lock.swap(true, Ordering::Acquire) {
             return 0; // another thread of this rank is polling
         }
-        let handled = self.receiver.poll(&self.inbox(self.rank), budget, &|r, i| self.incarnation_dead(r, i), &mut |frag| {
+        let handled = self.receiver.poll(&inbox, budget, &|r, i| self.incarnation_dead(r, i), &mut |frag| {
             if self.accept_tag(frag.src as Rank, frag.tag) {
                 f(frag.src as Rank, frag.am, frag.payload)
             }
