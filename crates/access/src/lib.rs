@@ -256,6 +256,20 @@ impl Access {
 }
 
 /// The bits of `Access::assoc_pages`, written into the translation table.
+/// The marks of every page of `[addr, addr+len)` of this rank's own memory (heap or exposed):
+/// the actions it permits and logs, and its log's domain (None: E=0, the fault log).
+pub fn page_marks(table: &TargetTable, addr: usize, len: usize) -> Result<Vec<(Actions, Option<u16>)>> {
+    if len == 0 {
+        return Err(Error::InvalidArgument("page_marks of 0 bytes".into()));
+    }
+    let marks = |e: u64| {
+        let bits = e as u32;
+        let actions = Actions::from_bits(bits & Actions::ALL.bits()).expect("masked to the action bits");
+        (actions, (bits & Entry::E != 0).then(|| Entry::domain(e)))
+    };
+    Ok(table.entries(addr, len)?.into_iter().map(marks).collect())
+}
+
 fn mark_pages(table: &TargetTable, addr: usize, len: usize, actions: Actions, domain: Option<u16>) -> Result<usize> {
     if len == 0 {
         return Err(Error::InvalidArgument("assoc_pages of 0 bytes".into()));

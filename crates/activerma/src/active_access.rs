@@ -37,6 +37,15 @@ impl World {
         Ok(changed)
     }
 
+    /// The marks of every page of `[addr, addr+len)` of this rank's own memory (a segment or
+    /// exposed private memory), one per page: the actions `assoc_pages` last set and the
+    /// domain of the log they go to (None: the default fault log). Unmarked pages read
+    /// `(W | R, None)`.
+    pub fn page_marks(&self, addr: *const u8, len: usize) -> Result<Vec<(Actions, Option<u16>)>> {
+        let i = self.live_inner()?;
+        activerma_access::page_marks(&i.table, addr as usize, len)
+    }
+
     /// `assoc_pages` that never waits for another rank, so a log handler may call it
     /// (`assoc_pages` may not: with ranks on other hosts it waits for their acknowledgements,
     /// which a handler running inside a wait would never see). Origins on this host see the

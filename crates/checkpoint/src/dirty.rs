@@ -60,6 +60,14 @@ impl DirtyPages {
         }
     }
 
+    /// Whether the page holding `addr` is marked (false outside the regions).
+    pub fn is_marked(&self, addr: usize) -> bool {
+        self.regions.iter().any(|(r, bits)| {
+            let p = addr.wrapping_sub(r.addr) / self.page;
+            addr >= r.addr && addr < r.addr + r.len && bits[p / 64].load(Ordering::Relaxed) & 1 << (p % 64) != 0
+        })
+    }
+
     /// The marked pages of region `i`, as page indices; clears them.
     pub fn take(&self, i: usize) -> Vec<usize> {
         let mut out = Vec::new();
@@ -89,6 +97,7 @@ mod tests {
         d.mark(0x10000 + 4095, 2); // straddles pages 0 and 1
         d.mark(0x10000 + 99 * 4096 + 10, 1 << 20); // runs off the end
         d.mark(0x1000, 8); // before the region
+        assert!(d.is_marked(0x10000 + 4096) && !d.is_marked(0x10000 + 2 * 4096) && !d.is_marked(0x1000));
         assert_eq!(d.take(0), vec![0, 1, 99]);
         assert!(d.take(0).is_empty(), "taking clears");
     }

@@ -106,6 +106,9 @@ pub struct Checkpointer {
     kill_after_pages: u64,
     pages_so_far: u64,
     log_created: bool,
+    /// Runs `(addr, len)` of protected pages carrying the checkpoint's own marks (the others
+    /// are the application's W=0 pages: `remote::tracked_runs`).
+    tracked: Vec<(usize, usize)>,
 }
 
 fn page_size() -> usize {
@@ -134,6 +137,7 @@ impl Checkpointer {
             },
             pages_so_far: 0,
             log_created: false,
+            tracked: Vec::new(),
             opts,
         })
     }
@@ -192,14 +196,25 @@ impl Checkpointer {
                 Err(_) => LocalWrites::Checksums(regions.iter().map(|r| self.checksums(r)).collect()),
             });
         }
-        self.arm_marks(&regions)
+        self.tracked = self.tracked_runs(&regions, true)?;
+        self.arm_marks()
     }
 
-    /// Puts the tracking marks on every protected page (again, after a trap scheme lifted some).
-    fn arm_marks(&self, regions: &[Region]) -> Result<()> {
+    /// The protected pages the checkpoint marks itself, from their marks now (see
+    /// `remote::tracked_runs`; `arming`: unmarked pages are taken). Under the trap scheme an
+    /// unmarked page counts as one its handler unprotected if the handler marked it dirty.
+    fn tracked_runs(&self, regions: &[Region], arming: bool) -> Result<Vec<(usize, usize)>> {
+        let trap = self.opts.scheme == Scheme::TrapFirstWrite;
+        let dirty = &self.dirty;
+        remote::tracked_runs(&self.world, regions, self.page, trap, self.opts.domain, arming, &|a| dirty.is_marked(a))
+    }
+
+    /// Puts the tracking marks on the pages the checkpoint tracks (again, after a trap scheme
+    /// lifted some).
+    fn arm_marks(&self) -> Result<()> {
         let marks = remote::tracking_marks(self.opts.scheme == Scheme::TrapFirstWrite);
-        for r in regions {
-            self.world.assoc_pages(r.addr as *const u8, r.len, marks, Some(self.opts.domain))?;
+        for &(addr, len) in &self.tracked {
+            self.world.assoc_pages(addr as *const u8, len, marks, Some(self.opts.domain))?;
         }
         Ok(())
     }
@@ -231,6 +246,10 @@ impl Checkpointer {
         w.barrier()?;
         w.drain_logs()?;
         let regions: Vec<Region> = self.dirty.regions().copied().collect();
+        if self.opts.scheme != Scheme::Full {
+            // Every tracked page still tracked (or left to the application's W=0 handlers).
+            self.tracked = self.tracked_runs(&regions, false)?;
+        }
         let epoch = self.epoch + 1;
         let full =
             self.opts.scheme == Scheme::Full || self.base == 0 || (self.opts.full_every > 0 && epoch - self.base >= self.opts.full_every);
@@ -301,7 +320,7 @@ impl Checkpointer {
             self.store.prune_before(base)?;
         }
         if self.opts.scheme == Scheme::TrapFirstWrite {
-            self.arm_marks(&regions)?;
+            self.arm_marks()?;
             w.barrier()?; // nobody writes before every page is trapped again
         }
         stats.seconds = started.elapsed().as_secs_f64();
@@ -402,8 +421,11 @@ impl Drop for Checkpointer {
     /// memory again (or under another checkpointer).
     fn drop(&mut self) {
         if self.opts.scheme != Scheme::Full && !self.world.is_finalized() {
-            for r in self.dirty.regions() {
-                let _ = self.world.assoc_pages(r.addr as *const u8, r.len, remote::untracked_marks(), None);
+            // Only the pages that carry our marks: the application's own stay as it set them.
+            let regions: Vec<Region> = self.dirty.regions().copied().collect();
+            let runs = self.tracked_runs(&regions, false).unwrap_or_else(|_| self.tracked.clone());
+            for (addr, len) in runs {
+                let _ = self.world.assoc_pages(addr as *const u8, len, remote::untracked_marks(), None);
             }
         }
     }

@@ -12,8 +12,17 @@
 //! (`Checkpointer::after_remote_write` does an active flush), or a later direct write could
 //! land before the earlier logged one.
 
-use crate::dirty::DirtyPages;
-use activerma::{Actions, LogEntry, LogHandler, LogOp, World};
+//!
+//! A page has one set of marks, and the application may have marked protected pages itself
+//! (`tracked_runs`): a page it marked W=0 is written only by its own handlers, which the MMU
+//! sees, so it keeps the application's marks; an unmarked page gets the tracking marks; a page
+//! whose puts write memory directly while the application logs something on it cannot carry
+//! both, and is refused with an error naming it. At every checkpoint the marks are read again:
+//! a page whose tracking the application took away (marked it plain, or W=1 with its own log)
+//! fails the checkpoint, since puts into it may have gone unseen.
+
+use crate::dirty::{DirtyPages, Region};
+use activerma::{Actions, Error, LogEntry, LogHandler, LogOp, Result, World};
 use std::sync::Arc;
 
 /// The marks a protected page carries between checkpoints.
@@ -58,4 +67,47 @@ pub fn handler(dirty: Arc<DirtyPages>, trap: Option<World>, page: usize) -> LogH
             }
         }
     })
+}
+
+/// Reads the marks of every protected page and returns the runs `(addr, len)` of pages the
+/// checkpoint tracks with its own marks (`domain`): unmarked pages on the first call
+/// (`arming`), pages that carry the tracking marks later (under the trap scheme also the pages
+/// its handler unprotected, which read as unmarked: those `lifted` says). Pages the
+/// application marked W=0 are left to it. Anything else is an error: such a page's puts would
+/// write memory unseen.
+pub fn tracked_runs(
+    world: &World,
+    regions: &[Region],
+    page: usize,
+    trap: bool,
+    domain: u16,
+    arming: bool,
+    lifted: &dyn Fn(usize) -> bool,
+) -> Result<Vec<(usize, usize)>> {
+    let tracking = (tracking_marks(trap), Some(domain));
+    let plain = (untracked_marks(), None);
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    for r in regions {
+        for (p, marks) in world.page_marks(r.addr as *const u8, r.len)?.into_iter().enumerate() {
+            let addr = r.addr + p * page;
+            let ours = marks == tracking || (marks == plain && (arming || (trap && lifted(addr))));
+            if ours {
+                match runs.last_mut() {
+                    Some((a, l)) if *a + *l == addr => *l += page,
+                    _ => runs.push((addr, page)),
+                }
+            } else if marks.0.contains(Actions::W) {
+                let why = if arming {
+                    "puts write it directly while the application logs accesses to it, and a page has one set of marks: mark it W=0 (its handler writes it, which the MMU sees) or leave it unmarked"
+                } else {
+                    "the application changed them while the checkpoint tracked the page, so puts into it since the last checkpoint may have gone unseen"
+                };
+                return Err(Error::InvalidArgument(format!(
+                    "checkpoint: protected page {addr:#x} carries marks {:?} (domain {:?}): {why}",
+                    marks.0, marks.1
+                )));
+            }
+        }
+    }
+    Ok(runs)
 }

@@ -844,6 +844,23 @@ impl TargetTable {
     /// `assoc_pages` builds on this). Returns how many pages changed.
     pub fn update_bits(&self, addr: usize, len: usize, set: u32, clear: u32) -> Result<usize> {
         let st = self.state.lock().unwrap();
+        let entries = self.entries_of(&st, addr, len)?;
+        for i in entries.clone() {
+            let _ = self.raw.entry(i).fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| Some((v | set as u64) & !(clear as u64)));
+        }
+        Ok(entries.len())
+    }
+
+    /// The entries of every page of `[addr, addr+len)` of our own memory (heap or an exposed
+    /// range), as they are now: what `update_bits` last left there.
+    pub fn entries(&self, addr: usize, len: usize) -> Result<Vec<u64>> {
+        let st = self.state.lock().unwrap();
+        Ok(self.entries_of(&st, addr, len)?.map(|i| self.raw.entry(i).load(Ordering::Acquire)).collect())
+    }
+
+    /// Indices into the entry array of the pages of `[addr, addr+len)`, which must lie in the
+    /// heap or in one exposed range.
+    fn entries_of(&self, st: &TargetState, addr: usize, len: usize) -> Result<std::ops::Range<usize>> {
         let (page_base, first) = if addr >= self.heap_base() && addr - self.heap_base() < self.raw.layout.heap_pages * page_size() {
             (self.heap_base(), 0)
         } else {
@@ -851,11 +868,7 @@ impl TargetTable {
             (page_floor(e.base), self.raw.region(e.slot).first_entry.load(Ordering::Relaxed) as usize)
         };
         let r = pages_spanned(page_base, addr, len.max(1));
-        for p in r.clone() {
-            let e = self.raw.entry(first + p);
-            let _ = e.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| Some((v | set as u64) & !(clear as u64)));
-        }
-        Ok(r.len())
+        Ok(first + r.start..first + r.end)
     }
 }
 

@@ -257,6 +257,18 @@ pub fn main() -> i32 {
         }
     }
     jobs.push(Job { case: "aa_bits_change_under_load", ranks: 3, env: vec![] });
+    // Checkpoint tracking beside the application's own marks, every tracking scheme, one host
+    // and emulated other hosts (marks published to origins that cannot read the table).
+    for scheme in ["incremental", "trap-first-write"] {
+        for ranks in [2, 3] {
+            jobs.push(Job { case: "checkpoint_with_app_marks", ranks, env: vec![("CKPT_SCHEME", scheme)] });
+        }
+        jobs.push(Job {
+            case: "checkpoint_with_app_marks",
+            ranks: 3,
+            env: vec![("CKPT_SCHEME", scheme), ("ACTIVERMA_SMP_EMULATE_REMOTE", "1")],
+        });
+    }
     for notify in ["poll", "wake", "thread"] {
         jobs.push(Job { case: "aa_active_flush_orders", ranks: 3, env: vec![("ACTIVERMA_AA_NOTIFY", notify)] });
         jobs.push(Job { case: "aa_handler_replies", ranks: 3, env: vec![("ACTIVERMA_AA_NOTIFY", notify)] });
@@ -555,6 +567,10 @@ fn run_under_mpi(mpi: &str, filter: Option<&str>, t: &mut Tally) -> i32 {
     }
     // Active Access across hosts: marks on segments and private memory, through the target.
     jobs.push(Job { case: "aa_bit_combinations", ranks: 2, env: vec![] });
+    for scheme in ["incremental", "trap-first-write"] {
+        jobs.push(Job { case: "checkpoint_with_app_marks", ranks: 2, env: vec![("CKPT_SCHEME", scheme)] });
+        jobs.push(Job { case: "checkpoint_with_app_marks", ranks: 3, env: vec![("CKPT_SCHEME", scheme), ("ACTIVERMA_MPI_SHARED", "off")] });
+    }
     jobs.push(Job { case: "aa_many_origins_tiny_log", ranks: 3, env: vec![] });
     jobs.push(Job { case: "aa_active_flush_orders", ranks: 3, env: vec![] });
     jobs.push(Job { case: "aa_handler_replies", ranks: 3, env: vec![("ACTIVERMA_MPI_SHARED", "off")] });

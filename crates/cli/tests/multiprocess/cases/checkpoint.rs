@@ -129,3 +129,132 @@ fn check_state(w: &World, seg: &activerma::Segment, steps: usize, when: &str) ->
     }
     w.barrier()
 }
+
+/// The application's own Active Access marks on protected pages (`remote::tracked_runs` in
+/// the checkpoint crate). Every rank's segment: page 0 marked W=0 WL WLD by the application
+/// (its handler writes each put and counts it), page 1 marked W=1 with the application's get
+/// logging, the rest unmarked. Checked, under CKPT_SCHEME:
+/// - protecting a segment with the get-logged page fails with an error naming the page;
+/// - protecting one where page 0 is the only marked page works: the previous rank's puts into
+///   page 0 (through the application's handler, which keeps its marks and sees every put) and
+///   into page 2 (tracked by the checkpoint) are both in the next incremental checkpoint,
+///   which writes exactly those two pages;
+/// - the application taking a tracked page's marks away fails the next checkpoint.
+///
+/// The store is a folder rank 0 makes (named by its pid, shared by allgather) and removes.
+pub fn checkpoint_with_app_marks() -> Result<()> {
+    use activerma::{Actions, LogEntry, LogOp, Notify, MAX_DOMAINS};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    const APP_DOMAIN: u16 = 3;
+    const SEG_PAGES: usize = 8;
+    let scheme = Scheme::parse(&env("CKPT_SCHEME").unwrap_or("incremental".into()))?;
+    let w = activerma::init()?;
+    let (me, n) = (w.rank(), w.size());
+    let (prev, next) = ((me + n - 1) % n, (me + 1) % n);
+    let fail = |what: String| Error::InvalidArgument(format!("rank {me}: {what}"));
+    let dirs = w.allgather(format!("/tmp/activerma-ckpt-marks-{}", std::process::id()).as_bytes())?;
+    let dir = std::path::PathBuf::from(String::from_utf8(dirs[0].clone()).expect("utf-8"));
+    if me == 0 {
+        std::fs::create_dir_all(&dir).map_err(|e| fail(format!("mkdir {}: {e}", dir.display())))?;
+    }
+    w.barrier()?;
+
+    // The application's handler: write the put's bytes where they were aimed, count them.
+    let handled = Arc::new(AtomicU64::new(0));
+    let h = handled.clone();
+    w.create_log(
+        APP_DOMAIN,
+        1 << 16,
+        Notify::Poll,
+        Arc::new(move |e: &LogEntry| {
+            if e.meta.op == LogOp::Put {
+                let data = e.data();
+                // SAFETY: the entry names bytes of this rank's segment page 0 (the only page
+                // logged with data in this domain).
+                unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), e.meta.addr as *mut u8, data.len()) };
+                h.fetch_add(1, Ordering::AcqRel);
+            }
+        }),
+    )?;
+    let handler_writes = Actions::R | Actions::WL | Actions::WLD;
+    let get_logged = Actions::W | Actions::R | Actions::RL | Actions::RLD;
+
+    // 1. A page whose puts write memory while the application logs it cannot be tracked.
+    let refused = w.alloc_segment(SEG_PAGES * PAGE)?;
+    w.assoc_pages(refused.as_ptr().wrapping_add(PAGE), PAGE, get_logged, Some(APP_DOMAIN))?;
+    {
+        let mut opts = Options::new(scheme);
+        opts.domain = (MAX_DOMAINS - 2) as u16;
+        let mut ck = Checkpointer::new(&w, &dir.join("refused"), opts)?;
+        ck.protect(&refused)?;
+        match ck.checkpoint() {
+            Err(Error::InvalidArgument(m))
+                if m.contains("carries marks") && m.contains(&format!("{:#x}", refused.as_ptr() as usize + PAGE)) => {}
+            other => return Err(fail(format!("a get-logged protected page: expected an error naming it, got {other:?}"))),
+        }
+    }
+    w.barrier()?;
+    if w.page_marks(refused.as_ptr().wrapping_add(PAGE), PAGE)?[0] != (get_logged, Some(APP_DOMAIN)) {
+        return Err(fail("the refused checkpointer changed the application's marks".into()));
+    }
+
+    // 2. Page 0 left to the application's handler, the rest tracked.
+    let seg = w.alloc_segment(SEG_PAGES * PAGE)?;
+    w.assoc_pages(seg.as_ptr(), PAGE, handler_writes, Some(APP_DOMAIN))?;
+    w.barrier()?;
+    let mut opts = Options::new(scheme);
+    opts.domain = (MAX_DOMAINS - 1) as u16;
+    let mut ck = Checkpointer::new(&w, &dir.join("tracked"), opts)?;
+    ck.protect(&seg)?;
+    let base = ck.checkpoint()?;
+    if !base.full {
+        return Err(fail("the first checkpoint is not the full base".into()));
+    }
+    let puts = 5u64;
+    for i in 0..puts {
+        w.put(seg.remote(next, 100 + i as usize * 8), &[0xa0 + i as u8; 8])?;
+        w.put(seg.remote(next, 2 * PAGE + 300 + i as usize * 8), &[0xb0 + i as u8; 8])?;
+        ck.after_remote_write(next)?;
+    }
+    w.flush_all()?;
+    w.active_flush(next)?;
+    let st = ck.checkpoint()?;
+    if st.full || st.pages_written != 2 {
+        return Err(fail(format!(
+            "checkpoint 2 (full: {}) wrote {} pages, expected pages 0 and 2 ({} found by the log, {} by the MMU)",
+            st.full, st.pages_written, st.remote_pages, st.local_pages
+        )));
+    }
+    if handled.load(Ordering::Acquire) != puts {
+        return Err(fail(format!("the application's handler saw {} of {puts} puts from rank {prev}", handled.load(Ordering::Acquire))));
+    }
+    let mut got = vec![0u8; SEG_PAGES * PAGE];
+    seg.read_local(0, &mut got);
+    for i in 0..puts as usize {
+        if got[100 + i * 8..108 + i * 8] != [0xa0 + i as u8; 8]
+            || got[2 * PAGE + 300 + i * 8..2 * PAGE + 308 + i * 8] != [0xb0 + i as u8; 8]
+        {
+            return Err(fail(format!("put {i} from rank {prev} is not in pages 0 and 2")));
+        }
+    }
+    if w.page_marks(seg.as_ptr(), PAGE)?[0] != (handler_writes, Some(APP_DOMAIN)) {
+        return Err(fail("the checkpoint changed the marks of the application's page 0".into()));
+    }
+
+    // 3. Taking a tracked page's marks away fails the next checkpoint (every rank does it).
+    w.assoc_pages(seg.as_ptr().wrapping_add(3 * PAGE), PAGE, Actions::W | Actions::R, None)?;
+    match ck.checkpoint() {
+        Err(Error::InvalidArgument(m)) if m.contains("changed them while the checkpoint tracked") => {}
+        other => return Err(fail(format!("a tracked page made plain: expected the checkpoint to fail, got {other:?}"))),
+    }
+    drop(ck);
+    w.barrier()?;
+    if w.page_marks(seg.as_ptr(), PAGE)?[0] != (handler_writes, Some(APP_DOMAIN)) {
+        return Err(fail("dropping the checkpointer changed the application's page 0".into()));
+    }
+    if me == 0 {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    w.finalize()
+}
