@@ -14,6 +14,10 @@ don't gate; missing rows show as n/a), 2 when our file cannot be read or holds n
 `activerma report` draws. --across-hosts: both ran on the MPI conduit with all traffic through
 TCP (run.sh --tcp), judged by issue 16's targets for other hosts (latency <= 1.1x, bandwidth >=
 1.0x ARMCI-MPI), with the cases labelled "(TCP)" and the rows' benchmark "armci-check-tcp".
+--core FILE: `activerma bench --json` rows of put-latency / get-latency from the same run: a
+second table judges the ARMCI layer's own cost, ARMCI 8 B put (+ fence) and get against the
+core's blocking put and get to a segment (issue 16: within 1.1x); its report rows are benchmark
+"armci-layer-check".
 """
 
 import argparse
@@ -41,6 +45,45 @@ METRICS = [
 # Across hosts (both over TCP): the same metrics, issue 16's targets for other hosts.
 ACROSS_TARGETS = {"lat": 1.1, "bw": 1.0}
 
+# The ARMCI layer over the core: label, our ARMCI test, the core's benchmark (segment, 8 B).
+LAYER = [
+    ("ARMCI 8 B put (+ fence) / core put", "put", "put-latency"),
+    ("ARMCI 8 B get / core get", "get", "get-latency"),
+]
+LAYER_TARGET = 1.1
+
+
+def layer_table(ours, core_rows, machine, commit):
+    """Prints the ARMCI-layer table; returns (counts, report rows)."""
+    core = {r.get("benchmark"): r.get("median") for r in core_rows
+            if r.get("case") == "segment" and r.get("params", {}).get("size") == 8}
+    print()
+    print("# the ARMCI layer over activerma's own core, same run: ARMCI_Put + ARMCI_Fence / ARMCI_Get of 8 B"
+          " against `activerma bench put-latency / get-latency` (blocking, to a segment, 8 B)")
+    hdr = f"{'metric':<40}{'ARMCI':>10}{'core':>10}{'ratio':>9}{'target':>10}{'status':>8}"
+    print(hdr)
+    print("-" * len(hdr))
+    counts = {"PASS": 0, "MISS": 0, "info": 0, "n/a": 0}
+    rows = []
+    for label, test, bench in LAYER:
+        mine = ours.get((test, 8), {}).get("median_us")
+        base = core.get(bench)
+        ratio = mine / base if mine is not None and base else None
+        status = "n/a" if ratio is None else ("PASS" if ratio <= LAYER_TARGET else "MISS")
+        counts[status] += 1
+        if ratio is not None and machine:
+            rows.append({
+                "benchmark": "armci-layer-check", "case": label,
+                "params": {"impl": "activerma-core", "what": f"{label} (us)", "ours": mine, "theirs": base,
+                           "target": f"<= {LAYER_TARGET:g}"},
+                "value": ratio, "unit": "x", "reps": 1, "min": ratio, "median": ratio, "max": ratio,
+                "machine": machine, "commit": commit, "settings": {},
+            })
+        print(f"{label + ' (us)':<40}{fmt(mine, 'lat'):>10}{fmt(base, 'lat'):>10}{fmt_ratio(ratio):>9}"
+              f"{'<= ' + format(LAYER_TARGET, 'g'):>10}{status:>8}")
+    print_tally(counts, len(hdr))
+    return rows
+
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -51,6 +94,7 @@ def main():
     ap.add_argument("--load-end", default="")
     ap.add_argument("--rows-out", default=None)
     ap.add_argument("--across-hosts", action="store_true")
+    ap.add_argument("--core", default=None)
     a = ap.parse_args()
     metrics = METRICS
     if a.across_hosts:
@@ -116,6 +160,8 @@ def main():
         print(f"{label + ' (' + unit + ')':<32}{fmt(mine, kind):>12}{fmt(other, kind):>12}{ratio_text:>9}"
               f"{tgt_text:>10}{status:>8}")
     print_tally(counts, len(hdr))
+    if a.core:
+        report_rows += layer_table(ours, read_jsonl(a.core) or [], machine, a.commit)
     if a.rows_out:
         append_rows(a.rows_out, report_rows)
     return 0

@@ -122,6 +122,17 @@ if [ -x "$work/armci_bench.armci-mpi" ]; then
         "$work/armci_bench.armci-mpi" "${quick[@]}" -i armci-mpi-openmpi >"$work/armci-mpi.jsonl" ||
         { log "ERROR: the ARMCI-MPI run failed"; fail=1; }
 fi
+# The ARMCI layer's own cost: the core's blocking put / get latency on the same conduit, in
+# the same run (one host only: across hosts both sides are MPI's latency).
+core=()
+if [ $tcp = 0 ]; then
+    log "running the core: activerma bench ${quick[*]} put-latency get-latency"
+    if "$bin" bench "${quick[@]}" put-latency get-latency --json "$work/core.jsonl" >"$work/core.txt" 2>&1; then
+        core=(--core "$work/core.jsonl")
+    else
+        cat "$work/core.txt" >&2; log "ERROR: activerma bench put-latency get-latency failed"; fail=1
+    fi
+fi
 load_end="$(loadavg)"
 
 rows_out=()
@@ -129,7 +140,7 @@ rows_out=()
 [ $tcp = 1 ] && rows_out+=(--across-hosts)
 commit="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
 if ! python3 "$here/compare.py" "$work/activerma.jsonl" "$work/armci-mpi.jsonl" --commit "$commit" \
-        --load-start "$load_start" --load-end "$load_end" "${rows_out[@]}"; then
+        --load-start "$load_start" --load-end "$load_end" "${rows_out[@]}" "${core[@]}"; then
     log "ERROR: the comparison failed"; fail=1
 fi
 exit $fail
