@@ -542,6 +542,15 @@ int arma_fetch(int rank, uint64_t addr, uint64_t *value);
 int arma_assoc_pages(const void *addr, size_t len, uint32_t actions, int domain);
 
 /**
+ * The marks of the page of this rank's own memory (a segment or an exposure) that holds
+ * `addr`: its actions (ARMA_AA_* flags; an unmarked page reads ARMA_AA_W | ARMA_AA_R, or
+ * ARMA_AA_R for memory exposed read-only) into `*actions`, and the domain its accesses log into
+ * into `*domain` (-1: the default fault log). Either pointer may be NULL. An address outside
+ * this rank's segments and exposures gives ARMA_ERR_NOT_EXPOSED.
+ */
+int arma_page_marks(const void *addr, uint32_t *actions, int *domain);
+
+/**
  * Creates the access log of `domain` (>= 0): `capacity` bytes (a power of two, at least 256)
  * that pages marked with this domain log into, and whose entries run through `h` (called with
  * `ctx`), notified as `notify` says (ARMA_NOTIFY_*; `wake_threshold` is for ARMA_NOTIFY_WAKE).

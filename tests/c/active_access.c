@@ -77,6 +77,17 @@ int main(void) {
         CHECK(arma_create_log(DOMAIN, 1 << 16, ARMA_NOTIFY_DEFAULT, 0, on_entry, &s));
         CHECK(arma_assoc_pages(seg, (size_t)page, ARMA_AA_WL | ARMA_AA_WLD, DOMAIN));
         CHECK(arma_assoc_pages(seg + page, (size_t)page, ARMA_AA_R, -1));
+        {
+            uint32_t got = 0;
+            int dom = -2;
+            CHECK(arma_page_marks(seg + 8, &got, &dom));
+            EXPECT(got == (ARMA_AA_WL | ARMA_AA_WLD) && dom == DOMAIN, "page 0 marks %#x, domain %d", got, dom);
+            CHECK(arma_page_marks(seg + page, &got, &dom));
+            EXPECT(got == ARMA_AA_R && dom == -1, "page 1 marks %#x, domain %d", got, dom);
+            CHECK(arma_page_marks(seg + 2 * page, &got, NULL));
+            EXPECT(got == (ARMA_AA_W | ARMA_AA_R), "page 2 marks %#x", got);
+            CHECK_RC(arma_page_marks(&got, &got, &dom), ARMA_ERR_NOT_EXPOSED);
+        }
         CHECK_RC(arma_assoc_pages(seg, (size_t)page, ARMA_AA_W | (uint32_t)1 << 20, DOMAIN),
                  ARMA_ERR_INVALID_ARGUMENT);
         EXPECT(strstr(arma_last_error(), "arma_assoc_pages") != NULL, "message: %s",

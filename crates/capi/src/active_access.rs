@@ -184,6 +184,30 @@ pub extern "C" fn arma_assoc_pages(addr: *const c_void, len: usize, actions: u32
     })
 }
 
+/// The marks of the page of this rank's own memory (a segment or an exposure) that holds
+/// `addr`: its actions (ARMA_AA_* flags; an unmarked page reads ARMA_AA_W | ARMA_AA_R, or
+/// ARMA_AA_R for memory exposed read-only) into `*actions`, and the domain its accesses log into
+/// into `*domain` (-1: the default fault log). Either pointer may be NULL. An address outside
+/// this rank's segments and exposures gives ARMA_ERR_NOT_EXPOSED.
+#[no_mangle]
+pub extern "C" fn arma_page_marks(addr: *const c_void, actions: *mut u32, domain: *mut c_int) -> c_int {
+    guard("arma_page_marks", || {
+        let w = world()?;
+        let marks = w.page_marks(addr.cast(), 1)?;
+        let (a, d) = marks.first().copied().expect("one page asked, one page's marks");
+        // SAFETY: the caller passes NULL or a pointer to a writable value of the type.
+        unsafe {
+            if !actions.is_null() {
+                *actions = a.bits();
+            }
+            if !domain.is_null() {
+                *domain = d.map_or(-1, c_int::from);
+            }
+        }
+        Ok(())
+    })
+}
+
 /// Creates the access log of `domain` (>= 0): `capacity` bytes (a power of two, at least 256)
 /// that pages marked with this domain log into, and whose entries run through `h` (called with
 /// `ctx`), notified as `notify` says (ARMA_NOTIFY_*; `wake_threshold` is for ARMA_NOTIFY_WAKE).
