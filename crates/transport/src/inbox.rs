@@ -380,12 +380,19 @@ mod tests {
 
     const NOBODY_DIED: &dyn Fn(u32, u32) -> bool = &|_, _| false;
 
-    #[test]
-    fn fifo_with_backpressure_over_many_laps() {
+    /// An inbox of 4 slots of 128 bytes in memory of the test's own (keep the Mem alive).
+    fn small_inbox() -> (Mem, Inbox) {
         let (nslots, slot_size) = (4, 128);
         let mem = Mem::new(Inbox::bytes(nslots, slot_size));
         // SAFETY: the test's allocation, of the inbox's size, page-aligned.
         let inbox = unsafe { Inbox::new(mem.ptr, nslots, slot_size) };
+        (mem, inbox)
+    }
+
+    #[test]
+    fn fifo_with_backpressure_over_many_laps() {
+        let (_mem, inbox) = small_inbox();
+        let nslots = 4;
         let seen_head = AtomicU64::new(0);
         let mut seen = vec![];
         let mut next = 0u64;
@@ -406,10 +413,7 @@ mod tests {
 
     #[test]
     fn idle_until_a_ticket_at_the_head_is_claimed_or_published() {
-        let (nslots, slot_size) = (4, 128);
-        let mem = Mem::new(Inbox::bytes(nslots, slot_size));
-        // SAFETY: the test's allocation, of the inbox's size, page-aligned.
-        let inbox = unsafe { Inbox::new(mem.ptr, nslots, slot_size) };
+        let (_mem, inbox) = small_inbox();
         let seen_head = AtomicU64::new(0);
         assert!(inbox.idle(), "a new inbox is idle");
         assert!(inbox.try_push(1, &seen_head, [7, 0], &[1; 8], 0, 0));
