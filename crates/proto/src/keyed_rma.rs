@@ -33,7 +33,9 @@
 //! target assoc_pages on exposed memory: REVOKE(addr,len,BITS) to the holders of keys
 //!                  overlapping the range, wait for each answer
 //! target assoc_pages_here (never waits): REVOKE(addr,len,BITS|POSTED), no answer
-//! origin REVOKE handler: drop overlapping keys; firehoses too, unless only BITS changed (the
+//! origin KEY request: a key answered after a REVOKE from that rank was handled (the progress
+//!                  thread may take both in before the requester) is dropped and asked again
+//! origin REVOKE handler: count it; drop overlapping keys; firehoses too, unless only BITS changed (the
 //!                  memory stays pinned, and the target holds our references to it: dropping
 //!                  them here would leave the target's pins counted forever); answer now
 //!                  if no operation of ours uses a key to that rank, else the last one to
@@ -84,6 +86,12 @@ struct PerRank {
     users: u32,
     /// Revocations from this rank to answer when `users` drops to zero (their tokens).
     owed: Vec<u64>,
+    /// Revocations from this rank so far. A key is kept only if none came between its request
+    /// and its answer: the answer and a revocation sent right after it can be handled (by the
+    /// progress thread) before the requester takes the answer in, and that revocation, finding
+    /// no key, is answered at once — the late key would then reach memory the target has
+    /// already given back.
+    revocations: u64,
 }
 
 /// Where an access goes.
@@ -137,13 +145,24 @@ impl RmaKeys {
         }
     }
 
-    fn insert(&self, rank: Rank, key: Key) {
+    /// Revocations from `rank` so far (read before asking it for a key).
+    fn revocations(&self, rank: Rank) -> u64 {
+        self.ranks[rank].lock().unwrap().revocations
+    }
+
+    /// Keeps `key`, unless `rank` revoked anything since `asked` (`revocations` before the
+    /// request): then the key may be stale, and false says to ask again.
+    fn insert(&self, rank: Rank, key: Key, asked: u64) -> bool {
         let mut g = self.ranks[rank].lock().unwrap();
+        if g.revocations != asked {
+            return false;
+        }
         g.keys.retain(|k| k.end <= key.start || key.end <= k.start);
         if g.keys.len() >= MAX_KEYS {
             g.keys.remove(0);
         }
         g.keys.push(key);
+        true
     }
 
     /// Drops the keys to `rank` overlapping `[addr, addr+len)`; true when the revocation can
@@ -151,6 +170,7 @@ impl RmaKeys {
     /// when no answer is wanted).
     fn revoke(&self, rank: Rank, addr: usize, len: usize, token: Option<u64>) -> bool {
         let mut g = self.ranks[rank].lock().unwrap();
+        g.revocations += 1;
         g.keys.retain(|k| k.end <= addr || addr.saturating_add(len) <= k.start);
         if g.users == 0 {
             return true;
@@ -162,7 +182,9 @@ impl RmaKeys {
     /// `rank`'s process was replaced: its keys named the dead process's memory.
     pub(crate) fn forget(&self, rank: Rank) {
         if let Some(r) = self.ranks.get(rank) {
-            r.lock().unwrap().keys.clear();
+            let mut g = r.lock().unwrap();
+            g.keys.clear();
+            g.revocations += 1; // a key the dead process answered late is not kept either
         }
     }
 }
@@ -246,14 +268,15 @@ impl Proto {
 }
 
 /// Asks `rank` for a key to the exposure holding `[addr, addr+len)`; the target's refusal is
-/// the access's error.
+/// the access's error. A key overtaken by a revocation is dropped (the caller asks again).
 fn fetch_key(p: &Proto, keys: &RmaKeys, rank: Rank, addr: usize, len: usize, kind: AccessKind) -> Result<()> {
     let op = if kind == AccessKind::Put { "put" } else { "get" };
     let msg = encode([addr as u64, len as u64, (kind == AccessKind::Put) as u64]);
+    let asked = keys.revocations(rank);
     let (value, data) = am_request::request(p, KEY, &msg, Asked { rank, addr, len, op })?;
     let [base, klen] = words(&data).ok_or_else(|| Error::InvalidArgument(format!("rank {rank} sent a malformed key")))?;
     let (start, end) = (base as usize, base as usize + klen as usize);
-    keys.insert(rank, Key { start, end, bits: value as u32, direct: value & DIRECT != 0 });
+    keys.insert(rank, Key { start, end, bits: value as u32, direct: value & DIRECT != 0 }, asked);
     Ok(())
 }
 
