@@ -190,7 +190,7 @@ pub extern "C" fn arma_assoc_pages(addr: *const c_void, len: usize, actions: u32
 /// into `*domain` (-1: the default fault log). Either pointer may be NULL. An address outside
 /// this rank's segments and exposures gives ARMA_ERR_NOT_EXPOSED.
 #[no_mangle]
-pub extern "C" fn arma_page_marks(addr: *const c_void, actions: *mut u32, domain: *mut c_int) -> c_int {
+pub unsafe extern "C" fn arma_page_marks(addr: *const c_void, actions: *mut u32, domain: *mut c_int) -> c_int {
     guard("arma_page_marks", || {
         let w = world()?;
         let marks = w.page_marks(addr.cast(), 1)?;
