@@ -97,14 +97,22 @@ pub unsafe extern "C" fn ARMCI_Free(ptr: *mut c_void) -> c_int {
     0
 }
 
-/// Plain local memory; valid as the local buffer of every call.
+/// Plain local memory; valid as the local buffer of every call. From a page up it starts on a
+/// page, as ARMCI_Malloc's blocks do: a copy between buffers whose addresses differ by a few
+/// bytes within their cache lines is slower than between aligned ones, and malloc's large
+/// blocks start 16 bytes into a page (docs/NOTES.md, issue 16, has the measurement). Given back
+/// with ARMCI_Free_local (free).
 #[no_mangle]
 pub extern "C" fn ARMCI_Malloc_local(size: libc::c_long) -> *mut c_void {
     entry("ARMCI_Malloc_local", || {
         let n = crate::state::nonneg(size, "size")?;
-        // SAFETY: malloc of at least one byte, so a 0-byte request still gets a unique pointer.
-        let p = unsafe { libc::malloc(n.max(1)) };
-        if p.is_null() {
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(64) as usize;
+        let align = if n >= page { page } else { 16 };
+        let mut p: *mut c_void = std::ptr::null_mut();
+        // SAFETY: posix_memalign of at least one byte (a 0-byte request still gets a unique
+        // pointer), with a power-of-two alignment that is a multiple of the pointer size.
+        if unsafe { libc::posix_memalign(&mut p, align, n.max(1)) } != 0 || p.is_null() {
             return Err(format!("out of memory allocating {n} bytes"));
         }
         Ok(p)
