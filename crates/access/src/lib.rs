@@ -255,7 +255,6 @@ impl Access {
     }
 }
 
-/// The bits of `Access::assoc_pages`, written into the translation table.
 /// The marks of every page of `[addr, addr+len)` of this rank's own memory (heap or exposed):
 /// the actions it permits and logs, and its log's domain (None: E=0, the fault log).
 pub fn page_marks(table: &TargetTable, addr: usize, len: usize) -> Result<Vec<(Actions, Option<u16>)>> {
@@ -270,6 +269,7 @@ pub fn page_marks(table: &TargetTable, addr: usize, len: usize) -> Result<Vec<(A
     Ok(table.entries(addr, len)?.into_iter().map(marks).collect())
 }
 
+/// The bits of `Access::assoc_pages`, written into the translation table.
 fn mark_pages(table: &TargetTable, addr: usize, len: usize, actions: Actions, domain: Option<u16>) -> Result<usize> {
     if len == 0 {
         return Err(Error::InvalidArgument("assoc_pages of 0 bytes".into()));

@@ -11,7 +11,6 @@
 //! An origin must wait for that mediation before its next access to the page
 //! (`Checkpointer::after_remote_write` does an active flush), or a later direct write could
 //! land before the earlier logged one.
-
 //!
 //! A page has one set of marks, and the application may have marked protected pages itself
 //! (`tracked_runs`): a page it marked W=0 is written only by its own handlers, which the MMU
