@@ -130,10 +130,19 @@ typedef struct {
     double med, min, max; /* us per operation */
 } result_t;
 
-/* Runs op skip times untimed, then reps batches of iters timed; fills med/min/max. */
+/* Runs op skip times untimed, then reps batches of iters timed; fills med/min/max. Always
+ * inlined, so that each call site's op (a constant) is inlined into the timed loop: an indirect
+ * call per operation would add the harness's own nanosecond to 8-byte latencies of ten, which
+ * activerma's Rust benchmarks, whose loops inline the operation, do not pay. */
 typedef void (*op_fn)(long i, void *ctx);
 
-static void measure(result_t *r, op_fn op, void *ctx)
+#if defined(__GNUC__)
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE inline
+#endif
+
+static ALWAYS_INLINE void measure(result_t *r, op_fn op, void *ctx)
 {
     double per[MAX_REPS];
     long i = 0;

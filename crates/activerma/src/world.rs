@@ -219,6 +219,7 @@ impl World {
     }
 
     /// True once `finalize` was called (every operation then fails with `Error::Finalized`).
+    #[inline]
     pub fn is_finalized(&self) -> bool {
         self.inner.finalized.load(Ordering::Relaxed)
     }
@@ -512,6 +513,20 @@ impl World {
     #[inline]
     pub fn get_by(&self, protocol: Transfer, src: RemotePtr, dst: &mut [u8]) -> Result<Transfer> {
         self.live()?.proto.get_by(protocol, src.rank, src.addr, dst)
+    }
+    /// The allocation-free common case of `put_by`, for layers that run their own checks
+    /// first and call this on every small put (ARMCI): true when `src` was put zero-copy into
+    /// plain segment pages of `dst`'s rank mapped here (complete and counted, as `put_by`
+    /// would have); false when it moved nothing, for any reason — then call `put_by`, which
+    /// moves it another way or says what is wrong.
+    #[inline]
+    pub fn put_plain(&self, dst: RemotePtr, src: &[u8]) -> bool {
+        !self.is_finalized() && self.inner.proto.put_plain(dst.rank, dst.addr, src)
+    }
+    /// The get of `put_plain`.
+    #[inline]
+    pub fn get_plain(&self, src: RemotePtr, dst: &mut [u8]) -> bool {
+        !self.is_finalized() && self.inner.proto.get_plain(src.rank, src.addr, dst)
     }
     /// Non-blocking `put_by`: `src` may be reused at once; the handle's `wait` returns when
     /// the bytes are at the target (and names the protocol). Buffered and pipelined puts

@@ -6,9 +6,9 @@
 
 use crate::errors::{entry, R};
 use crate::in_flight;
-use crate::state::{local_arg, nonneg, proc_arg, remote_arg, rt, world, TRANSFER};
+use crate::state::{inside_allocation, live_world, local_arg, nonneg, proc_arg, remote_arg, rt, world, TRANSFER};
 use crate::sync::{mark, ArmciHdl};
-use activerma::{Transfer, World};
+use activerma::{RemotePtr, Transfer, World};
 use std::ffi::{c_int, c_void};
 
 /// Puts n bytes from local `src` to rank `proc`'s address `dst` (checked against its allocations).
@@ -59,14 +59,56 @@ pub(crate) unsafe fn get(src: *mut c_void, dst: *mut c_void, size: c_int, proc: 
     get_bytes(w, src as usize, dst as *mut u8, n, p, "src")
 }
 
+/// The common small transfer ahead of the entry machinery (whose closure call and argument
+/// plumbing cost more than the 8-byte copy): a live rank, a positive size, a local buffer,
+/// nothing in flight, a zero-copy protocol and an address inside one of the rank's
+/// allocations; the core then moves it if the target is plain segment memory mapped here.
+/// None, and a false from the core, move nothing: the checked path runs the call, or says
+/// what is wrong with it.
+#[inline(always)]
+fn plain_target(remote: *mut c_void, size: c_int, proc: c_int, local: *const c_void) -> Option<(&'static World, RemotePtr, usize)> {
+    let (w, p) = live_world(proc)?;
+    let n = usize::try_from(size).ok().filter(|&n| n > 0)?;
+    let plain = !local.is_null()
+        && !in_flight::any()
+        && matches!(transfer(), Transfer::Auto | Transfer::ZeroCopy)
+        && inside_allocation(p, remote as usize, n);
+    plain.then_some((w, RemotePtr::new(p, remote as usize), n))
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn ARMCI_Put(src: *mut c_void, dst: *mut c_void, size: c_int, proc: c_int) -> c_int {
+    if let Some((w, at, n)) = plain_target(dst, size, proc, src) {
+        if w.put_plain(at, std::slice::from_raw_parts(src as *const u8, n)) {
+            return 0;
+        }
+    }
+    put_checked(src, dst, size, proc)
+}
+
+/// ARMCI_Put past its fast path: out of line, so that the fast path keeps its arguments in
+/// registers (see ARMCI_Fence for the stall an inlined entry closure caused).
+#[cold]
+#[inline(never)]
+unsafe fn put_checked(src: *mut c_void, dst: *mut c_void, size: c_int, proc: c_int) -> c_int {
     entry("ARMCI_Put", || put(src, dst, size, proc));
     0
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn ARMCI_Get(src: *mut c_void, dst: *mut c_void, size: c_int, proc: c_int) -> c_int {
+    if let Some((w, at, n)) = plain_target(src, size, proc, dst) {
+        if w.get_plain(at, std::slice::from_raw_parts_mut(dst as *mut u8, n)) {
+            return 0;
+        }
+    }
+    get_checked(src, dst, size, proc)
+}
+
+/// ARMCI_Get past its fast path (as `put_checked`).
+#[cold]
+#[inline(never)]
+unsafe fn get_checked(src: *mut c_void, dst: *mut c_void, size: c_int, proc: c_int) -> c_int {
     entry("ARMCI_Get", || get(src, dst, size, proc));
     0
 }

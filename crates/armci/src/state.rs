@@ -96,6 +96,7 @@ static LAST_HITS: OnceLock<Box<[LastHit]>> = OnceLock::new();
 
 impl LastHit {
     /// Whether the slot holds a range of `generation` that contains [addr, addr + len).
+    #[inline(always)]
     fn covers(&self, generation: u64, addr: usize, len: usize) -> bool {
         let s1 = self.seq.load(Ordering::Acquire);
         if s1 & 1 != 0 {
@@ -119,7 +120,7 @@ impl LastHit {
 }
 
 /// Whether rank `proc`'s [addr, addr + len) lies inside one of its ARMCI allocations.
-#[inline]
+#[inline(always)]
 pub(crate) fn inside_allocation(proc: usize, addr: usize, len: usize) -> bool {
     // Read before the registry: a change after it moves the generation on, so a range
     // recorded below never passes for a later state.
@@ -166,7 +167,15 @@ pub(crate) fn world() -> R<&'static World> {
 /// when it says no.
 #[inline]
 pub(crate) fn is_live_rank(proc: c_int) -> bool {
-    WORLD.get().is_some() && !FINALIZED.load(Ordering::Relaxed) && usize::try_from(proc).is_ok_and(|p| p < JOB_SIZE.load(Ordering::Relaxed))
+    live_world(proc).is_some()
+}
+
+/// The World and `proc` as a rank, when `proc` is a rank of a live job (`is_live_rank`).
+#[inline]
+pub(crate) fn live_world(proc: c_int) -> Option<(&'static World, usize)> {
+    let w = WORLD.get()?;
+    let p = usize::try_from(proc).ok()?;
+    (!FINALIZED.load(Ordering::Relaxed) && p < JOB_SIZE.load(Ordering::Relaxed)).then_some((w, p))
 }
 
 /// An activerma error as the text of an ARMCI failure.

@@ -101,13 +101,8 @@ impl Proto {
     /// returns the protocol that moved it (never Auto), counted in the `transfer_*` counters.
     #[inline]
     pub fn put_by(&self, t: Transfer, rank: Rank, addr: usize, src: &[u8]) -> Result<Transfer> {
-        // The common case first and without a call: a plain segment page mapped here.
-        if matches!(t, Transfer::Auto | Transfer::ZeroCopy) {
-            if let Some((local, HeapFast::Plain)) = self.segment_fast(rank, addr, src.len(), AccessKind::Put) {
-                put_direct::run(self, local, src);
-                completion::spin_until(self.net.completion_time(src.len()));
-                return Ok(self.count(Transfer::ZeroCopy, src.len()));
-            }
+        if matches!(t, Transfer::Auto | Transfer::ZeroCopy) && self.put_plain(rank, addr, src) {
+            return Ok(Transfer::ZeroCopy);
         }
         self.put_nb_by(t, rank, addr, src)?.wait()
     }
@@ -115,14 +110,37 @@ impl Proto {
     /// Blocking get into `dst` from `rank`'s `addr` by protocol `t`; as `put_by`.
     #[inline]
     pub fn get_by(&self, t: Transfer, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<Transfer> {
-        if matches!(t, Transfer::Auto | Transfer::ZeroCopy) {
-            if let Some((local, HeapFast::Plain)) = self.segment_fast(rank, addr, dst.len(), AccessKind::Get) {
-                get_direct::run(self, local, dst);
-                completion::spin_until(self.net.completion_time(dst.len()));
-                return Ok(self.count(Transfer::ZeroCopy, dst.len()));
-            }
+        if matches!(t, Transfer::Auto | Transfer::ZeroCopy) && self.get_plain(rank, addr, dst) {
+            return Ok(Transfer::ZeroCopy);
         }
         self.get_nb_by(t, rank, addr, dst)?.wait()
+    }
+
+    /// The common case of a zero-copy put, inlined: a non-empty put to plain segment
+    /// pages mapped here (no Active Access bits on them) is copied, completed and counted, and
+    /// true returned. False moves nothing and tells nothing: every other case (another host,
+    /// private memory, logged pages, a bad address or rank) is `put_by`'s, which says why.
+    #[inline]
+    pub fn put_plain(&self, rank: Rank, addr: usize, src: &[u8]) -> bool {
+        let Some((local, HeapFast::Plain)) = self.segment_fast(rank, addr, src.len(), AccessKind::Put) else {
+            return false;
+        };
+        put_direct::run(self, local, src);
+        completion::spin_until(self.net.completion_time(src.len()));
+        self.count(Transfer::ZeroCopy, src.len());
+        true
+    }
+
+    /// The get of `put_plain`.
+    #[inline]
+    pub fn get_plain(&self, rank: Rank, addr: usize, dst: &mut [u8]) -> bool {
+        let Some((local, HeapFast::Plain)) = self.segment_fast(rank, addr, dst.len(), AccessKind::Get) else {
+            return false;
+        };
+        get_direct::run(self, local, dst);
+        completion::spin_until(self.net.completion_time(dst.len()));
+        self.count(Transfer::ZeroCopy, dst.len());
+        true
     }
 
     /// Non-blocking put by protocol `t`: `src` may be reused when this returns; the transfer is
@@ -255,6 +273,7 @@ impl Proto {
         }
     }
 
+    #[inline]
     pub(crate) fn count(&self, used: Transfer, len: usize) -> Transfer {
         let (calls, bytes): (&AtomicU64, &AtomicU64) = match used {
             Transfer::Buffered => (&self.counters.transfer_buffered, &self.counters.transfer_buffered_bytes),
