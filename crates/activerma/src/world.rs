@@ -680,6 +680,13 @@ impl World {
         self.live()?.am.send(dst, id, token, payload)
     }
 
+    /// `send_am` that never blocks: a busy or full queue to `dst` defers the message to a
+    /// later progress step of this rank (in order with its other messages to `dst`). For
+    /// progress hooks (`add_progress_hook`), which must not block.
+    pub fn post_am(&self, dst: Rank, id: HandlerId, token: u64, payload: &[u8]) -> Result<()> {
+        self.live()?.am.post(dst, id, token, payload)
+    }
+
     /// Leaves the job (collective): completes outstanding operations, waits for every rank,
     /// stops the progress thread. Any later operation fails with `Error::Finalized`.
     pub fn finalize(&self) -> Result<()> {

@@ -162,6 +162,15 @@ impl Am {
         r.map(|_| ())
     }
 
+    /// Sends without ever blocking: now if the destination's queue is free and has room,
+    /// otherwise by a later progress step (still in order with this rank's other messages to
+    /// `dst`). For progress hooks, which must not block; handlers have `AmCtx::forward`.
+    pub fn post(&self, dst: Rank, handler: HandlerId, token: u64, payload: &[u8]) -> Result<()> {
+        self.check_rank(dst)?;
+        self.send_or_defer(dst, handler, token, payload);
+        Ok(())
+    }
+
     /// Sends now if the queue is free and has room, otherwise queues for the next progress call.
     fn send_or_defer(&self, dst: Rank, handler: HandlerId, token: u64, payload: &[u8]) {
         if let Ok(_g) = self.send_locks[dst].try_lock() {

@@ -205,8 +205,10 @@ pub fn worker() -> BResult<()> {
     let (hit_ns, plain_ns) = hit_cost(&dsm, if quick { 2_000_000 } else { 20_000_000 })?;
     results.push(("hit_ns".into(), hit_ns));
     results.push(("plain_ns".into(), plain_ns));
-    // Locks: one object at rank 0, every rank in a loop.
-    let iterations = if quick { 2_000 } else { 20_000 };
+    // Locks: one object at rank 0, every rank in a loop; long enough (about 20 ms of locks
+    // per rank) that the lock changing hands every lease (ACTIVERMA_DSM_LOCK_LEASE_US) is
+    // averaged over many leases, not one or two.
+    let iterations = if quick { 20_000 } else { 200_000 };
     let obj = dsm.share(0, (me == 0).then(|| dsm.alloc(8)).transpose()?)?;
     dsm.barrier()?;
     let t = Instant::now();

@@ -15,6 +15,7 @@ use crate::global_ref::{ArrayRef, GlobalRef};
 use crate::handlers;
 use crate::heap::Heap;
 use crate::home::Home;
+use crate::lock_cache::LockCache;
 use crate::mailbox::Mailbox;
 use crate::protocol::Protocol;
 use crate::shared::{twin_at, Shared};
@@ -24,7 +25,7 @@ use activerma::{settings, Error, Rank, Result, World};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -42,6 +43,9 @@ pub struct Stats {
     pub diff_bytes: u64,
     /// Lock requests that went to another rank.
     pub remote_locks: u64,
+    /// Locks taken again without a message: kept here since this rank's own unlock (lock
+    /// caching; home.rs).
+    pub kept_locks: u64,
     /// Copies dropped by acquires.
     pub invalidations: u64,
     /// Update protocols: bytes put into other ranks' copies and twins (in place), or
@@ -59,6 +63,7 @@ pub(crate) struct Counts {
     pub diffs: Cell<u64>,
     pub diff_bytes: Cell<u64>,
     pub remote_locks: Cell<u64>,
+    pub kept_locks: Cell<u64>,
     pub invalidations: Cell<u64>,
     pub update_bytes: Cell<u64>,
     pub arrays: Cell<u64>,
@@ -130,13 +135,17 @@ impl Dsm {
         if all.iter().any(|b| b[..8] != (layout as u64).to_le_bytes()) {
             return Err(Error::InvalidArgument("dsm: the ranks made their DSM with different protocols or ACTIVERMA_DSM_* sizes".into()));
         }
+        let lease = std::time::Duration::from_micros(cfg.get_u64(settings::DSM_LOCK_LEASE_US)?);
         let shared = Arc::new(Shared {
             w: w.clone(),
             me,
             n,
             protocol,
             heap,
-            home: std::sync::Mutex::new(Home::default()),
+            home: std::sync::Mutex::new(Home::new(me, lease)),
+            locks: LockCache::new(lease),
+            locks_wanted: AtomicBool::new(false),
+            kept_looks: AtomicU64::new(0),
             mail: Mailbox::default(),
             copies: Default::default(),
             freed: Default::default(),
@@ -186,6 +195,7 @@ impl Dsm {
             diffs: c.diffs.get(),
             diff_bytes: c.diff_bytes.get(),
             remote_locks: c.remote_locks.get(),
+            kept_locks: c.kept_locks.get(),
             invalidations: c.invalidations.get(),
             update_bytes: c.update_bytes.get(),
             arrays: c.arrays.get(),

@@ -4,12 +4,15 @@
 use crate::diff;
 use crate::diff_array;
 use crate::global_ref::GlobalRef;
-use crate::shared::Shared;
+use crate::home::Entry;
+use crate::home::Grant;
+use crate::shared::{Shared, Via};
 use crate::update_in_place;
 use crate::wire::{self, word};
 use activerma::{AmCtx, Result};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Instant;
 
 type Body = dyn Fn(&Shared, &AmCtx, &[u8]) + Send + Sync;
 
@@ -41,9 +44,13 @@ pub(crate) fn install(s: &Arc<Shared>) -> Result<()> {
     register(s, wire::LOCK, |s, ctx, p| {
         let r = reference(p);
         let rp = r.to_bits().to_le_bytes();
-        match s.home.lock().unwrap().lock(r, ctx.src) {
-            Ok(true) => ctx.reply(wire::GRANT, 0, &wire::ok(&rp, &[])),
-            Ok(false) => {}
+        // Answered with the home table still locked: messages in the order of its changes.
+        let mut home = s.home.lock().unwrap();
+        match home.lock(r, ctx.src, &Instant::now) {
+            Ok(Entry::Now { wanted, .. }) => s.grant(Via::Handler(ctx), Grant { to: ctx.src, wanted }, r),
+            Ok(Entry::Handed(g)) => s.grant(Via::Handler(ctx), g, r),
+            Ok(Entry::Queued { recall: Some(owner) }) => ctx.forward(owner, wire::RECALL, 0, &rp),
+            Ok(Entry::Queued { recall: None }) => {}
             Err(why) => ctx.reply(wire::GRANT, 0, &wire::refused(&rp, &why)),
         }
     })?;
@@ -51,12 +58,23 @@ pub(crate) fn install(s: &Arc<Shared>) -> Result<()> {
     register(s, wire::WAIT, |s, ctx, p| hand_on(s, ctx, p, true))?;
     register(s, wire::NOTIFY, |s, ctx, p| {
         let r = reference(p);
-        if let Err(why) = s.home.lock().unwrap().notify(r, ctx.src, p.get(8) == Some(&1)) {
-            ctx.reply(wire::FAILED, 0, &wire::refused(&[], &why));
+        let mut home = s.home.lock().unwrap();
+        match home.notify(r, ctx.src, p.get(8) == Some(&1)) {
+            Ok(Some(owner)) => ctx.forward(owner, wire::RECALL, 0, &r.to_bits().to_le_bytes()),
+            Ok(None) => {}
+            Err(why) => ctx.reply(wire::FAILED, 0, &wire::refused(&[], &why)),
         }
     })?;
     register(s, wire::GRANT, |s, _, p| {
-        s.mail.grant(reference(p), wire::body(&p[8..]).map(|_| ()));
+        let (r, body) = (reference(p), wire::body(&p[8..]));
+        if let Ok(wanted) = &body {
+            // Kept from here on: a RECALL right behind this grant finds it.
+            s.locks.granted(r, Instant::now(), wanted.first() == Some(&1));
+        }
+        s.mail.grant(r, body.map(drop));
+    })?;
+    register(s, wire::RECALL, |s, ctx, p| {
+        s.locks.recall(reference(p), |r| ctx.reply(wire::UNLOCK, 0, &r.to_bits().to_le_bytes()));
     })?;
     register(s, wire::ALLOC, |s, ctx, p| {
         let (bytes, chunk) = (word(p, 0).unwrap_or(0) as usize, word(p, 1).unwrap_or(0) as usize);
@@ -102,12 +120,49 @@ pub(crate) fn install(s: &Arc<Shared>) -> Result<()> {
     register(s, wire::FAILED, |s, _, p| {
         s.mail.failures.lock().unwrap().push(wire::body(p).err().unwrap_or_default());
     })?;
-    if s.arrays.is_some() {
-        let s = s.clone();
-        s.w.clone().add_progress_hook(Arc::new(move || diff_array::receive(&s)))?;
-    }
+    let s = s.clone();
+    s.w.clone().add_progress_hook(Arc::new(move || {
+        let arrays = if s.arrays.is_some() { diff_array::receive(&s) } else { 0 };
+        arrays + hand_on_kept_locks(&s)
+    }))?;
     Ok(())
 }
+
+/// The progress step's part of lock caching: locks this rank kept idle at its unlock although
+/// another rank wants them (their lease was not over) go on now, unless taken again since.
+/// Posted, not sent: a progress hook must not block.
+fn hand_on_kept_locks(s: &Shared) -> usize {
+    // A load first: the idle progress step takes no locked instruction.
+    if !s.locks_wanted.load(Ordering::Acquire) {
+        return 0;
+    }
+    // Every KEPT_LOOK_EVERY-th step only: the owner's loop must get to leave its lock a few
+    // times between two looks (one look with no leave in between means it stopped), and
+    // the owner's own steps (one per lock it takes) must not pay for a look each.
+    if !s.kept_looks.fetch_add(1, Ordering::Relaxed).is_multiple_of(KEPT_LOOK_EVERY) || !s.locks_wanted.swap(false, Ordering::AcqRel) {
+        return 0;
+    }
+    let mut handed = 0;
+    let pending_here = {
+        let mut home = s.home.lock().unwrap();
+        for (r, g) in home.hand_on_idle(&Instant::now) {
+            s.grant(Via::Post, g, r);
+            handed += 1;
+        }
+        home.has_idle_wanted()
+    };
+    let pending_cached = s.locks.take_recalled_idle(Instant::now(), |r| {
+        s.post(Via::Post, r.home(), wire::UNLOCK, &r.to_bits().to_le_bytes());
+        handed += 1;
+    });
+    if pending_here || pending_cached {
+        s.locks_wanted.store(true, Ordering::Release); // look again a few steps on
+    }
+    handed
+}
+
+/// How many progress steps apart the hook looks at locks kept while others wait.
+const KEPT_LOOK_EVERY: u64 = 64;
 
 /// FETCH: the region's bytes back to the requester — put into its receive buffer (the RDMA
 /// reply: the body first, then the sequence word it spins on) when it named one that holds
@@ -170,18 +225,10 @@ fn apply_diff(s: &Shared, ctx: &AmCtx, p: &[u8]) {
 /// UNLOCK and WAIT: the lock passes to the next rank in line.
 fn hand_on(s: &Shared, ctx: &AmCtx, p: &[u8], wait: bool) {
     let r = reference(p);
-    let next = {
-        let mut home = s.home.lock().unwrap();
-        if wait {
-            home.wait(r, ctx.src)
-        } else {
-            home.unlock(r, ctx.src)
-        }
-    };
+    let mut home = s.home.lock().unwrap();
+    let next = if wait { home.wait(r, ctx.src, &Instant::now) } else { home.unlock(r, ctx.src, &Instant::now) };
     match next {
-        Ok(Some(to)) => {
-            let _ = s.grant(Some(ctx), to, r);
-        }
+        Ok(Some(g)) => s.grant(Via::Handler(ctx), g, r),
         Ok(None) => {}
         Err(why) => ctx.reply(wire::FAILED, 0, &wire::refused(&[], &why)),
     }

@@ -27,6 +27,7 @@ mod global_ref;
 mod handlers;
 mod heap;
 mod home;
+mod lock_cache;
 mod mailbox;
 mod protocol;
 mod shared;

@@ -5,14 +5,23 @@
 use crate::diff_array::DiffArrays;
 use crate::global_ref::GlobalRef;
 use crate::heap::Heap;
-use crate::home::{Home, Place};
+use crate::home::{Grant, Home, Place};
+use crate::lock_cache::LockCache;
 use crate::mailbox::Mailbox;
 use crate::protocol::Protocol;
 use crate::wire;
 use activerma::{AmCtx, Rank, Result, World};
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
+
+/// How a lock message leaves: from a handler (its context), or posted from anywhere else
+/// (the rank's thread, a progress hook). Neither blocks.
+#[derive(Clone, Copy)]
+pub(crate) enum Via<'a, 'b> {
+    Handler(&'a AmCtx<'b>),
+    Post,
+}
 
 /// Diff ranges (offset, bytes) kept for a region being fetched.
 pub(crate) type Kept = Vec<(usize, Vec<u8>)>;
@@ -24,6 +33,13 @@ pub(crate) struct Shared {
     pub protocol: Protocol,
     pub heap: Heap,
     pub home: Mutex<Home>,
+    /// Locks of other homes this rank keeps after its unlock.
+    pub locks: LockCache,
+    /// Set when a lock was kept idle while another rank wants it (here as its home, or in
+    /// `locks`): the progress hook then hands it on unless this rank took it again.
+    pub locks_wanted: AtomicBool,
+    /// Progress steps that found `locks_wanted` set (the hook looks every few: handlers.rs).
+    pub kept_looks: AtomicU64,
     pub mail: Mailbox,
     /// Copies of other homes' regions that remote changes are applied to (update-diff: the
     /// diff-arrays' receiver looks them up here).
@@ -90,20 +106,29 @@ impl Shared {
         self.frees.fetch_add(1, Ordering::AcqRel);
     }
 
-    /// Hands `r`'s lock to `to`: into this rank's mailbox, or as a message — from a handler
-    /// (never blocking) or from the rank's own thread.
-    pub(crate) fn grant(&self, ctx: Option<&AmCtx>, to: Rank, r: GlobalRef) -> Result<()> {
-        if to == self.me {
+    /// Hands `r`'s lock on as `g` says: into this rank's mailbox, or as a GRANT message (its
+    /// payload: whether others wait). Never blocks, so that it can be issued while the home
+    /// table is locked: the lock's messages then leave in the order its state changed (a
+    /// RECALL must not overtake the GRANT it is about).
+    pub(crate) fn grant(&self, via: Via, g: Grant, r: GlobalRef) {
+        if g.to == self.me {
             self.mail.grant(r, Ok(()));
-            return Ok(());
+            return;
         }
-        let msg = wire::ok(&r.to_bits().to_le_bytes(), &[]);
-        match ctx {
-            Some(ctx) => {
-                ctx.forward(to, wire::GRANT, 0, &msg);
-                Ok(())
+        let msg = wire::ok(&r.to_bits().to_le_bytes(), &[g.wanted as u8]);
+        self.post(via, g.to, wire::GRANT, &msg);
+    }
+
+    /// Sends a lock message without blocking (see `grant`); a failure (the rank is gone, the
+    /// world finalized) is reported by this rank's next sync call.
+    pub(crate) fn post(&self, via: Via, to: Rank, id: u16, msg: &[u8]) {
+        match via {
+            Via::Handler(ctx) => ctx.forward(to, id, 0, msg),
+            Via::Post => {
+                if let Err(e) = self.w.post_am(to, id, 0, msg) {
+                    self.mail.failures.lock().unwrap().push(format!("a lock message to rank {to}: {e}"));
+                }
             }
-            None => self.w.send_am(to, wire::GRANT, 0, &msg),
         }
     }
 

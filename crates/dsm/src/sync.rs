@@ -22,10 +22,14 @@ use crate::cache::State;
 use crate::diff;
 use crate::dsm::{bump, Dsm};
 use crate::global_ref::GlobalRef;
-use crate::home::Place;
+use crate::home::{Entry, Place};
+use crate::lock_cache::Leave;
 use crate::protocol::Protocol;
+use crate::shared::Via;
 use crate::wire;
 use activerma::{Error, Result};
+use std::sync::atomic::Ordering;
+use std::time::Instant;
 
 /// Write notices of one rank at a barrier: a list of references, or "assume everything
 /// changed" when the list would be longer than MAX_NOTICES.
@@ -45,17 +49,41 @@ impl Dsm {
             return Ok(());
         }
         self.release()?;
-        if r.home() == self.me {
-            let now = self.shared.home.lock().unwrap().lock(r, self.me).map_err(refused)?;
-            if !now {
-                self.await_grant(r)?;
+        // A lock this rank kept since its own unlock (lock_cache.rs, home.rs): nobody else
+        // released anything under it since, so there is nothing to acquire; a progress step
+        // still runs, so that a home's RECALL reaches this rank while it loops on the lock.
+        let kept = if r.home() == self.me {
+            let entry = {
+                let mut home = self.shared.home.lock().unwrap();
+                let entry = home.lock(r, self.me, &Instant::now).map_err(refused)?;
+                if let Entry::Queued { recall: Some(owner) } = entry {
+                    // Posted under the table's lock: after any GRANT it is about.
+                    self.shared.post(Via::Post, owner, wire::RECALL, &r.to_bits().to_le_bytes());
+                }
+                entry
+            };
+            match entry {
+                Entry::Now { kept, .. } => kept,
+                Entry::Queued { .. } => {
+                    self.await_grant(r)?;
+                    false
+                }
+                Entry::Handed(_) => unreachable!("the home's own lock call never passes its idle lock to another"),
             }
+        } else if self.shared.locks.enter(r) {
+            true
         } else {
             bump(&self.counts.remote_locks, 1);
             self.w.send_am(r.home(), wire::LOCK, 0, &r.to_bits().to_le_bytes())?;
             self.await_grant(r)?;
+            false
+        };
+        if kept {
+            bump(&self.counts.kept_locks, 1);
+            self.w.progress();
+        } else {
+            self.acquire();
         }
-        self.acquire();
         self.held.insert(r, 1);
         Ok(())
     }
@@ -104,7 +132,8 @@ impl Dsm {
         self.check_no_open_views("notify")?;
         self.held.get(&r).ok_or_else(|| not_held(r, if all { "notify_all" } else { "notify" }))?;
         if r.home() == self.me {
-            return self.shared.home.lock().unwrap().notify(r, self.me, all).map_err(refused);
+            // The home itself hands the lock on at its unlock: nothing to recall.
+            return self.shared.home.lock().unwrap().notify(r, self.me, all).map(drop).map_err(refused);
         }
         let mut msg = r.to_bits().to_le_bytes().to_vec();
         msg.push(all as u8);
@@ -150,22 +179,37 @@ impl Dsm {
 
     /// UNLOCK or WAIT at the home: the lock passes on.
     fn hand_on(&self, r: GlobalRef, wait: bool) -> Result<()> {
-        if r.home() != self.me {
-            let id = if wait { wire::WAIT } else { wire::UNLOCK };
-            return self.w.send_am(r.home(), id, 0, &r.to_bits().to_le_bytes());
-        }
-        let next = {
-            let mut home = self.shared.home.lock().unwrap();
-            if wait {
-                home.wait(r, self.me)
-            } else {
-                home.unlock(r, self.me)
+        // Posted under the lock's state (lock_cache.rs, shared.rs: in the order of its
+        // changes), then pushed out by a progress step rather than left for the next call.
+        let posted = std::cell::Cell::new(false);
+        let send = |id| {
+            let posted = &posted;
+            move |r: GlobalRef| {
+                self.shared.post(Via::Post, r.home(), id, &r.to_bits().to_le_bytes());
+                posted.set(true);
             }
         };
-        match next.map_err(refused)? {
-            Some(to) => self.shared.grant(None, to, r),
-            None => Ok(()),
+        if r.home() != self.me {
+            if wait {
+                self.shared.locks.give_up(r, send(wire::WAIT));
+            } else if self.shared.locks.leave(r, &Instant::now, send(wire::UNLOCK)) == Leave::KeepWanted {
+                self.shared.locks_wanted.store(true, Ordering::Release);
+            }
+        } else {
+            let mut home = self.shared.home.lock().unwrap();
+            let next = if wait { home.wait(r, self.me, &Instant::now) } else { home.unlock(r, self.me, &Instant::now) };
+            if home.has_idle_wanted() {
+                self.shared.locks_wanted.store(true, Ordering::Release);
+            }
+            if let Some(g) = next.map_err(refused)? {
+                self.shared.grant(Via::Post, g, r);
+                posted.set(g.to != self.me);
+            }
         }
+        if posted.get() {
+            self.w.progress();
+        }
+        Ok(())
     }
 
     fn await_grant(&self, r: GlobalRef) -> Result<()> {
@@ -209,6 +253,11 @@ impl Dsm {
 
     /// Invalidation: a diff per dirty copy to its home, every one applied before this returns.
     fn release_to_homes(&mut self) -> Result<()> {
+        if self.cache.get_mut().dirty.is_empty() {
+            // Nothing to publish, and no refusal pending: the release that sent the last
+            // diffs waited for all their answers.
+            return Ok(());
+        }
         let acked = self.shared.mail.acked();
         let mut sent = 0u64;
         let mut homes = Vec::new();

@@ -8,6 +8,8 @@
 //! DIFF_ACK   body                                                      home -> writer
 //! LOCK, UNLOCK, WAIT   [ref];  NOTIFY [ref][all]                       rank -> home
 //! GRANT      [ref] body                                                home -> the new owner
+//! RECALL     [ref]      the home wants a lock back that a rank keeps (lock_cache.rs): it
+//!            answers with UNLOCK when it is not inside, else at its unlock
 //! ALLOC      [bytes][chunk]  ->  ANSWER body [ref]                     rank -> the home it names
 //! FREE       [ref]           ->  ANSWER body                           rank -> home
 //! FREED_NOTICE [ref] -> NOTICE_ACK   the freeing rank tells every rank a region is gone
@@ -17,7 +19,7 @@
 //! body = [status: 0 ok, 1 error][payload: the data, or the error's text]
 //! REPLY's payload (and the RMA reply's) = [len][the region's bytes]
 //! ```
-//! Handler ids: `FIRST_USER_HANDLER + 100 ..= + 116` (a program that registers its own
+//! Handler ids: `FIRST_USER_HANDLER + 100 ..= + 117` (a program that registers its own
 //! handlers next to the DSM must keep clear of them).
 
 use activerma::FIRST_USER_HANDLER;
@@ -39,6 +41,7 @@ pub(crate) const FAILED: u16 = FIRST_USER_HANDLER + 113;
 pub(crate) const JOIN: u16 = FIRST_USER_HANDLER + 114;
 pub(crate) const SUBSCRIBE: u16 = FIRST_USER_HANDLER + 115;
 pub(crate) const NOTICE_ACK: u16 = FIRST_USER_HANDLER + 116;
+pub(crate) const RECALL: u16 = FIRST_USER_HANDLER + 117;
 
 /// "No receive buffer": the reply comes as a message.
 pub(crate) const NONE: u64 = u64::MAX;
