@@ -577,7 +577,13 @@ impl Dsm {
                 return Ok(());
             }
             spins = spins.wrapping_add(1);
-            if sleeps {
+            if sleeps && self.shared.locks_wanted.load(Ordering::Acquire) {
+                // A lock this rank keeps is wanted elsewhere: progress steps (whose hook hands
+                // it on once this rank stopped taking it) rather than a sleep that a sleeping
+                // progress thread might never end.
+                self.w.progress();
+                std::thread::yield_now();
+            } else if sleeps {
                 self.shared.mail.sleep(seen, std::time::Duration::from_millis(5));
             } else {
                 self.w.progress();

@@ -306,6 +306,17 @@ pub fn main() -> i32 {
             });
         }
     }
+    // Lock caching: a kept lock handed on when its keeper stops taking it, in every progress
+    // mode (a 10 s lease the case must not wait out).
+    for protocol in DSM_PROTOCOLS {
+        for mode in ["app", "thread", "wake"] {
+            jobs.push(Job {
+                case: "dsm_lock_handover",
+                ranks: 2,
+                env: vec![("ACTIVERMA_DSM_PROTOCOL", protocol), ("ACTIVERMA_PROGRESS", mode), ("ACTIVERMA_DSM_LOCK_LEASE_US", "10000000")],
+            });
+        }
+    }
     // Diff-arrays of the smallest size: every release is many arrays, each slot reused after
     // its acknowledgement, thousands of times.
     jobs.push(Job {
@@ -587,6 +598,11 @@ fn run_under_mpi(mpi: &str, filter: Option<&str>, t: &mut Tally) -> i32 {
         }
         jobs.push(Job { case: "dsm_apps", ranks: 3, env: vec![("ACTIVERMA_DSM_PROTOCOL", protocol)] });
         jobs.push(Job { case: "dsm_contract", ranks: 3, env: vec![("ACTIVERMA_DSM_PROTOCOL", protocol), ("ACTIVERMA_MPI_SHARED", "off")] });
+        jobs.push(Job {
+            case: "dsm_lock_handover",
+            ranks: 2,
+            env: vec![("ACTIVERMA_DSM_PROTOCOL", protocol), ("ACTIVERMA_DSM_LOCK_LEASE_US", "10000000")],
+        });
     }
     for method in NONCONTIG_METHODS {
         jobs.push(Job { case: "lists_of_pieces", ranks: 3, env: vec![("ACTIVERMA_NONCONTIG", method), ("ACTIVERMA_MPI_SHARED", "off")] });

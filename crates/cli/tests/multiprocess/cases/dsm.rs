@@ -329,6 +329,61 @@ pub fn dsm_apps() -> Result<()> {
 
 /// Rank 1 dies (SIGKILL) while it holds a lock the others then ask for: the job ends by the
 /// launcher's failure handling (the driver checks it names the rank), nobody hangs.
+/// Lock caching (the job sets a 10 s lease): a lock this rank keeps is taken again without a
+/// message; a rank that asks for it while the keeper is inside gets it after the keeper's
+/// unlock once the keeper stops taking it — here the keeper then waits for a lock the asker
+/// holds, so only the keeper's own progress can hand it on (in every progress mode), long
+/// before the lease ends — and sees what the keeper wrote under it.
+pub fn dsm_lock_handover() -> Result<()> {
+    let w = activerma::init()?;
+    let mut dsm = Dsm::new(&w)?;
+    let me = w.rank();
+    let a = dsm.share(0, (me == 0).then(|| dsm.alloc(8)).transpose()?)?;
+    let b = dsm.share(0, (me == 0).then(|| dsm.alloc(8)).transpose()?)?;
+    if me == 1 {
+        for _ in 0..100 {
+            dsm.lock(a)?;
+            dsm.unlock(a)?;
+        }
+        let s = dsm.stats();
+        if s.remote_locks != 1 || s.kept_locks != 99 {
+            return Err(fail(format!(
+                "100 locks of one lock nobody else wanted: {} asked the home, {} kept (want 1 and 99)",
+                s.remote_locks, s.kept_locks
+            )));
+        }
+    }
+    dsm.barrier()?;
+    match me {
+        0 => dsm.lock(b)?,
+        1 => dsm.lock(a)?, // kept: no message
+        _ => {}
+    }
+    dsm.barrier()?;
+    let start = std::time::Instant::now();
+    if me == 0 {
+        dsm.lock(a)?;
+        let seen: u64 = dsm.read(a)?.get(0)?;
+        dsm.unlock(a)?;
+        dsm.unlock(b)?;
+        if seen != 7 {
+            return Err(fail(format!("rank 1 wrote 7 under the lock before handing it on; rank 0 then read {seen}")));
+        }
+    } else if me == 1 {
+        std::thread::sleep(std::time::Duration::from_millis(20)); // rank 0 asks meanwhile
+        dsm.write(a)?.set(0, 7u64)?;
+        dsm.unlock(a)?; // wanted, lease not over: kept
+        dsm.lock(b)?; // rank 0's until it has `a`
+        dsm.unlock(b)?;
+    }
+    let took = start.elapsed();
+    dsm.barrier()?;
+    if took > std::time::Duration::from_secs(5) {
+        return Err(fail(format!("rank {me}: the hand-over took {took:?}: the keeper waited out its 10 s lease instead of handing the lock on when it stopped taking it")));
+    }
+    w.finalize()
+}
+
 pub fn dsm_lock_holder_dies() -> Result<()> {
     let w = activerma::init()?;
     let mut dsm = Dsm::new(&w)?;

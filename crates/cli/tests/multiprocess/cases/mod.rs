@@ -76,6 +76,7 @@ pub fn run(case: &str) -> i32 {
         "dsm_contract" => dsm::dsm_contract(),
         "dsm_apps" => dsm::dsm_apps(),
         "dsm_lock_holder_dies" => dsm::dsm_lock_holder_dies(),
+        "dsm_lock_handover" => dsm::dsm_lock_handover(),
         "node_paths" => nodes::node_paths(),
         other => {
             eprintln!("unknown case {other}");
