@@ -4,8 +4,7 @@
 use crate::diff;
 use crate::diff_array;
 use crate::global_ref::GlobalRef;
-use crate::home::Entry;
-use crate::home::Grant;
+use crate::home::{Entry, Grant};
 use crate::shared::{Shared, Via};
 use crate::update_in_place;
 use crate::wire::{self, word};
@@ -49,7 +48,7 @@ pub(crate) fn install(s: &Arc<Shared>) -> Result<()> {
         match home.lock(r, ctx.src, &Instant::now) {
             Ok(Entry::Now { wanted, .. }) => s.grant(Via::Handler(ctx), Grant { to: ctx.src, wanted }, r),
             Ok(Entry::Handed(g)) => s.grant(Via::Handler(ctx), g, r),
-            Ok(Entry::Queued { recall: Some(owner) }) => ctx.forward(owner, wire::RECALL, 0, &rp),
+            Ok(Entry::Queued { recall: Some(owner) }) => s.post_ref(Via::Handler(ctx), owner, wire::RECALL, r),
             Ok(Entry::Queued { recall: None }) => {}
             Err(why) => ctx.reply(wire::GRANT, 0, &wire::refused(&rp, &why)),
         }
@@ -60,7 +59,7 @@ pub(crate) fn install(s: &Arc<Shared>) -> Result<()> {
         let r = reference(p);
         let mut home = s.home.lock().unwrap();
         match home.notify(r, ctx.src, p.get(8) == Some(&1)) {
-            Ok(Some(owner)) => ctx.forward(owner, wire::RECALL, 0, &r.to_bits().to_le_bytes()),
+            Ok(Some(owner)) => s.post_ref(Via::Handler(ctx), owner, wire::RECALL, r),
             Ok(None) => {}
             Err(why) => ctx.reply(wire::FAILED, 0, &wire::refused(&[], &why)),
         }
@@ -74,7 +73,7 @@ pub(crate) fn install(s: &Arc<Shared>) -> Result<()> {
         s.mail.grant(r, body.map(drop));
     })?;
     register(s, wire::RECALL, |s, ctx, p| {
-        s.locks.recall(reference(p), |r| ctx.reply(wire::UNLOCK, 0, &r.to_bits().to_le_bytes()));
+        s.locks.recall(reference(p), |r| s.post_ref(Via::Handler(ctx), ctx.src, wire::UNLOCK, r));
     })?;
     register(s, wire::ALLOC, |s, ctx, p| {
         let (bytes, chunk) = (word(p, 0).unwrap_or(0) as usize, word(p, 1).unwrap_or(0) as usize);
@@ -152,7 +151,7 @@ fn hand_on_kept_locks(s: &Shared) -> usize {
         home.has_idle_wanted()
     };
     let pending_cached = s.locks.take_recalled_idle(Instant::now(), |r| {
-        s.post(Via::Post, r.home(), wire::UNLOCK, &r.to_bits().to_le_bytes());
+        s.post_ref(Via::Post, r.home(), wire::UNLOCK, r);
         handed += 1;
     });
     if pending_here || pending_cached {

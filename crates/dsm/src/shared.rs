@@ -119,6 +119,11 @@ impl Shared {
         self.post(via, g.to, wire::GRANT, &msg);
     }
 
+    /// Posts a lock message that carries only `r` (RECALL, UNLOCK, WAIT): see `post`.
+    pub(crate) fn post_ref(&self, via: Via, to: Rank, id: u16, r: GlobalRef) {
+        self.post(via, to, id, &r.to_bits().to_le_bytes());
+    }
+
     /// Sends a lock message without blocking (see `grant`); a failure (the rank is gone, the
     /// world finalized) is reported by this rank's next sync call.
     pub(crate) fn post(&self, via: Via, to: Rank, id: u16, msg: &[u8]) {

@@ -58,7 +58,7 @@ impl Dsm {
                 let entry = home.lock(r, self.me, &Instant::now).map_err(refused)?;
                 if let Entry::Queued { recall: Some(owner) } = entry {
                     // Posted under the table's lock: after any GRANT it is about.
-                    self.shared.post(Via::Post, owner, wire::RECALL, &r.to_bits().to_le_bytes());
+                    self.shared.post_ref(Via::Post, owner, wire::RECALL, r);
                 }
                 entry
             };
@@ -181,18 +181,15 @@ impl Dsm {
     fn hand_on(&self, r: GlobalRef, wait: bool) -> Result<()> {
         // Posted under the lock's state (lock_cache.rs, shared.rs: in the order of its
         // changes), then pushed out by a progress step rather than left for the next call.
-        let posted = std::cell::Cell::new(false);
-        let send = |id| {
-            let posted = &posted;
-            move |r: GlobalRef| {
-                self.shared.post(Via::Post, r.home(), id, &r.to_bits().to_le_bytes());
-                posted.set(true);
-            }
-        };
+        let mut posted = false;
         if r.home() != self.me {
+            let mut give_back = |id| {
+                self.shared.post_ref(Via::Post, r.home(), id, r);
+                posted = true;
+            };
             if wait {
-                self.shared.locks.give_up(r, send(wire::WAIT));
-            } else if self.shared.locks.leave(r, &Instant::now, send(wire::UNLOCK)) == Leave::KeepWanted {
+                self.shared.locks.give_up(r, |_| give_back(wire::WAIT));
+            } else if self.shared.locks.leave(r, &Instant::now, |_| give_back(wire::UNLOCK)) == Leave::KeepWanted {
                 self.shared.locks_wanted.store(true, Ordering::Release);
             }
         } else {
@@ -203,10 +200,10 @@ impl Dsm {
             }
             if let Some(g) = next.map_err(refused)? {
                 self.shared.grant(Via::Post, g, r);
-                posted.set(g.to != self.me);
+                posted = g.to != self.me;
             }
         }
-        if posted.get() {
+        if posted {
             self.w.progress();
         }
         Ok(())
