@@ -23,6 +23,9 @@ for protocol in invalidate update-in-place update-diff; do
     (export ACTIVERMA_DSM_PROTOCOL=$protocol && launch 3 "$build/test_dsm.$protocol.log" "$build/test_dsm")
     report "test_dsm (3 ranks, ACTIVERMA_DSM_PROTOCOL=$protocol)" "$build/test_dsm.$protocol.log" $?
 done
+# And the page-granular mode (first accesses by the MMU), under the default protocol.
+(export ACTIVERMA_DSM_ACCESS=mmu && launch 3 "$build/test_dsm.mmu.log" "$build/test_dsm")
+report "test_dsm (3 ranks, ACTIVERMA_DSM_ACCESS=mmu)" "$build/test_dsm.mmu.log" $?
 
 # A rank that dies and is replaced: the launcher's --respawn (one host; not under LAUNCH).
 if [ -z "${LAUNCH:-}" ]; then

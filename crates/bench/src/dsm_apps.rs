@@ -7,7 +7,7 @@
 //! Sizes: Water with the paper's 1728 molecules, 20 steps; LU of a 1024 x 1024 matrix in 16 x 16
 //! blocks (2 KiB chunks, as the paper's). --quick: 216 molecules, 1 step; 128 x 128.
 
-use super::dsm_micro::{check, find, networks, rank_counts, run_jobs, QUICK_ENV};
+use super::dsm_micro::{check, find, networks, rank_counts, run_jobs, variant, MMU_VARIANT, QUICK_ENV};
 use super::rows;
 use super::timing::Measured;
 use super::{BResult, BenchArgs};
@@ -41,9 +41,11 @@ pub fn dsm_apps(args: &BenchArgs) -> BResult<()> {
     );
     println!("{}", super::machine::header_line());
     let ranks = rank_counts(args);
-    let lines = run_jobs(args, "dsm-apps", &ranks, &[(APP_ENV, "1")], 3600.0)?;
+    let lines = run_jobs(args, "dsm-apps", &ranks, &[(APP_ENV, "1")], true, 3600.0)?;
     // The paper's Table 2 (seconds at 1, 2, 8 machines), by protocol.
-    let paper: [(&str, &str, [f64; 3]); 8] = [
+    // Beyond the paper: RDMA-request invalidation with first accesses seen by the MMU, page by
+    // page (ACTIVERMA_DSM_ACCESS=mmu), beside the same protocol with access checks.
+    let paper: [(&str, &str, [f64; 3]); 10] = [
         ("water", "invalidate", [56.4, 41.2, 16.5]),
         ("water", "invalidate-rdma", [56.4, 40.2, 13.1]),
         ("water", "update-in-place", [56.9, 41.1, 26.8]),
@@ -52,6 +54,8 @@ pub fn dsm_apps(args: &BenchArgs) -> BResult<()> {
         ("lu", "invalidate-rdma", [47.3, 32.9, 18.9]),
         ("lu", "update-in-place", [47.0, 37.5, 26.1]),
         ("lu", "update-diff", [47.0, 41.1, 23.2]),
+        ("water", MMU_VARIANT, [f64::NAN; 3]),
+        ("lu", MMU_VARIANT, [f64::NAN; 3]),
     ];
     for (net, _) in networks() {
         println!(
@@ -67,8 +71,9 @@ pub fn dsm_apps(args: &BenchArgs) -> BResult<()> {
                     _ => "—".into(),
                 })
                 .collect();
-            let theirs: Vec<String> = (0..3).map(|i| format!("{:.2}", secs[i] / base(i))).collect();
-            println!("  {app:<6} {protocol:<16} {:>48} | {}", ours.join("  "), theirs.join("  "));
+            let theirs: Vec<String> =
+                (0..3).map(|i| if secs[i].is_nan() { "—".into() } else { format!("{:.2}", secs[i] / base(i)) }).collect();
+            println!("  {app:<6} {protocol:<19} {:>48} | {}", ours.join("  "), theirs.join("  "));
             for &n in &ranks {
                 if let Some(t) = find(&lines, net, n, protocol, app) {
                     let params =
@@ -77,6 +82,17 @@ pub fn dsm_apps(args: &BenchArgs) -> BResult<()> {
                 }
             }
         }
+    }
+    for (net, _) in networks() {
+        let per_rank: Vec<String> = ranks
+            .iter()
+            .map(|&n| {
+                let ratio = |app| Some(find(&lines, net, n, MMU_VARIANT, app)? / find(&lines, net, n, "invalidate-rdma", app)?);
+                let show = |r: Option<f64>| r.map_or("—".into(), |r| format!("{r:.2}"));
+                format!("{n} ranks: water {}, lu {}", show(ratio("water")), show(ratio("lu")))
+            })
+            .collect();
+        println!("# the page-granular mode (MMU) / access checks, RDMA-request invalidation, {net}: {}", per_rank.join("; "));
     }
     let n = *ranks.iter().max().unwrap_or(&4);
     let t = |p: &str, app: &str| find(&lines, "modelled", n, p, app);
@@ -126,7 +142,7 @@ pub fn worker() -> BResult<()> {
         if dev > 1e-12 {
             return Err(format!("lu under {} ends {dev:e} away from the serial factors", dsm.protocol().name()).into());
         }
-        super::dsm_micro::report(&[("water".into(), seconds_water), ("lu".into(), got.seconds)], dsm.protocol(), w.size())?;
+        super::dsm_micro::report(&[("water".into(), seconds_water), ("lu".into(), got.seconds)], variant(&dsm), w.size())?;
     }
     dsm.barrier()?;
     Ok(w.finalize()?)

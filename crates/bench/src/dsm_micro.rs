@@ -78,20 +78,45 @@ pub fn dsm(args: &BenchArgs) -> BResult<()> {
     println!("{}", super::machine::header_line());
     println!("modelled platform: {}", JACKAL_MODEL.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" "));
     let ranks = rank_counts(args);
-    let lines = run_jobs(args, "dsm", &ranks, &[], 1200.0)?;
+    let lines = run_jobs(args, "dsm", &ranks, &[], false, 1200.0)?;
     table(&lines, &ranks);
     Ok(())
 }
 
+/// The page-granular mode's row label: the protocol it runs, with the MMU for access checks.
+pub(crate) const MMU_VARIANT: &str = "invalidate-rdma+mmu";
+
+/// What a job's lines are labelled with: its protocol, or `MMU_VARIANT`.
+pub(crate) fn variant(dsm: &Dsm) -> &'static str {
+    if dsm.page_granular() {
+        MMU_VARIANT
+    } else {
+        dsm.protocol().name()
+    }
+}
+
 /// A job of `bench <which> --rank-worker` per network, rank count and protocol (the
-/// protocol and the network are job-wide settings); the lines their rank 0s wrote.
-pub(crate) fn run_jobs(args: &BenchArgs, which: &str, ranks: &[u32], extra: &[(&str, &str)], timeout_s: f64) -> BResult<Vec<Line>> {
+/// protocol and the network are job-wide settings), and with `mmu` one more under the
+/// page-granular mode (`MMU_VARIANT`); the lines their rank 0s wrote.
+pub(crate) fn run_jobs(
+    args: &BenchArgs,
+    which: &str,
+    ranks: &[u32],
+    extra: &[(&str, &str)],
+    mmu: bool,
+    timeout_s: f64,
+) -> BResult<Vec<Line>> {
     let out = super::jobs::rows_file(which);
     let _ = std::fs::remove_file(&out);
+    let mut variants: Vec<(Protocol, &str)> = Protocol::ALL.iter().map(|&p| (p, "checks")).collect();
+    if mmu {
+        variants.push((Protocol::InvalidateRdma, "mmu"));
+    }
     for (name, settings) in networks() {
         for &n in ranks {
-            for p in Protocol::ALL {
+            for &(p, access) in &variants {
                 let mut env = vec![
+                    ("ACTIVERMA_DSM_ACCESS".to_string(), access.to_string()),
                     (NET_ENV.to_string(), name.to_string()),
                     (OUT_ENV.to_string(), out.to_string_lossy().into_owned()),
                     ("ACTIVERMA_DSM_PROTOCOL".to_string(), p.name().to_string()),
@@ -105,7 +130,7 @@ pub(crate) fn run_jobs(args: &BenchArgs, which: &str, ranks: &[u32], extra: &[(&
                 env.extend(settings.iter().cloned());
                 let code = super::jobs::run_with_env(n, &["bench", which, "--rank-worker"], &env, timeout_s)?;
                 if code != 0 {
-                    return Err(format!("the {name} job of {n} ranks under {} failed (exit code {code})", p.name()).into());
+                    return Err(format!("the {name} job of {n} ranks under {} ({access}) failed (exit code {code})", p.name()).into());
                 }
             }
         }
@@ -182,11 +207,11 @@ pub(crate) fn check(bench: &str, what: &str, value: f64, target: &str, ok: bool)
 }
 
 /// The parent's file: one line per result, written by rank 0.
-pub(crate) fn report(lines: &[(String, f64)], protocol: Protocol, ranks: usize) -> BResult<()> {
+pub(crate) fn report(lines: &[(String, f64)], label: &str, ranks: usize) -> BResult<()> {
     let net = std::env::var(NET_ENV)?;
     let mut text = String::new();
     for (metric, value) in lines {
-        text.push_str(&format!("{net}\t{ranks}\t{}\t{metric}\t{value}\n", protocol.name()));
+        text.push_str(&format!("{net}\t{ranks}\t{label}\t{metric}\t{value}\n"));
     }
     let out = std::env::var(OUT_ENV)?;
     std::fs::OpenOptions::new().create(true).append(true).open(out)?.write_all(text.as_bytes())?;
@@ -289,7 +314,7 @@ pub fn worker() -> BResult<()> {
     let mean = all.iter().map(|b| f64::from_le_bytes(b[..8].try_into().unwrap())).sum::<f64>() / n as f64;
     results.push(("bandwidth_mbs".into(), mean));
     if me == 0 {
-        report(&results, dsm.protocol(), n)?;
+        report(&results, variant(&dsm), n)?;
     }
     dsm.barrier()?;
     Ok(w.finalize()?)

@@ -161,6 +161,7 @@ pub const DSM_CHUNK: &str = "ACTIVERMA_DSM_CHUNK";
 pub const DSM_RDMA_BUFFER: &str = "ACTIVERMA_DSM_RDMA_BUFFER";
 pub const DSM_DIFF_ARRAY: &str = "ACTIVERMA_DSM_DIFF_ARRAY";
 pub const DSM_LOCK_LEASE_US: &str = "ACTIVERMA_DSM_LOCK_LEASE_US";
+pub const DSM_ACCESS: &str = "ACTIVERMA_DSM_ACCESS";
 
 pub static TABLE: &[Setting] = &[
     Setting { name: RESTART_FROM, layer: Layer::FaultTolerance, kind: Kind::Path, default: "",
@@ -169,6 +170,8 @@ pub static TABLE: &[Setting] = &[
         description: "failure injection (tests, benchmarks): a rank's checkpointer kills its own process (SIGKILL) once it has written this many pages (counted over all its checkpoints), in the middle of that checkpoint (before it is complete); 0 = off" },
     Setting { name: DSM_PROTOCOL, layer: Layer::Dsm, kind: Kind::Enum(&["invalidate", "invalidate-rdma", "update-in-place", "update-diff"]), default: "invalidate-rdma",
         description: "the object DSM's consistency protocol: invalidate = home-based invalidation, objects fetched by request and reply messages; invalidate-rdma = the same, the home puts the reply straight into the requester's registered receive buffer; update-in-place = a writer puts its changes into every cached copy and its twin at release; update-diff = a writer broadcasts arrays of diffs by RMA, applied in sequence and acknowledged" },
+    Setting { name: DSM_ACCESS, layer: Layer::Dsm, kind: Kind::Enum(&["checks", "mmu"]), default: "checks",
+        description: "how the object DSM sees first accesses to other homes' regions: checks = an access check per view (the paper's), copies per region; mmu = page-granular, by the MMU: other homes' heaps are mirrored page for page, a first touch of an absent page faults and a thread of the rank gets the page from its home by RMA, written pages are found by write-protection at a release and diffed; with the invalidation protocols only (Linux 6.7+ userfaultfd)" },
     Setting { name: DSM_HEAP, layer: Layer::Dsm, kind: Kind::Size, default: "64M",
         description: "each rank's object-DSM heap (a segment: regions it is home of, cached copies, twins, receive buffers); virtual, pages cost memory only when touched" },
     Setting { name: DSM_CHUNK, layer: Layer::Dsm, kind: Kind::Size, default: "4K",

@@ -8,6 +8,9 @@
 //!          Invalid  no valid data: the next access fetches it from the home
 //!          Valid    readable (invalidation: until the next acquire; update: for good)
 //!          Dirty    written in this interval: the twin holds the copy as it was before
+//!          Mapped   the page-granular mode (mirrors.rs): the region is seen through the
+//!                   mirror of its home's heap (`off` is its offset there); the MMU, not this
+//!                   state, says whether its pages are here and which were written
 //! ```
 
 use crate::global_ref::GlobalRef;
@@ -19,6 +22,7 @@ pub(crate) enum State {
     Invalid,
     Valid,
     Dirty,
+    Mapped,
 }
 
 pub(crate) struct Copy {

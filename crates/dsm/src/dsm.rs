@@ -17,6 +17,7 @@ use crate::heap::Heap;
 use crate::home::Home;
 use crate::lock_cache::LockCache;
 use crate::mailbox::Mailbox;
+use crate::mirrors::Mirrors;
 use crate::protocol::Protocol;
 use crate::shared::{twin_at, Shared};
 use crate::view::{ReadView, WriteView};
@@ -52,6 +53,10 @@ pub struct Stats {
     /// diff-arrays put and their bytes (diff-arrays).
     pub update_bytes: u64,
     pub arrays: u64,
+    /// The page-granular mode: pages the pager got from their homes, and pages acquires
+    /// dropped.
+    pub pages_fetched: u64,
+    pub pages_dropped: u64,
 }
 
 #[derive(Default)]
@@ -67,6 +72,7 @@ pub(crate) struct Counts {
     pub invalidations: Cell<u64>,
     pub update_bytes: Cell<u64>,
     pub arrays: Cell<u64>,
+    pub pages_dropped: Cell<u64>,
 }
 
 pub(crate) fn bump(c: &Cell<u64>, by: u64) {
@@ -97,6 +103,12 @@ pub struct Dsm {
     /// Invalidation: the regions this rank wrote since the last barrier, its write notices
     /// (sync.rs: a barrier drops only copies others wrote).
     pub(crate) written: RefCell<Vec<GlobalRef>>,
+    /// The page-granular mode (ACTIVERMA_DSM_ACCESS=mmu): the mirrors of other homes' heaps,
+    /// where each starts (indexed by home, for the views), and the pages this rank's releases
+    /// changed since the last barrier (its page notices).
+    pub(crate) mirrors: Option<Mirrors>,
+    mirror_bases: Vec<usize>,
+    pub(crate) page_notices: Vec<u64>,
 }
 
 impl Dsm {
@@ -154,6 +166,17 @@ impl Dsm {
             pending: Default::default(),
         });
         handlers::install(&shared)?;
+        let mirrors = match cfg.get_enum(settings::DSM_ACCESS)? {
+            "mmu" if !protocol.invalidates() => {
+                return Err(Error::Unsupported(format!(
+                    "dsm: the page-granular mode (ACTIVERMA_DSM_ACCESS=mmu) runs the invalidation protocols only, not {}",
+                    protocol.name()
+                )))
+            }
+            "mmu" if n > 1 => Some(Mirrors::new(&shared)?),
+            _ => None,
+        };
+        let mirror_bases = mirrors.as_ref().map(Mirrors::bases).unwrap_or_default();
         let timeout_s = cfg.get_f64(settings::TIMEOUT_S)?;
         let dsm = Dsm {
             w: w.clone(),
@@ -172,6 +195,9 @@ impl Dsm {
             timeout_s,
             open_views: Cell::new(0),
             written: RefCell::new(Vec::new()),
+            mirrors,
+            mirror_bases,
+            page_notices: Vec::new(),
         };
         w.barrier()?; // every rank's handlers are in place before anyone sends
         Ok(dsm)
@@ -183,6 +209,12 @@ impl Dsm {
 
     pub fn protocol(&self) -> Protocol {
         self.protocol
+    }
+
+    /// Whether first accesses are seen by the MMU, page by page (ACTIVERMA_DSM_ACCESS=mmu:
+    /// mirrors.rs), rather than by the access checks.
+    pub fn page_granular(&self) -> bool {
+        self.mirrors.is_some()
     }
 
     pub fn stats(&self) -> Stats {
@@ -199,6 +231,8 @@ impl Dsm {
             invalidations: c.invalidations.get(),
             update_bytes: c.update_bytes.get(),
             arrays: c.arrays.get(),
+            pages_fetched: self.mirrors.as_ref().map_or(0, Mirrors::pages_fetched),
+            pages_dropped: c.pages_dropped.get(),
         }
     }
 
@@ -373,10 +407,11 @@ impl Dsm {
                     State::Dirty => true,
                     State::Valid => !write,
                     State::Invalid => false,
+                    State::Mapped => true,
                 };
                 if usable && c.tag == r.tag() && self.frees_seen.get() == self.shared.frees.load(Ordering::Acquire) {
                     bump(&self.counts.hits, 1);
-                    return Ok((self.shared.heap.ptr(c.off), c.len, &*c.borrow as *const Cell<isize>));
+                    return Ok((self.bytes_of(r, c), c.len, &*c.borrow as *const Cell<isize>));
                 }
             }
         }
@@ -395,8 +430,13 @@ impl Dsm {
                     r.home()
                 )));
             }
-            Some((_, State::Valid | State::Dirty | State::Home)) => {}
+            Some((_, State::Valid | State::Dirty | State::Home | State::Mapped)) => {}
             _ if r.home() == self.me => self.adopt_master(r)?,
+            _ if self.mirrors.is_some() => {
+                let answer = self.ask(r.home(), wire::PLACE, &r.to_bits().to_le_bytes())?;
+                let (off, len) = (word(&answer, 0).unwrap_or(0) as usize, word(&answer, 1).unwrap_or(0) as usize);
+                self.cache.borrow_mut().insert(r, Copy::new(off, len, r.tag(), State::Mapped));
+            }
             _ if self.protocol == Protocol::UpdateInPlace => {
                 let (off, len, meta) = self.subscribe(r)?;
                 let mut copy = Copy::new(off, len, r.tag(), State::Valid);
@@ -407,7 +447,7 @@ impl Dsm {
         }
         let mut cache = self.cache.borrow_mut();
         let c = cache.get_mut(r).expect("a copy was made");
-        if write && !c.noted && self.protocol.invalidates() {
+        if write && !c.noted && self.protocol.invalidates() && c.state != State::Mapped {
             c.noted = true;
             self.written.borrow_mut().push(r);
         }
@@ -424,7 +464,16 @@ impl Dsm {
             cache.dirty.push(r);
         }
         let c = cache.get(r).unwrap();
-        Ok((self.shared.heap.ptr(c.off), c.len, &*c.borrow as *const Cell<isize>))
+        Ok((self.bytes_of(r, c), c.len, &*c.borrow as *const Cell<isize>))
+    }
+
+    /// Where a usable copy's bytes are: in this rank's heap, or (Mapped) in its home's mirror.
+    #[inline]
+    fn bytes_of(&self, r: GlobalRef, c: &Copy) -> *const u8 {
+        match c.state {
+            State::Mapped => (self.mirror_bases[r.home()] + c.off) as *const u8,
+            _ => self.shared.heap.ptr(c.off),
+        }
     }
 
     /// A region homed here enters this rank's table: the master is its copy.

@@ -116,6 +116,20 @@ pub(crate) fn install(s: &Arc<Shared>) -> Result<()> {
             Err(why) => ctx.reply(wire::ANSWER, 0, &wire::refused(&[], &why)),
         }
     })?;
+    register(s, wire::PLACE, |s, ctx, p| {
+        let answer = match s.home.lock().unwrap().region(reference(p)) {
+            Ok(g) => wire::ok(&[], &wire::words(&[g.place.off as u64, g.place.len as u64])),
+            Err(why) => wire::refused(&[], &why),
+        };
+        ctx.reply(wire::ANSWER, 0, &answer);
+    })?;
+    register(s, wire::DIFF_PAGE, |s, ctx, p| {
+        let answer = match crate::mirrors::apply_page_diff(s, p) {
+            Ok(()) => wire::ok(&[], &[]),
+            Err(why) => wire::refused(&[], &why),
+        };
+        ctx.reply(wire::DIFF_ACK, 0, &answer);
+    })?;
     register(s, wire::FAILED, |s, _, p| {
         s.mail.failures.lock().unwrap().push(wire::body(p).err().unwrap_or_default());
     })?;

@@ -38,6 +38,16 @@ impl Heap {
         Ok(off)
     }
 
+    /// The heap's bytes (every rank's is this long).
+    pub(crate) fn len(&self) -> usize {
+        self.seg.len()
+    }
+
+    /// The bytes allocated so far (offsets below this are in use).
+    pub(crate) fn used(&self) -> usize {
+        *self.next.lock().unwrap()
+    }
+
     /// Where offset `off` of this rank's heap is in this process.
     pub(crate) fn ptr(&self, off: usize) -> *mut u8 {
         (self.base + off) as *mut u8

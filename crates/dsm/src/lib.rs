@@ -29,6 +29,7 @@ mod heap;
 mod home;
 mod lock_cache;
 mod mailbox;
+mod mirrors;
 mod protocol;
 mod shared;
 mod sync;

@@ -27,7 +27,7 @@ use crate::lock_cache::Leave;
 use crate::protocol::Protocol;
 use crate::shared::Via;
 use crate::wire;
-use activerma::{Error, Result};
+use activerma::{Error, Rank, Result};
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
@@ -82,7 +82,7 @@ impl Dsm {
             bump(&self.counts.kept_locks, 1);
             self.w.progress();
         } else {
-            self.acquire();
+            self.acquire()?;
         }
         self.held.insert(r, 1);
         Ok(())
@@ -112,7 +112,7 @@ impl Dsm {
         self.held.remove(&r);
         self.hand_on(r, true)?;
         self.await_grant(r)?;
-        self.acquire();
+        self.acquire()?;
         self.held.insert(r, count);
         Ok(())
     }
@@ -147,8 +147,11 @@ impl Dsm {
         self.release()?;
         if !self.protocol.invalidates() {
             self.w.barrier()?;
-            self.acquire();
+            self.acquire()?;
             return Ok(());
+        }
+        if self.mirrors.is_some() {
+            return self.barrier_pages();
         }
         // Invalidation: every rank's write notices since the last barrier travel with the
         // barrier itself (an allgather: nobody leaves before everyone arrived, and everyone's
@@ -168,13 +171,43 @@ impl Dsm {
         }
         let others = all.iter().enumerate().filter(|&(p, _)| p != self.me).map(|(_, b)| b);
         if others.clone().any(|b| b.first() != Some(&LISTED)) {
-            self.acquire();
+            self.acquire()?;
             return Ok(());
         }
         let changed: std::collections::HashSet<GlobalRef> =
             others.flat_map(|b| b[1..].chunks_exact(8).map(|w| GlobalRef::from_bits(u64::from_le_bytes(w.try_into().unwrap())))).collect();
-        self.acquire_changed(Some(&changed));
-        Ok(())
+        self.acquire_changed(Some(&changed))
+    }
+
+    /// The barrier of the page-granular mode: the write notices are pages — those this rank's
+    /// releases diffed since the last barrier, and those of its own regions it wrote (as
+    /// home) — and a mirror page is dropped only if another rank wrote it.
+    fn barrier_pages(&mut self) -> Result<()> {
+        let page = activerma_mmu::page_size();
+        let mut pages = std::mem::take(&mut self.page_notices);
+        let written = std::mem::take(self.written.get_mut());
+        let cache = self.cache.get_mut();
+        for r in written {
+            if let Some(c) = cache.get_mut(r) {
+                c.noted = false;
+                let last = (c.off + c.len.max(1) - 1) / page;
+                pages.extend((c.off / page..=last).map(|p| crate::mirrors::notice(self.me, p)));
+            }
+        }
+        pages.sort_unstable();
+        pages.dedup();
+        let notices: Vec<u8> = if pages.len() > MAX_NOTICES {
+            vec![ALL_CHANGED]
+        } else {
+            std::iter::once(LISTED).chain(pages.iter().flat_map(|p| p.to_le_bytes())).collect()
+        };
+        let all = self.w.allgather(&notices)?;
+        let others = all.iter().enumerate().filter(|&(p, _)| p != self.me).map(|(_, b)| b);
+        if others.clone().any(|b| b.first() != Some(&LISTED)) {
+            return self.acquire();
+        }
+        let changed: Vec<u64> = others.flat_map(|b| b[1..].chunks_exact(8).map(|w| u64::from_le_bytes(w.try_into().unwrap()))).collect();
+        self.acquire_pages(Some(&changed))
     }
 
     /// UNLOCK or WAIT at the home: the lock passes on.
@@ -227,6 +260,7 @@ impl Dsm {
             return Ok(());
         }
         match self.protocol {
+            Protocol::Invalidate | Protocol::InvalidateRdma if self.mirrors.is_some() => self.release_pages(),
             Protocol::Invalidate | Protocol::InvalidateRdma => self.release_to_homes(),
             Protocol::UpdateInPlace => self.release_in_place(),
             Protocol::UpdateDiff => self.release_diff_arrays(),
@@ -274,7 +308,32 @@ impl Dsm {
             sent += 1;
             homes.push(r.home());
         }
-        for home in homes {
+        self.await_diff_acks(acked, sent, &homes)
+    }
+
+    /// The page-granular mode's release: a diff per written mirror page to its home
+    /// (mirrors.rs), every one applied before this returns.
+    fn release_pages(&mut self) -> Result<()> {
+        let Some(mirrors) = &self.mirrors else { return Ok(()) };
+        let acked = self.shared.mail.acked();
+        let (mut sent, mut homes) = (0u64, Vec::new());
+        let (w, counts) = (&self.w, &self.counts);
+        let notices = mirrors.release(&mut |home, msg| {
+            w.send_am(home, wire::DIFF_PAGE, 0, msg)?;
+            bump(&counts.diffs, 1);
+            bump(&counts.diff_bytes, msg.len() as u64 - 8);
+            sent += 1;
+            homes.push(home);
+            Ok(())
+        })?;
+        self.page_notices.extend(notices);
+        self.await_diff_acks(acked, sent, &homes)
+    }
+
+    /// Waits until `sent` diffs past the count `acked` are acknowledged by their `homes`;
+    /// fails with a home's refusal, if any.
+    fn await_diff_acks(&self, acked: u64, sent: u64, homes: &[Rank]) -> Result<()> {
+        for &home in homes {
             self.wait_message("diff acknowledgements", home, || self.shared.mail.acked() - acked >= sent)?;
         }
         let refusals = std::mem::take(&mut *self.shared.mail.diff_refusals.lock().unwrap());
@@ -287,19 +346,32 @@ impl Dsm {
     /// Makes others' released changes visible: invalidation drops every copy of other homes'
     /// regions (fetched again when next touched); update-diff applies the arrays that arrived;
     /// update-in-place has nothing to do. Notices of freed regions that arrived are taken in.
-    pub(crate) fn acquire(&mut self) {
-        self.acquire_changed(None);
+    pub(crate) fn acquire(&mut self) -> Result<()> {
+        if self.mirrors.is_some() {
+            return self.acquire_pages(None);
+        }
+        self.acquire_changed(None)
+    }
+
+    /// The page-granular mode's acquire: drops every mirror page, or (a barrier) those of the
+    /// page notices in `changed`.
+    fn acquire_pages(&mut self, changed: Option<&[u64]>) -> Result<()> {
+        self.cache.get_mut().graveyard.clear();
+        self.w.progress();
+        let dropped = self.mirrors.as_ref().map_or(Ok(0), |m| m.drop_pages(changed))?;
+        bump(&self.counts.pages_dropped, dropped);
+        Ok(())
     }
 
     /// As `acquire`; with `changed` (a barrier's write notices from the other ranks) only the
     /// copies of those regions are dropped — every other copy stays valid: nobody changed it
     /// since it was fetched, or since the barrier before (which dropped it if somebody had).
-    fn acquire_changed(&mut self, changed: Option<&std::collections::HashSet<GlobalRef>>) {
+    fn acquire_changed(&mut self, changed: Option<&std::collections::HashSet<GlobalRef>>) -> Result<()> {
         self.cache.get_mut().graveyard.clear(); // no view is alive (&mut self, none open)
         self.w.progress();
         crate::diff_array::receive(&self.shared); // (update-diff: the progress step may have)
         if !self.protocol.invalidates() {
-            return;
+            return Ok(());
         }
         let cache = self.cache.get_mut();
         let valid = std::mem::take(&mut cache.valid);
@@ -314,6 +386,7 @@ impl Dsm {
             }
         }
         bump(&self.counts.invalidations, dropped);
+        Ok(())
     }
 
     /// A sync call a home refused earlier (reported here, at the next one).

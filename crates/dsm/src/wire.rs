@@ -16,10 +16,14 @@
 //! JOIN       [ref]           ->  ANSWER body [len][meta]               update-in-place, first touch
 //! SUBSCRIBE  [ref][copy]     ->  ANSWER body: the master is in the copy and its twin
 //! FAILED     body            a sync call a home refused, reported at the rank's next call
+//! PLACE      [ref]           ->  ANSWER body [offset][len]             page-granular mode: where a
+//!            region lies in its home's heap (so in the home's mirror), asked once per region
+//! DIFF_PAGE  [page offset][diff ranges] -> DIFF_ACK                    page-granular mode: a
+//!            written mirror page's changes against its twin, into the home's heap
 //! body = [status: 0 ok, 1 error][payload: the data, or the error's text]
 //! REPLY's payload (and the RMA reply's) = [len][the region's bytes]
 //! ```
-//! Handler ids: `FIRST_USER_HANDLER + 100 ..= + 117` (a program that registers its own
+//! Handler ids: `FIRST_USER_HANDLER + 100 ..= + 119` (a program that registers its own
 //! handlers next to the DSM must keep clear of them).
 
 use activerma::FIRST_USER_HANDLER;
@@ -42,6 +46,8 @@ pub(crate) const JOIN: u16 = FIRST_USER_HANDLER + 114;
 pub(crate) const SUBSCRIBE: u16 = FIRST_USER_HANDLER + 115;
 pub(crate) const NOTICE_ACK: u16 = FIRST_USER_HANDLER + 116;
 pub(crate) const RECALL: u16 = FIRST_USER_HANDLER + 117;
+pub(crate) const PLACE: u16 = FIRST_USER_HANDLER + 118;
+pub(crate) const DIFF_PAGE: u16 = FIRST_USER_HANDLER + 119;
 
 /// "No receive buffer": the reply comes as a message.
 pub(crate) const NONE: u64 = u64::MAX;

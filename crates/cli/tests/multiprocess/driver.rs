@@ -306,6 +306,22 @@ pub fn main() -> i32 {
             });
         }
     }
+    // The page-granular mode (first accesses by the MMU) under both invalidation protocols,
+    // every job shape, emulated hosts (pages by RMA between "hosts") and progress threads.
+    for protocol in ["invalidate", "invalidate-rdma"] {
+        let mmu = |more: &[(&'static str, &'static str)]| {
+            [&[("ACTIVERMA_DSM_ACCESS", "mmu"), ("ACTIVERMA_DSM_PROTOCOL", protocol)], more].concat()
+        };
+        for ranks in [2, 3, 4] {
+            jobs.push(Job { case: "dsm_contract", ranks, env: mmu(&[]) });
+        }
+        jobs.push(Job { case: "dsm_apps", ranks: 3, env: mmu(&[]) });
+        jobs.push(Job { case: "dsm_contract", ranks: 3, env: mmu(&[("ACTIVERMA_SMP_EMULATE_REMOTE", "1")]) });
+        for mode in ["thread", "wake"] {
+            jobs.push(Job { case: "dsm_contract", ranks: 3, env: mmu(&[("ACTIVERMA_PROGRESS", mode)]) });
+        }
+    }
+    jobs.push(Job { case: "dsm_apps", ranks: 4, env: vec![("ACTIVERMA_DSM_ACCESS", "mmu")] });
     // Lock caching: a kept lock handed on when its keeper stops taking it, in every progress
     // mode (a 10 s lease the case must not wait out).
     for protocol in DSM_PROTOCOLS {
@@ -603,6 +619,12 @@ fn run_under_mpi(mpi: &str, filter: Option<&str>, t: &mut Tally) -> i32 {
             ranks: 2,
             env: vec![("ACTIVERMA_DSM_PROTOCOL", protocol), ("ACTIVERMA_DSM_LOCK_LEASE_US", "10000000")],
         });
+    }
+    // The page-granular mode: pages by MPI_Get when the heaps are not shared.
+    for shared in ["auto", "off"] {
+        let env = vec![("ACTIVERMA_DSM_ACCESS", "mmu"), ("ACTIVERMA_MPI_SHARED", shared)];
+        jobs.push(Job { case: "dsm_contract", ranks: 3, env: env.clone() });
+        jobs.push(Job { case: "dsm_apps", ranks: 2, env });
     }
     for method in NONCONTIG_METHODS {
         jobs.push(Job { case: "lists_of_pieces", ranks: 3, env: vec![("ACTIVERMA_NONCONTIG", method), ("ACTIVERMA_MPI_SHARED", "off")] });

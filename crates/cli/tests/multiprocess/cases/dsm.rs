@@ -32,10 +32,14 @@ pub fn dsm_contract() -> Result<()> {
     large_object(&mut dsm, me, n)?;
     bad_input(&mut dsm, me, n)?;
     let s = dsm.stats();
-    if me != 0 && s.fetches_message + s.fetches_rdma == 0 {
+    let fetched = if dsm.page_granular() { s.pages_fetched } else { s.fetches_message + s.fetches_rdma };
+    if me != 0 && fetched == 0 {
         return Err(fail(format!("rank {me} fetched nothing: {s:?}")));
     }
-    if dsm.protocol() == activerma_dsm::Protocol::InvalidateRdma && me != 0 && s.fetches_rdma == 0 {
+    if dsm.page_granular() && (s.fetches_message + s.fetches_rdma > 0 || s.pages_dropped == 0) {
+        return Err(fail(format!("the page-granular mode fetched regions, or dropped no page: {s:?}")));
+    }
+    if dsm.protocol() == activerma_dsm::Protocol::InvalidateRdma && !dsm.page_granular() && me != 0 && s.fetches_rdma == 0 {
         return Err(fail(format!("invalidate-rdma, and no object came by RDMA: {s:?}")));
     }
     w.finalize()
