@@ -264,24 +264,38 @@ impl GetLog {
     /// behind its records (messages between two ranks arrive in order) — and no rank gets
     /// again before every rank has trimmed (a barrier at the end): a record of a later get is
     /// never dropped. Records sent to a rank that died are gone with it. A rank that dies
-    /// during the trim makes it fail with `Error::RankFailed` at once (the fences it owed
-    /// never come); the trim is then not retried — see docs/NOTES.md, issue 17.
+    /// during the trim makes it fail with `Error::RankFailed` (the fences it owed never come)
+    /// once every live rank's fence is in: each survivor still sends its fences to all the
+    /// others and takes theirs, so that no survivor waits for a fence a failing one kept back,
+    /// and none is left over to pass for the next trim's. The trim is then not retried: the
+    /// records are as they were — see docs/design/recovery.md.
     pub fn trim(&mut self) -> Result<()> {
         let w = self.w.clone();
         let (me, n) = (w.rank(), w.size());
+        let mut failed = None;
         for t in (0..n).filter(|&t| t != me) {
-            w.send_am(t, FENCE_AM, 0, &[])?;
+            if let Err(e) = w.send_am(t, FENCE_AM, 0, &[]) {
+                failed.get_or_insert(e);
+            }
         }
         let deadline = Instant::now() + Duration::from_secs(60);
         for o in (0..n).filter(|&o| o != me) {
             while self.fences[o].load(Ordering::Acquire) == 0 {
                 w.progress();
-                w.check_alive(o)?;
+                if let Err(e) = w.check_alive(o) {
+                    failed.get_or_insert(e);
+                    break;
+                }
                 if Instant::now() > deadline {
                     return Err(Error::Timeout { what: format!("rank {o}'s logged gets to arrive"), secs: 60.0 });
                 }
             }
-            self.fences[o].fetch_sub(1, Ordering::AcqRel);
+            if self.fences[o].load(Ordering::Acquire) > 0 {
+                self.fences[o].fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+        if let Some(e) = failed {
+            return Err(e);
         }
         if self.aa_log.is_some() {
             w.drain_log(DOMAIN)?;

@@ -533,6 +533,7 @@ pub fn main() -> i32 {
     crate::respawn::ft_sort_checks(&mut t, filter.as_deref());
     crate::respawn::ft_sort_random_kill_checks(&mut t, filter.as_deref());
     crate::respawn::replay_checks(&mut t, filter.as_deref());
+    crate::respawn::trim_death_checks(&mut t, filter.as_deref());
     crate::respawn::dht_replay_checks(&mut t, filter.as_deref());
 
     // `report` as the filter runs `activerma report`'s checks alone.

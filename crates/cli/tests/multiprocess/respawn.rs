@@ -259,6 +259,22 @@ pub fn replay_checks(t: &mut Tally, filter: Option<&str>) {
     }
 }
 
+/// A death just before `GetLog::trim`: the survivors' trim fails with RankFailed at once (no
+/// hang), they wait for the replacement, the job finishes; every design, 2 and 3 ranks.
+pub fn trim_death_checks(t: &mut Tally, filter: Option<&str>) {
+    for variant in ["aa", "aa-hold", "rma", "am"] {
+        for ranks in [2, 3] {
+            let name = format!("trim_rank_dies ({ranks} ranks, {variant}): the survivors' trim fails with RankFailed, the job goes on");
+            if filter.is_some_and(|f| !name.contains(f)) {
+                continue;
+            }
+            let job = Job { case: "trim_rank_dies", ranks, env: vec![("REPLAY_VARIANT", variant)] };
+            let (out, took) = launch(&job, &["--respawn", "1"]);
+            t.check(format!("{name} [{:.1} s]", took.as_secs_f64()), out.status.success() && replaced(&out), || show(&out));
+        }
+    }
+}
+
 /// Replay of the DHT's inserts (sender-based logging of puts): rank 1 dies in the middle of a
 /// step (seeded), is replaced, restores the last checkpoint, inserts what the others had sent
 /// it since and skips what of its own they had applied; every volume must end with the

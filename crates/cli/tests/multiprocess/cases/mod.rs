@@ -72,6 +72,7 @@ pub fn run(case: &str) -> i32 {
         "respawn_basic" => respawn::respawn_basic(),
         "ft_sort" => ft_sort::ft_sort(),
         "replay_gets" => replay::replay_gets(),
+        "trim_rank_dies" => replay::trim_rank_dies(),
         "dht_replay" => dht_replay::dht_replay(),
         "dsm_contract" => dsm::dsm_contract(),
         "dsm_apps" => dsm::dsm_apps(),

@@ -124,3 +124,58 @@ pub fn replay_gets() -> Result<()> {
     w.surviving(|| w.barrier())?;
     w.finalize()
 }
+
+/// A rank that dies just before `GetLog::trim` (after a checkpoint, with gets logged since):
+/// the survivors' trim fails at once with RankFailed naming it — the fences it owed never
+/// come — rather than hang; they wait for its replacement and the job goes on: the next trim,
+/// with the replacement, completes. REPLAY_VARIANT: aa | aa-hold | rma | am.
+pub fn trim_rank_dies() -> Result<()> {
+    const VICTIM: usize = 1;
+    let w = activerma::init()?;
+    let (me, n) = (w.rank(), w.size());
+    let variant_name = env("REPLAY_VARIANT").unwrap_or("aa".into());
+    let (variant, aa) = match variant_name.as_str() {
+        "aa-hold" => (Variant::Aa, AaLog::Hold),
+        v => (Variant::parse(v)?, AaLog::Poll { bytes: 1 << 16 }),
+    };
+    let table = w.alloc_segment(WORDS * 8)?;
+    let mut log = GetLog::new(&w, &table, n * GETS, aa)?;
+    if w.incarnation() > 0 {
+        w.rejoin()?;
+        w.barrier()?;
+        log.trim()?; // the next trim, with everybody
+        return w.finalize();
+    }
+    fill(&table, me, 0);
+    log.arm(variant, &table, GETS * n * 8, 8)?;
+    w.barrier()?;
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(me as u64);
+    for _ in 0..GETS {
+        let at = table.remote((me + 1 + rng.gen_range(0..n - 1)) % n, rng.gen_range(0..WORDS) * 8);
+        let mut b = [0u8; 8];
+        w.get(at, &mut b)?;
+        log.after_get(variant, at, &b)?;
+    }
+    w.barrier()?;
+    if me == VICTIM {
+        // SAFETY: raise(2) on our own process.
+        unsafe { libc::raise(libc::SIGKILL) };
+    }
+    let began = std::time::Instant::now();
+    match log.trim() {
+        Err(Error::RankFailed { rank: VICTIM, .. }) => {}
+        other => {
+            return Err(Error::InvalidArgument(format!("a trim while rank {VICTIM} is dead: expected RankFailed naming it, got {other:?}")))
+        }
+    }
+    // The launcher notices a death within milliseconds; the trim's own timeout is 60 s.
+    if began.elapsed() > std::time::Duration::from_secs(20) {
+        return Err(Error::InvalidArgument(format!("the trim took {:?} to see rank {VICTIM}'s death", began.elapsed())));
+    }
+    w.wait_for_rank(VICTIM)?;
+    w.barrier()?;
+    // The next trim, the replacement with us: no fence of the failed one is left to pass for
+    // one of this.
+    log.trim()?;
+    w.finalize()
+}
