@@ -108,6 +108,8 @@ pub struct Dsm {
     /// changed since the last barrier (its page notices).
     pub(crate) mirrors: Option<Mirrors>,
     mirror_bases: Vec<usize>,
+    /// The run asked for the page-granular mode (a job of one rank needs no mirrors).
+    page_granular: bool,
     pub(crate) page_notices: Vec<u64>,
 }
 
@@ -166,6 +168,7 @@ impl Dsm {
             pending: Default::default(),
         });
         handlers::install(&shared)?;
+        let page_granular = cfg.get_enum(settings::DSM_ACCESS)? == "mmu";
         let mirrors = match cfg.get_enum(settings::DSM_ACCESS)? {
             "mmu" if !protocol.invalidates() => {
                 return Err(Error::Unsupported(format!(
@@ -197,6 +200,7 @@ impl Dsm {
             written: RefCell::new(Vec::new()),
             mirrors,
             mirror_bases,
+            page_granular,
             page_notices: Vec::new(),
         };
         w.barrier()?; // every rank's handlers are in place before anyone sends
@@ -214,7 +218,7 @@ impl Dsm {
     /// Whether first accesses are seen by the MMU, page by page (ACTIVERMA_DSM_ACCESS=mmu:
     /// mirrors.rs), rather than by the access checks.
     pub fn page_granular(&self) -> bool {
-        self.mirrors.is_some()
+        self.page_granular
     }
 
     pub fn stats(&self) -> Stats {
