@@ -25,6 +25,11 @@ tail -n 3 "$tmp/bench-smoke.txt"
 bench_into "$tmp/bench-apps.txt" target/release/activerma bench dht counter stencil --quick --ops 5000
 grep -A 20 "^# Summary" "$tmp/bench-apps.txt" | head -n 12
 
+echo "== the object DSM's applications as the README starts them (each checks itself against a serial run)"
+target/release/activerma run -n 4 -- target/release/water --protocol invalidate-rdma --molecules 216 --steps 2
+target/release/activerma run -n 3 -- target/release/lu --protocol update-diff --n 128
+target/release/activerma run -n 3 -- target/release/lu --access mmu --n 128
+
 echo "== the report: activerma report --quick on two benchmarks, opened in headless Chromium"
 # The page must load with no console error, every image drawn and every link alive; the
 # checker itself is tested on good and broken pages first.

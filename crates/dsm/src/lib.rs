@@ -39,5 +39,5 @@ mod wire;
 
 pub use dsm::{Dsm, Stats};
 pub use global_ref::{ArrayRef, GlobalRef};
-pub use protocol::Protocol;
+pub use protocol::{config_with, Protocol};
 pub use view::{ReadView, WriteView};

@@ -40,3 +40,17 @@ impl Protocol {
         matches!(self, Protocol::Invalidate | Protocol::InvalidateRdma)
     }
 }
+
+/// The job's settings (the environment's) with the protocol and the access mode a program's
+/// command line chose, checked against the settings' values (an unknown name is refused with
+/// the list): what the `water` and `lu` binaries start their job with.
+pub fn config_with(protocol: Option<&str>, access: Option<&str>) -> Result<Config> {
+    let mut cfg = Config::from_env()?;
+    if let Some(p) = protocol {
+        cfg.set(settings::DSM_PROTOCOL, p)?;
+    }
+    if let Some(a) = access {
+        cfg.set(settings::DSM_ACCESS, a)?;
+    }
+    Ok(cfg)
+}
