@@ -144,10 +144,11 @@ pub(crate) fn run_jobs(
 fn table(lines: &[Line], ranks: &[u32]) {
     // (label, protocol, metric, unit, the paper's 1 / 2 / 8 machines)
     type Row<'a> = (&'a str, &'a str, &'a str, &'a str, [Option<f64>; 3]);
-    let rows: [Row; 9] = [
+    let rows: [Row; 10] = [
         ("access check, hit (ns)", "invalidate-rdma", "hit_ns", "ns", [None, None, None]),
         ("plain load, same pattern (ns)", "invalidate-rdma", "plain_ns", "ns", [None, None, None]),
         ("locks/s", "invalidate-rdma", "locks_per_s", "/s", [Some(568181.0), Some(566051.0), Some(1768.0)]),
+        ("lock lease, fitted (us)", "invalidate-rdma", "lease_us", "us", [None, None, None]),
         ("barriers/s", "invalidate-rdma", "barriers_per_s", "/s", [None, Some(15015.0), Some(9174.0)]),
         ("object request, no RDMA (us)", "invalidate", "request_us", "us", [None, Some(49.9), Some(49.9)]),
         ("object request, RDMA (us)", "invalidate-rdma", "request_us", "us", [None, Some(24.6), Some(24.6)]),
@@ -243,6 +244,7 @@ pub fn worker() -> BResult<()> {
     }
     dsm.barrier()?;
     results.push(("locks_per_s".into(), (iterations * n) as f64 / t.elapsed().as_secs_f64()));
+    results.push(("lease_us".into(), dsm.lock_lease().as_secs_f64() * 1e6));
     // The paper's barrier: count and generation in one object, wait / notify_all.
     if n > 1 {
         let rounds = if quick { 200 } else { 2_000 };

@@ -181,7 +181,7 @@ pub static TABLE: &[Setting] = &[
     Setting { name: DSM_DIFF_ARRAY, layer: Layer::Dsm, kind: Kind::Size, default: "64K",
         description: "update-diff: the bytes of one diff-array; every rank keeps one such receive slot per other rank, and a writer's changes larger than a slot go out as several arrays in sequence" },
     Setting { name: DSM_LOCK_LEASE_US, layer: Layer::Dsm, kind: Kind::Int, default: "300",
-        description: "the object DSM keeps a lock with its last owner after the unlock (taken again without a message); when others wait, the owner still takes it again for this many microseconds after it got it before handing it on (fewer hand-overs of a lock two ranks loop on); 0 = hand it on at the first unlock while others wait" },
+        description: "the object DSM keeps a lock with its last owner after the unlock (taken again without a message); when others wait, the owner still takes it again for at least this many microseconds after it got it before handing it on (fewer hand-overs of a lock two ranks loop on), and for 20 message round trips where that is longer (measured when the DSM is made, at most 20 ms: a hand-over costs about two); 0 = no lease: hand it on at the first unlock while others wait" },
     Setting { name: CONDUIT, layer: Layer::Conduit, kind: Kind::Enum(&["auto", "smp", "mpi"]), default: "auto",
         description: "conduit: smp = one host, shared memory and cross-memory attach; mpi = many hosts, started by mpirun/srun (builds with the mpi feature); auto = mpi when started by an MPI launcher, else smp" },
     Setting { name: PROGRESS, layer: Layer::Progress, kind: Kind::Enum(&["app", "thread", "wake"]), default: "app",

@@ -123,6 +123,7 @@ pub(crate) fn install(s: &Arc<Shared>) -> Result<()> {
         };
         ctx.reply(wire::ANSWER, 0, &answer);
     })?;
+    register(s, wire::PING, |_, ctx, _| ctx.reply(wire::ANSWER, 0, &wire::ok(&[], &[])))?;
     register(s, wire::DIFF_PAGE, |s, ctx, p| {
         let answer = match crate::mirrors::apply_page_diff(s, p) {
             Ok(()) => wire::ok(&[], &[]),

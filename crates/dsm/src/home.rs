@@ -124,6 +124,11 @@ impl Home {
         Home { me, lease, regions: Vec::new(), monitors: HashMap::new(), idle_wanted: Vec::new(), tags: 0 }
     }
 
+    /// The lease from now on (dsm.rs: fitted to the job's round trip).
+    pub(crate) fn set_lease(&mut self, lease: Duration) {
+        self.lease = lease;
+    }
+
     /// Records regions (an array's chunks, in order) under one tag; returns the first
     /// reference.
     pub(crate) fn add(&mut self, me: Rank, places: impl IntoIterator<Item = Place>) -> GlobalRef {

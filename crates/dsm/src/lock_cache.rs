@@ -21,6 +21,7 @@
 use crate::global_ref::GlobalRef;
 use crate::home::{Now, LEASE_CHECK_EVERY};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -35,13 +36,22 @@ struct Kept {
 }
 
 pub(crate) struct LockCache {
-    lease: Duration,
+    /// The lease in nanoseconds (set once the job's round trip is measured: dsm.rs).
+    lease_ns: AtomicU64,
     kept: Mutex<HashMap<GlobalRef, Kept>>,
 }
 
 impl LockCache {
     pub(crate) fn new(lease: Duration) -> LockCache {
-        LockCache { lease, kept: Mutex::new(HashMap::new()) }
+        LockCache { lease_ns: AtomicU64::new(lease.as_nanos() as u64), kept: Mutex::new(HashMap::new()) }
+    }
+
+    pub(crate) fn set_lease(&self, lease: Duration) {
+        self.lease_ns.store(lease.as_nanos() as u64, Ordering::Relaxed);
+    }
+
+    fn lease(&self) -> Duration {
+        Duration::from_nanos(self.lease_ns.load(Ordering::Relaxed))
     }
 
     /// Takes `r` if this rank keeps it: true when it is inside now.
@@ -70,7 +80,7 @@ impl LockCache {
                 k.leaves += u64::from(k.recalled);
                 if !k.recalled {
                     Leave::Keep
-                } else if !k.leaves.is_multiple_of(LEASE_CHECK_EVERY) || now().saturating_duration_since(k.since) < self.lease {
+                } else if !k.leaves.is_multiple_of(LEASE_CHECK_EVERY) || now().saturating_duration_since(k.since) < self.lease() {
                     Leave::KeepWanted // (the clock read every few leaves: home.rs)
                 } else {
                     Leave::GiveBack
@@ -119,7 +129,7 @@ impl LockCache {
             }
             let stopped = !k.inside && k.leaves == k.leaves_seen;
             k.leaves_seen = k.leaves;
-            if !k.inside && (stopped || now.saturating_duration_since(k.since) >= self.lease) {
+            if !k.inside && (stopped || now.saturating_duration_since(k.since) >= self.lease()) {
                 back(*r);
                 return false;
             }

@@ -20,10 +20,12 @@
 //!            region lies in its home's heap (so in the home's mirror), asked once per region
 //! DIFF_PAGE  [page offset][diff ranges] -> DIFF_ACK                    page-granular mode: a
 //!            written mirror page's changes against its twin, into the home's heap
+//! PING       -> ANSWER body                                            the round trip a lock's
+//!            lease is fitted to, measured once by `Dsm::new`
 //! body = [status: 0 ok, 1 error][payload: the data, or the error's text]
 //! REPLY's payload (and the RMA reply's) = [len][the region's bytes]
 //! ```
-//! Handler ids: `FIRST_USER_HANDLER + 100 ..= + 119` (a program that registers its own
+//! Handler ids: `FIRST_USER_HANDLER + 100 ..= + 120` (a program that registers its own
 //! handlers next to the DSM must keep clear of them).
 
 use activerma::FIRST_USER_HANDLER;
@@ -48,6 +50,7 @@ pub(crate) const NOTICE_ACK: u16 = FIRST_USER_HANDLER + 116;
 pub(crate) const RECALL: u16 = FIRST_USER_HANDLER + 117;
 pub(crate) const PLACE: u16 = FIRST_USER_HANDLER + 118;
 pub(crate) const DIFF_PAGE: u16 = FIRST_USER_HANDLER + 119;
+pub(crate) const PING: u16 = FIRST_USER_HANDLER + 120;
 
 /// "No receive buffer": the reply comes as a message.
 pub(crate) const NONE: u64 = u64::MAX;
