@@ -26,6 +26,7 @@ bench_into "$tmp/bench-apps.txt" target/release/activerma bench dht counter sten
 grep -A 20 "^# Summary" "$tmp/bench-apps.txt" | head -n 12
 
 echo "== the object DSM's applications as the README starts them (each checks itself against a serial run)"
+cargo build --release --quiet --workspace --bins # (cargo test builds the applications' libraries only)
 target/release/activerma run -n 4 -- target/release/water --protocol invalidate-rdma --molecules 216 --steps 2
 target/release/activerma run -n 3 -- target/release/lu --protocol update-diff --n 128
 target/release/activerma run -n 3 -- target/release/lu --access mmu --n 128
