@@ -116,8 +116,6 @@ pub struct Dsm {
     mirror_bases: Vec<usize>,
     /// The run asked for the page-granular mode (a job of one rank needs no mirrors).
     page_granular: bool,
-    /// The locks' lease as `fit_lease` set it.
-    lease: Cell<std::time::Duration>,
     pub(crate) page_notices: Vec<u64>,
 }
 
@@ -177,16 +175,13 @@ impl Dsm {
         });
         handlers::install(&shared)?;
         let page_granular = cfg.get_enum(settings::DSM_ACCESS)? == "mmu";
-        let mirrors = match cfg.get_enum(settings::DSM_ACCESS)? {
-            "mmu" if !protocol.invalidates() => {
-                return Err(Error::Unsupported(format!(
-                    "dsm: the page-granular mode (ACTIVERMA_DSM_ACCESS=mmu) runs the invalidation protocols only, not {}",
-                    protocol.name()
-                )))
-            }
-            "mmu" if n > 1 => Some(Mirrors::new(&shared)?),
-            _ => None,
-        };
+        if page_granular && !protocol.invalidates() {
+            return Err(Error::Unsupported(format!(
+                "dsm: the page-granular mode (ACTIVERMA_DSM_ACCESS=mmu) runs the invalidation protocols only, not {}",
+                protocol.name()
+            )));
+        }
+        let mirrors = if page_granular && n > 1 { Some(Mirrors::new(&shared)?) } else { None };
         let mirror_bases = mirrors.as_ref().map(Mirrors::bases).unwrap_or_default();
         let timeout_s = cfg.get_f64(settings::TIMEOUT_S)?;
         let dsm = Dsm {
@@ -209,7 +204,6 @@ impl Dsm {
             mirrors,
             mirror_bases,
             page_granular,
-            lease: Cell::new(lease),
             page_notices: Vec::new(),
         };
         w.barrier()?; // every rank's handlers are in place before anyone sends
@@ -241,13 +235,12 @@ impl Dsm {
         }
         self.shared.home.lock().unwrap().set_lease(lease);
         self.shared.locks.set_lease(lease);
-        self.lease.set(lease);
         self.w.barrier() // nobody's lock traffic meets another's measurement
     }
 
     /// How long an owner keeps a lock others wait for (`fit_lease`).
     pub fn lock_lease(&self) -> std::time::Duration {
-        self.lease.get()
+        self.shared.locks.lease()
     }
 
     pub fn world(&self) -> &World {

@@ -50,7 +50,7 @@ impl LockCache {
         self.lease_ns.store(lease.as_nanos() as u64, Ordering::Relaxed);
     }
 
-    fn lease(&self) -> Duration {
+    pub(crate) fn lease(&self) -> Duration {
         Duration::from_nanos(self.lease_ns.load(Ordering::Relaxed))
     }
 

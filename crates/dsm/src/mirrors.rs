@@ -42,6 +42,11 @@ pub(crate) fn notice(home: Rank, page: usize) -> u64 {
     (home as u64) << 40 | page as u64
 }
 
+/// The home and page a notice names.
+fn noticed(n: u64) -> (Rank, usize) {
+    ((n >> 40) as Rank, (n & ((1 << 40) - 1)) as usize)
+}
+
 fn unsupported(e: std::io::Error) -> Error {
     Error::Unsupported(format!("dsm: the page-granular mode (ACTIVERMA_DSM_ACCESS=mmu): {e}"))
 }
@@ -197,7 +202,7 @@ impl Mirrors {
             }
             Some(notices) => {
                 for &n in notices {
-                    let (h, p) = ((n >> 40) as Rank, (n & ((1 << 40) - 1)) as usize);
+                    let (h, p) = noticed(n);
                     if h < a.mirrors.len() && a.mirrors[h] != 0 && (p + 1) * a.page <= a.len {
                         runs.push((h, p, 1));
                         dropped += 1;
@@ -221,7 +226,6 @@ impl Mirrors {
 /// The pager thread: serves every missing-page fault of the mirrors with the page from its
 /// home's heap, until the DSM is dropped.
 fn pager(a: &Areas, s: &Shared) {
-    let mut staging = vec![0u8; a.page];
     while !a.stop.load(Ordering::Acquire) {
         let fault = match a.uffd.next_fault(50) {
             Ok(Some(f)) => f,
@@ -233,22 +237,23 @@ fn pager(a: &Areas, s: &Shared) {
             fatal(&format!("a fault at {:#x}, outside every mirror", fault.addr));
         };
         let off = (fault.addr - a.mirrors[h]) & !(a.page - 1);
-        // The home's heap may end inside the page: the rest stays zero.
+        // The page comes into its twin, and is installed from there. SAFETY: the twin area's
+        // page, ours; the rank's thread reads it only at a release, after this fault was
+        // served (a page that is absent was not written).
+        let twin = unsafe { std::slice::from_raw_parts_mut((a.twins[h] + off) as *mut u8, a.page) };
+        // The home's heap may end inside the page: the rest is zero.
         let n = a.page.min(s.heap.len() - off.min(s.heap.len()));
-        staging[n..].fill(0);
-        if let Err(e) = s.w.get(s.heap.remote(h, off), &mut staging[..n]) {
+        twin[n..].fill(0);
+        if let Err(e) = s.w.get(s.heap.remote(h, off), &mut twin[..n]) {
             fatal(&format!("getting page {} of rank {h}'s heap: {e}", off / a.page));
         }
-        // SAFETY: the twin area's page, ours; the rank's thread reads it only at a release,
-        // after this fault was served.
-        unsafe { std::ptr::copy_nonoverlapping(staging.as_ptr(), (a.twins[h] + off) as *mut u8, a.page) };
         // Listed before it is installed: the faulting thread goes on at the copy, and its next
         // release must scan this page.
         a.fetched.lock().unwrap()[h].push(off / a.page);
         a.extents[h].fetch_max(off + a.page, Ordering::AcqRel);
         a.pages_fetched.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: `staging` holds a page.
-        if let Err(e) = unsafe { a.uffd.copy(a.mirrors[h] + off, staging.as_ptr(), a.page, true) } {
+        // SAFETY: `twin` holds a page.
+        if let Err(e) = unsafe { a.uffd.copy(a.mirrors[h] + off, twin.as_ptr(), a.page, true) } {
             fatal(&format!("installing page {} of rank {h}'s mirror: {e}", off / a.page));
         }
     }

@@ -157,26 +157,35 @@ impl Dsm {
         // barrier itself (an allgather: nobody leaves before everyone arrived, and everyone's
         // release is done by then); a copy is dropped only if another rank wrote its region.
         let written = std::mem::take(self.written.get_mut());
-        let notices: Vec<u8> = if written.len() > MAX_NOTICES {
-            vec![ALL_CHANGED]
-        } else {
-            std::iter::once(LISTED).chain(written.iter().flat_map(|r| r.to_bits().to_le_bytes())).collect()
-        };
-        let all = self.w.allgather(&notices)?;
+        let others = self.exchange_notices(written.iter().map(|r| r.to_bits()).collect())?;
         let cache = self.cache.get_mut();
         for &r in &written {
             if let Some(c) = cache.get_mut(r) {
                 c.noted = false;
             }
         }
+        match others {
+            Some(words) => self.acquire_changed(Some(&words.into_iter().map(GlobalRef::from_bits).collect())),
+            None => self.acquire(),
+        }
+    }
+
+    /// The barrier's exchange of write notices (references, or pages in the page-granular
+    /// mode), as words: every other rank's, or None when one of them said "assume everything
+    /// changed" (its list longer than MAX_NOTICES). An allgather: nobody leaves before
+    /// everyone arrived, and everyone's release is done by then.
+    fn exchange_notices(&self, mine: Vec<u64>) -> Result<Option<Vec<u64>>> {
+        let notices: Vec<u8> = if mine.len() > MAX_NOTICES {
+            vec![ALL_CHANGED]
+        } else {
+            std::iter::once(LISTED).chain(mine.iter().flat_map(|w| w.to_le_bytes())).collect()
+        };
+        let all = self.w.allgather(&notices)?;
         let others = all.iter().enumerate().filter(|&(p, _)| p != self.me).map(|(_, b)| b);
         if others.clone().any(|b| b.first() != Some(&LISTED)) {
-            self.acquire()?;
-            return Ok(());
+            return Ok(None);
         }
-        let changed: std::collections::HashSet<GlobalRef> =
-            others.flat_map(|b| b[1..].chunks_exact(8).map(|w| GlobalRef::from_bits(u64::from_le_bytes(w.try_into().unwrap())))).collect();
-        self.acquire_changed(Some(&changed))
+        Ok(Some(others.flat_map(|b| b[1..].chunks_exact(8).map(|w| u64::from_le_bytes(w.try_into().unwrap()))).collect()))
     }
 
     /// The barrier of the page-granular mode: the write notices are pages — those this rank's
@@ -196,18 +205,10 @@ impl Dsm {
         }
         pages.sort_unstable();
         pages.dedup();
-        let notices: Vec<u8> = if pages.len() > MAX_NOTICES {
-            vec![ALL_CHANGED]
-        } else {
-            std::iter::once(LISTED).chain(pages.iter().flat_map(|p| p.to_le_bytes())).collect()
-        };
-        let all = self.w.allgather(&notices)?;
-        let others = all.iter().enumerate().filter(|&(p, _)| p != self.me).map(|(_, b)| b);
-        if others.clone().any(|b| b.first() != Some(&LISTED)) {
-            return self.acquire();
+        match self.exchange_notices(pages)? {
+            Some(changed) => self.acquire_pages(Some(&changed)),
+            None => self.acquire(),
         }
-        let changed: Vec<u64> = others.flat_map(|b| b[1..].chunks_exact(8).map(|w| u64::from_le_bytes(w.try_into().unwrap()))).collect();
-        self.acquire_pages(Some(&changed))
     }
 
     /// UNLOCK or WAIT at the home: the lock passes on.
