@@ -162,7 +162,8 @@ impl Sorter {
         let keys = w.alloc_segment((keys_per_rank * 8).max(8))?;
         let table = w.alloc_segment(n * (n + 1) * 8)?;
         let max_gets = n * (keys_per_rank * 8 / chunk + n + 1);
-        let log = GetLog::new(w, &keys, max_gets, AaLog::Hold)?;
+        // Every key is fetched once per exchange.
+        let log = GetLog::new(w, max_gets, keys.len(), AaLog::Hold)?;
         let ck = match ckpt_dir {
             Some(dir) => {
                 let mut ck = Checkpointer::new(w, dir, Options::new(Scheme::Full))?;

@@ -22,6 +22,7 @@ mod respawn;
 mod segment;
 mod world;
 
+pub use activerma_access::log_ring::capacity_to_hold as log_capacity_to_hold;
 pub use activerma_access::MAX_DOMAINS;
 pub use activerma_access::{Actions, EntryMeta, LogEntry, LogHandler, LogOp, Notify};
 pub use activerma_am::{AmCtx, Handler, HandlerId, ProgressMode, FIRST_USER_HANDLER, MAX_HANDLERS};

@@ -1,6 +1,8 @@
 //! `activerma bench get-logging`: the Active Access paper's Figure 9a — logging every get a
 //! rank serves, for recovery by replay (section 4.4), four ways with the same semantics (the
-//! target ends up holding origin, address, sequence number and the 8 bytes served):
+//! target ends up holding origin, address, length and the 8 bytes served, in the origin's
+//! order) — the designs of `activerma_recovery::GetLog`, which the sort and the replay tests
+//! use too:
 //!
 //! ```text
 //! no-ft  plain 8-byte gets (the best case: nothing is logged)
@@ -16,8 +18,9 @@
 //! Every rank gets from random other ranks at random 8-byte words of their 1 MiB table; jobs of
 //! 2, 3 and 4 ranks, on the raw conduit and with the paper's modelled platform (as `bench
 //! dht`). Rate = all ranks' gets / the slowest rank's time, median of 3 rounds (variants take
-//! turns). Every round checks that each target holds exactly the records of the gets it
-//! served, with the bytes it served.
+//! turns). After every round each rank reads its records back from every target, as a
+//! replacement would, and checks them against the gets it made (every one, in order, with the
+//! bytes served); then the logs are trimmed, as at a checkpoint (a round is one interval).
 //!
 //! To profile one design, start a job's worker by hand, e.g.
 //! `ACTIVERMA_BENCH_GETLOG_NET=raw ACTIVERMA_BENCH_GETLOG_OUT=/tmp/rows ACTIVERMA_BENCH_GETLOG_ONLY=aa
@@ -26,12 +29,10 @@
 use super::rows;
 use super::timing::Measured;
 use super::{BResult, BenchArgs};
-use activerma::{Actions, AmCtx, LogEntry, LogOp, Notify};
+use activerma_recovery::{AaLog, GetLog, Variant};
 use rand::{Rng, SeedableRng};
 use serde_json::json;
 use std::io::Write;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::Instant;
 
 const NET_ENV: &str = "ACTIVERMA_BENCH_GETLOG_NET";
@@ -39,15 +40,8 @@ const OUT_ENV: &str = "ACTIVERMA_BENCH_GETLOG_OUT";
 const QUICK_ENV: &str = "ACTIVERMA_BENCH_GETLOG_QUICK";
 /// For profiling one design: the variants a worker runs (comma-separated; default all).
 const ONLY_ENV: &str = "ACTIVERMA_BENCH_GETLOG_ONLY";
-const VARIANTS: [&str; 4] = ["no-ft", "aa", "rma", "am"];
 const RANKS: [u32; 3] = [2, 3, 4];
 const TABLE: usize = 1 << 20;
-/// The RMA variant's log at each target: a counter word, then 32-byte records (wrapping).
-const RMA_LOG: usize = 1 << 20;
-const RMA_RECORDS_AT: usize = 64;
-const RECORD: usize = 32;
-const DOMAIN: u16 = 9;
-const LOG_AM: u16 = activerma::FIRST_USER_HANDLER + 9;
 const AA_TARGET_NOFT: f64 = 0.9;
 const AA_TARGET_OTHERS: f64 = 2.0;
 
@@ -132,38 +126,9 @@ pub fn get_logging(args: &BenchArgs) -> BResult<()> {
     Ok(())
 }
 
-/// What a target holds of the gets it served: records per origin, and served bytes that did
-/// not match its table (must stay 0).
-struct Served {
-    per_origin: Vec<AtomicU64>,
-    wrong: AtomicU64,
-}
-
-impl Served {
-    /// One record: the get of `addr` (this rank's address) returned `data`.
-    fn record(&self, base: usize, origin: usize, addr: usize, data: &[u8]) {
-        self.per_origin[origin].fetch_add(1, Ordering::Relaxed);
-        if data.len() != 8 || data != word_at(addr - base).to_le_bytes() {
-            self.wrong.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-    fn take(&self) -> Vec<u64> {
-        self.per_origin.iter().map(|c| c.swap(0, Ordering::Relaxed)).collect()
-    }
-}
-
-/// The word every rank's table holds at byte `off` (the same on every rank: a get's bytes
-/// can be checked by whoever logged them).
+/// The word every rank's table holds at byte `off`.
 fn word_at(off: usize) -> u64 {
     (off as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x5555
-}
-
-fn record_bytes(addr: u64, seq: u64, data: u64) -> [u8; 24] {
-    let mut r = [0u8; 24];
-    r[..8].copy_from_slice(&addr.to_le_bytes());
-    r[8..16].copy_from_slice(&seq.to_le_bytes());
-    r[16..].copy_from_slice(&data.to_le_bytes());
-    r
 }
 
 /// One rank of a job.
@@ -179,113 +144,72 @@ pub fn worker() -> BResult<()> {
         (_, true) => 2_000,
     };
     let table = w.alloc_segment(TABLE)?;
-    let rma_log = w.alloc_segment(RMA_LOG)?;
     for off in (0..TABLE).step_by(8) {
         table.write_local(off, &word_at(off).to_le_bytes());
     }
-    let base = table.as_ptr() as usize;
-    let served = Arc::new(Served { per_origin: (0..n).map(|_| AtomicU64::new(0)).collect(), wrong: AtomicU64::new(0) });
-    // A lane per origin holds a round's records: one 64-byte entry per 8-byte get.
-    let lanes = n.clamp(1, 16).next_power_of_two();
-    let log_bytes = (lanes * gets * 64 * 5 / 4).next_power_of_two();
-    let s = served.clone();
-    w.create_log(
-        DOMAIN,
-        log_bytes,
-        Notify::Hold,
-        Arc::new(move |e: &LogEntry| {
-            if e.meta.op == LogOp::Get {
-                s.record(base, e.meta.origin as usize, e.meta.addr as usize, e.data());
-            }
-        }),
-    )?;
-    let s = served.clone();
-    w.register_handler(
-        LOG_AM,
-        Arc::new(move |ctx: &AmCtx, p: &[u8]| {
-            let addr = u64::from_le_bytes(p[..8].try_into().unwrap()) as usize;
-            s.record(base, ctx.src, addr, &p[16..24]);
-        }),
-    )?;
+    // Between two trims (a round) a rank serves at most every other rank's gets.
+    let served = gets * (n - 1);
+    let mut log = GetLog::new(&w, served, served * 8, AaLog::Hold)?;
     let mut rng = rand::rngs::SmallRng::seed_from_u64(me as u64 * 7 + 1);
-    let mut lines = String::new();
-    let mut seq = 0u64;
-    let mut results: Vec<(&str, Vec<f64>)> = VARIANTS.iter().map(|v| (*v, Vec::new())).collect();
+    let mut results: Vec<(Variant, Vec<f64>)> = Variant::ALL.iter().map(|&v| (v, Vec::new())).collect();
+    // This round's gets, per target: (address, the word it returned), in order.
+    let mut made: Vec<Vec<(u64, u64)>> = vec![Vec::with_capacity(gets); n];
     for round in 0..3 {
-        for k in 0..VARIANTS.len() {
-            let v = VARIANTS[(k + round) % VARIANTS.len()];
-            if std::env::var(ONLY_ENV).is_ok_and(|only| !only.split(',').any(|o| o == v)) {
+        for k in 0..Variant::ALL.len() {
+            let v = Variant::ALL[(k + round) % Variant::ALL.len()];
+            if std::env::var(ONLY_ENV).is_ok_and(|only| !only.split(',').any(|o| o == v.name())) {
                 continue;
             }
-            if v == "aa" {
-                w.assoc_pages(table.as_ptr(), TABLE, Actions::W | Actions::R | Actions::RL | Actions::RLD, Some(DOMAIN))?;
-            }
-            let mut sent = vec![0u64; n];
+            log.arm(v, &table, gets * 8, 8)?;
+            made.iter_mut().for_each(Vec::clear);
             w.barrier()?;
             let t0 = Instant::now();
             let mut word = [0u8; 8];
             for i in 0..gets {
                 let t = (me + 1 + rng.gen_range(0..n - 1)) % n;
-                let off = rng.gen_range(0..TABLE / 8) * 8;
-                let at = table.remote(t, off);
+                let at = table.remote(t, rng.gen_range(0..TABLE / 8) * 8);
                 w.get(at, &mut word)?;
-                sent[t] += 1;
-                seq += 1;
-                match v {
-                    "rma" => {
-                        let slot = w.fetch_add(rma_log.remote(t, 0), 1)? as usize;
-                        let place = RMA_RECORDS_AT + (slot % ((RMA_LOG - RMA_RECORDS_AT) / RECORD)) * RECORD;
-                        w.put(rma_log.remote(t, place), &record_bytes(at.addr as u64, seq, u64::from_le_bytes(word)))?;
-                    }
-                    "am" => w.send_am(t, LOG_AM, 0, &record_bytes(at.addr as u64, seq, u64::from_le_bytes(word)))?,
-                    _ => {}
-                }
+                log.after_get(v, at, &word)?;
+                made[t].push((at.addr as u64, u64::from_le_bytes(word)));
                 if i % 64 == 63 {
                     w.progress();
                 }
             }
             w.flush_all()?;
             let took = t0.elapsed().as_secs_f64();
-            w.barrier()?;
-            // What each origin sent where; then every target takes what arrived (active
-            // messages and log entries may still be on their way) until it holds exactly that.
-            let all =
-                w.allgather(&[sent.iter().flat_map(|c| c.to_le_bytes()).collect::<Vec<u8>>(), took.to_le_bytes().to_vec()].concat())?;
-            let sent_to_me: Vec<u64> = all.iter().map(|b| u64::from_le_bytes(b[me * 8..me * 8 + 8].try_into().unwrap())).collect();
-            let expect: u64 = sent_to_me.iter().sum();
-            let logged = v == "aa" || v == "am";
-            let deadline = Instant::now() + std::time::Duration::from_secs(30);
-            while logged && served.per_origin.iter().map(|c| c.load(Ordering::Relaxed)).sum::<u64>() < expect && Instant::now() < deadline {
-                w.progress();
-                w.drain_log(DOMAIN)?;
+            w.barrier()?; // every record in place before anyone reads the logs
+                          // Each rank checks its own gets' records at their targets (what a replacement
+                          // would replay): every one, in order, with the bytes served; then the logs are
+                          // trimmed, as at a checkpoint.
+            let records = log.my_records(v)?;
+            for (t, (mine, logged)) in made.iter().zip(&records).enumerate() {
+                let expect: Vec<(u64, u64)> = if v == Variant::NoFt { Vec::new() } else { mine.clone() };
+                let got: Vec<(u64, u64)> =
+                    logged.iter().map(|r| (r.addr, r.data.as_slice().try_into().map_or(u64::MAX, u64::from_le_bytes))).collect();
+                if got != expect {
+                    let wrong = got.iter().zip(&expect).filter(|(a, b)| a != b).count();
+                    return Err(format!(
+                        "rank {me}, {}: rank {t} holds {} records of its gets, {wrong} of them not as made; it made {}",
+                        v.name(),
+                        got.len(),
+                        expect.len()
+                    )
+                    .into());
+                }
+                if mine.iter().any(|&(addr, data)| data != word_at(addr as usize - table.remote(t, 0).addr)) {
+                    return Err(format!("rank {me}, {}: a get from rank {t} returned bytes its table does not hold", v.name()).into());
+                }
             }
-            w.barrier()?;
-            let held = served.take();
-            let rma_count = rma_log.read_u64(0);
-            rma_log.write_local(0, &0u64.to_le_bytes());
-            let ok = match v {
-                "aa" | "am" => held == sent_to_me,
-                "rma" => rma_count == expect,
-                _ => held.iter().all(|&c| c == 0),
-            };
-            if !ok || served.wrong.load(Ordering::Relaxed) != 0 {
-                return Err(format!(
-                    "rank {me}, {v}: holds {held:?} records (RMA log {rma_count}), {} with wrong bytes; the origins sent {sent_to_me:?}",
-                    served.wrong.load(Ordering::Relaxed)
-                )
-                .into());
-            }
-            let slowest = all.iter().map(|b| f64::from_le_bytes(b[n * 8..n * 8 + 8].try_into().unwrap())).fold(0.0, f64::max);
+            log.trim()?;
+            let all = w.allgather(&took.to_le_bytes())?;
+            let slowest = all.iter().map(|b| f64::from_le_bytes(b[..8].try_into().unwrap())).fold(0.0, f64::max);
             results.iter_mut().find(|r| r.0 == v).unwrap().1.push((gets * n) as f64 / slowest);
-            if v == "aa" {
-                w.assoc_pages(table.as_ptr(), TABLE, Actions::W | Actions::R, None)?;
-            }
-            w.barrier()?;
         }
     }
+    let mut lines = String::new();
     for (v, mut r) in results.into_iter().filter(|r| !r.1.is_empty()) {
         r.sort_by(f64::total_cmp);
-        lines.push_str(&format!("{net}\t{n}\t{v}\t{}\t{}\t{}\n", r[r.len() / 2], r[0], r[r.len() - 1]));
+        lines.push_str(&format!("{net}\t{n}\t{}\t{}\t{}\t{}\n", v.name(), r[r.len() / 2], r[0], r[r.len() - 1]));
     }
     if me == 0 {
         let out = std::env::var(OUT_ENV)?;

@@ -43,7 +43,7 @@ impl Variant {
         Variant::ALL
             .into_iter()
             .find(|v| v.name() == text)
-            .ok_or_else(|| Error::InvalidArgument(format!("sort variant {text:?}: expected one of no-ft, aa, rma, am")))
+            .ok_or_else(|| Error::InvalidArgument(format!("get-logging design {text:?}: expected one of no-ft, aa, rma, am")))
     }
 }
 
@@ -96,6 +96,8 @@ pub struct GetLog {
     answers: Answers,
     /// Bytes this rank sent back to targets to log its gets (rma, am).
     pub bytes_sent_back: u64,
+    /// The record being sent (rma, am): one buffer for every get, no allocation per get.
+    record: Vec<u8>,
     /// Trim fences that arrived from each origin and were not consumed yet.
     fences: Arc<Vec<AtomicU64>>,
 }
@@ -134,12 +136,12 @@ fn parse(bytes: &[u8], origin: Rank) -> Result<Vec<Record>> {
 }
 
 impl GetLog {
-    /// Sets up the logs (every rank, in the same order as its other allocations): `served` is
-    /// the segment others get from, `max_gets` bounds the gets one rank serves.
-    pub fn new(w: &World, served: &Segment, max_gets: usize, aa_mode: AaLog) -> Result<GetLog> {
+    /// Sets up the logs (every rank, in the same order as its other allocations): between two
+    /// trims one rank serves at most `max_gets` gets of `max_bytes` in all.
+    pub fn new(w: &World, max_gets: usize, max_bytes: usize, aa_mode: AaLog) -> Result<GetLog> {
         let n = w.size();
         let store: Store = Arc::new(Mutex::new(vec![Vec::new(); n]));
-        let rma_bytes = RMA_RECORDS_AT + served.len() + max_gets * HEADER;
+        let rma_bytes = RMA_RECORDS_AT + max_bytes + max_gets * HEADER;
         let rma_log = w.alloc_segment(rma_bytes)?;
         let s = store.clone();
         w.register_handler(
@@ -163,7 +165,7 @@ impl GetLog {
             let _ = wc.drain_log(DOMAIN);
             s.lock().unwrap()[ctx.src].clone()
         })?;
-        Ok(GetLog { w: w.clone(), store, aa_mode, aa_log: None, rma_log, answers, bytes_sent_back: 0, fences })
+        Ok(GetLog { w: w.clone(), store, aa_mode, aa_log: None, rma_log, answers, bytes_sent_back: 0, record: Vec::new(), fences })
     }
 
     /// Makes the aa design's log (see `AaLog`). A Hold log's lanes must hold everything an
@@ -172,14 +174,14 @@ impl GetLog {
         if self.aa_log.is_some() {
             return Ok(());
         }
-        let n = self.w.size();
         let (capacity, notify) = match self.aa_mode {
             AaLog::Hold => {
-                let lanes = n.clamp(1, 16).next_power_of_two();
-                // Each entry: whole 64-byte lines, a line of header; a lane wraps with up to
-                // one entry of padding; a half more for buckets larger than the first ones.
-                let lane = (max_bucket + (max_bucket / chunk.max(1) + 2) * 128 + 2 * chunk) * 3 / 2 * n.div_ceil(lanes);
-                ((lane * lanes).next_power_of_two(), Notify::Hold)
+                // A half more for buckets larger than the ones this first arm is told of.
+                let gets = (max_bucket / chunk.max(1) + 2) * 3 / 2;
+                let capacity = activerma::log_capacity_to_hold(self.w.size(), gets, chunk).ok_or_else(|| {
+                    Error::OutOfResources(format!("a get log holding {gets} gets of {chunk} B per origin exceeds a log's largest size"))
+                })?;
+                (capacity, Notify::Hold)
             }
             AaLog::Poll { bytes } => (bytes, Notify::Poll),
         };
@@ -222,21 +224,24 @@ impl GetLog {
 
     /// Logs a get this rank made of `data` at `at` (rma, am; aa logged it in the get).
     pub fn after_get(&mut self, variant: Variant, at: RemotePtr, data: &[u8]) -> Result<()> {
-        let me = self.w.rank();
-        let h = header(me, at.addr as u64, data.len());
+        if matches!(variant, Variant::Aa | Variant::NoFt) {
+            return Ok(());
+        }
+        self.record.clear();
+        self.record.extend_from_slice(&header(self.w.rank(), at.addr as u64, data.len()));
+        self.record.extend_from_slice(data);
         match variant {
             Variant::Rma => {
-                let size = (HEADER + data.len()) as u64;
+                let size = self.record.len() as u64;
                 let claimed = self.w.fetch_add(self.rma_log.remote(at.rank, 0), size)? as usize;
                 let place = RMA_RECORDS_AT + claimed;
                 if place + size as usize > self.rma_log.len() {
                     return Err(Error::OutOfResources(format!("rank {}'s get log is full ({} bytes)", at.rank, self.rma_log.len())));
                 }
                 self.bytes_sent_back += size + 8;
-                let put = self
-                    .w
-                    .put(self.rma_log.remote(at.rank, place + HEADER), data)
-                    .and_then(|_| self.w.put(self.rma_log.remote(at.rank, place), &h));
+                // Readers take records only after a trim's fences or a death: header and data
+                // in one put need no order between them.
+                let put = self.w.put(self.rma_log.remote(at.rank, place), &self.record);
                 if let Err(Error::RankFailed { rank, .. }) = put {
                     // The target died between the claim and the record: once it is back, the
                     // claimed room becomes a hole readers skip, and the record goes in anew.
@@ -246,14 +251,10 @@ impl GetLog {
                 }
                 put?;
             }
-            Variant::Am => {
-                let mut rec = Vec::with_capacity(HEADER + data.len());
-                rec.extend_from_slice(&h);
-                rec.extend_from_slice(data);
-                self.w.send_am(at.rank, LOG_AM, 0, &rec)?;
-                self.bytes_sent_back += rec.len() as u64;
+            _ => {
+                self.w.send_am(at.rank, LOG_AM, 0, &self.record)?;
+                self.bytes_sent_back += self.record.len() as u64;
             }
-            Variant::Aa | Variant::NoFt => {}
         }
         Ok(())
     }
@@ -307,6 +308,8 @@ impl GetLog {
 
     /// The records of this rank's gets, per target, in the order it made them: what a
     /// replacement replays. Asks every other rank (they serve requests while they wait for it).
+    /// No rank may be logging gets meanwhile: the rma design reads the targets' logs with gets,
+    /// and a record another origin has claimed but not yet put there would read as garbage.
     pub fn my_records(&self, variant: Variant) -> Result<Vec<Vec<Record>>> {
         let (me, n) = (self.w.rank(), self.w.size());
         let mut out: Vec<Vec<Record>> = (0..n).map(|_| Vec::new()).collect();

@@ -112,6 +112,32 @@ pub fn lanes_for(capacity: usize, origins: usize) -> usize {
     lanes
 }
 
+/// The smallest capacity (a power of two) of a log that `origins` ranks append to whose lanes
+/// hold, with nobody draining them, `accesses` accesses of up to `len` bytes of data from every
+/// origin (each as the entries of `max_chunk` bytes it is cut into, and a wrap's padding).
+/// None past `MAX_CAPACITY`. For a log kept as a store (`Notify::Hold`) between two drains.
+pub fn capacity_to_hold(origins: usize, accesses: usize, len: usize) -> Option<usize> {
+    let mut capacity = MIN_LANE.max(MIN_CAPACITY);
+    while capacity <= MAX_CAPACITY {
+        let lanes = lanes_for(capacity, origins);
+        let chunk = chunk_of(capacity, lanes);
+        let per_access =
+            (len / chunk) as u64 * entry_size(chunk) + if !len.is_multiple_of(chunk) || len == 0 { entry_size(len % chunk) } else { 0 };
+        let need = origins.div_ceil(lanes) as u64 * accesses as u64 * per_access + entry_size(len.min(chunk));
+        if need <= (capacity / lanes) as u64 {
+            return Some(capacity);
+        }
+        capacity *= 2;
+    }
+    None
+}
+
+/// `LogRing::max_chunk` of a log of `capacity` bytes in `lanes` lanes.
+fn chunk_of(capacity: usize, lanes: usize) -> usize {
+    let lines = (capacity / lanes / 4 / LINE).max(1);
+    FIRST_DATA + (lines - 1) * CONT_DATA
+}
+
 /// Offset of the data area in a log of `lanes` lanes.
 fn data_off(lanes: usize) -> usize {
     std::mem::size_of::<LogHeader>() + lanes * std::mem::size_of::<LaneHeader>()
@@ -308,8 +334,7 @@ impl LogRing {
     /// plus the padding it may need (less than one more entry) takes under half the lane and
     /// several producers can have entries in flight at once.
     pub fn max_chunk(&self) -> usize {
-        let lines = (self.capacity / self.lanes / 4 / LINE).max(1);
-        FIRST_DATA + (lines - 1) * CONT_DATA
+        chunk_of(self.capacity, self.lanes)
     }
 
     /// Appends one entry carrying `meta` and `data` (which may be empty: a metadata-only entry)

@@ -683,3 +683,40 @@ fn holes_of_a_dead_producer_are_covered() {
     // A lane shared with other origins is not touched: their claims look like holes.
     assert_eq!(ring.cover_holes_of(origin, 2), 0);
 }
+
+/// `capacity_to_hold` gives a log whose lanes take every origin's accesses without a drain
+/// (streamed accesses cut at `max_chunk`, as appends cut them), and half of it does not.
+#[test]
+fn capacity_to_hold_holds_exactly_enough() {
+    for (origins, accesses, len) in [(1, 10, 8), (2, 1000, 8), (3, 500, 8), (4, 40, 300), (5, 7, 5000), (20, 100, 64), (2, 3, 0)] {
+        let fill = |capacity: usize| -> bool {
+            let lanes = lanes_for(capacity, origins);
+            let region = Region::with_lanes(capacity, lanes);
+            let ring = region.ring_with_lanes(capacity, lanes);
+            let chunk = ring.max_chunk();
+            for seq in 0..accesses as u64 {
+                for origin in 0..origins as u32 {
+                    let data = payload(origin, seq, len);
+                    let mut offset = 0;
+                    loop {
+                        let end = (offset + chunk).min(len);
+                        let m = EntryMeta { origin, offset: offset as u64, last: end == len, ..meta(seq, len) };
+                        if !ring.try_append(&m, &data[offset..end]).unwrap() {
+                            return false;
+                        }
+                        if end == len {
+                            break;
+                        }
+                        offset = end;
+                    }
+                }
+            }
+            true
+        };
+        let capacity = capacity_to_hold(origins, accesses, len).unwrap();
+        assert!(fill(capacity), "{origins} origins x {accesses} accesses of {len} B fit in {capacity}");
+        if capacity > MIN_LANE {
+            assert!(!fill(capacity / 2), "{origins} x {accesses} x {len} B: {capacity} is not the smallest");
+        }
+    }
+}

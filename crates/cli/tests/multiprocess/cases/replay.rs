@@ -52,8 +52,9 @@ pub fn replay_gets() -> Result<()> {
     });
     let table = w.alloc_segment(WORDS * 8)?;
     let state = w.alloc_segment(16)?;
-    // Every target serves at most n-1 origins' gets of CKPT_EVERY steps between trims.
-    let mut log = GetLog::new(&w, &table, n * GETS * CKPT_EVERY as usize, aa)?;
+    // Every target serves at most n-1 origins' 8-byte gets of CKPT_EVERY steps between trims.
+    let gets = n * GETS * CKPT_EVERY as usize;
+    let mut log = GetLog::new(&w, gets, gets * 8, aa)?;
     let mut ck = Checkpointer::new(&w, std::path::Path::new(&env("REPLAY_DIR").expect("REPLAY_DIR")), Options::new(Scheme::Full))?;
     ck.protect(&table)?;
     ck.protect(&state)?;
@@ -139,7 +140,7 @@ pub fn trim_rank_dies() -> Result<()> {
         v => (Variant::parse(v)?, AaLog::Poll { bytes: 1 << 16 }),
     };
     let table = w.alloc_segment(WORDS * 8)?;
-    let mut log = GetLog::new(&w, &table, n * GETS, aa)?;
+    let mut log = GetLog::new(&w, n * GETS, n * GETS * 8, aa)?;
     if w.incarnation() > 0 {
         w.rejoin()?;
         w.barrier()?;
