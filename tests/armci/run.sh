@@ -41,6 +41,12 @@ for proto in buffered pipelined dynamic-registration; do
             "ACTIVERMA_TRANSFER=$proto ACTIVERMA_PIPELINE_CHUNK=4K ACTIVERMA_PIPELINE_MIN=1" "$build/$t"
     done
 done
+# Strided and vector transfers moved by their targets (ACTIVERMA_NONCONTIG=target-assisted: the
+# list in one message, the target's progress moves the pieces by scatter/gather calls): the
+# tests pass unchanged and the targets moved lists.
+for t in test_strided test_vector test_handles; do
+    counted_run "$t, ACTIVERMA_NONCONTIG=target-assisted (3 ranks)" 3 noncontig_target_moves "ACTIVERMA_NONCONTIG=target-assisted" "$build/$t"
+done
 # Accumulates through Active Access (ACTIVERMA_ARMCI_ACC=active): the targets' log handlers
 # did the adding.
 for t in test_accumulate test_consistency; do

@@ -54,6 +54,8 @@ crate::counter_set! {
         noncontig_sieved: "of the host-assisted gets, those of small pieces read as their whole bounding range, then scattered here (data sieving)",
         noncontig_per_piece: "strided/vector transfers moved one blocking put/get per piece (per-piece)",
         noncontig_packed: "strided/vector transfers packed into one active message the target unpacks (packed)",
+        noncontig_target_assisted: "strided/vector transfers whose pieces the target moved between its memory and this rank's buffers, asked with one message (target-assisted)",
+        noncontig_target_moves: "lists this rank, as a target, moved into or out of an origin's buffers (target-assisted)",
         noncontig_pieces: "pieces in all strided/vector transfers",
         transfer_zero_copy: "contiguous transfers of the protocol API (put_by/get_by, ARMCI) moved zero-copy by the origin's engine",
         transfer_zero_copy_bytes: "bytes those moved",

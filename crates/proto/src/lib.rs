@@ -39,6 +39,7 @@ mod get_cma;
 mod get_direct;
 mod keyed_rma;
 mod noncontig;
+mod noncontig_target;
 mod part;
 mod put_active;
 mod put_am;
@@ -188,6 +189,7 @@ impl Proto {
         let strategy = table.registrar().strategy();
         let part = if strategy == Strategy::Part { Some(part::register(am, table.clone(), cfg)?) } else { None };
         rendezvous::register(am, table.clone())?;
+        noncontig_target::register(am, noncontig::NoncontigSettings::from_config(cfg)?.sge_max)?;
         let rma_exposures = if am.conduit().rma_reaches_registered() { Some(rendezvous_rma::register(am, table.clone())?) } else { None };
         let firehose = if strategy == Strategy::Firehose { Some(firehose::setup(am, table.clone(), cfg)?) } else { None };
         let rma_keys = match &rma_exposures {

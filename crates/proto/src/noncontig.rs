@@ -1,6 +1,6 @@
 //! Non-contiguous puts and gets: a list of pieces — (address at the target, local bytes) — to
 //! one rank, as strided and vector transfers produce them. ARMCI's paper (§5) compares three
-//! ways to move such a list, and `ACTIVERMA_NONCONTIG` picks one per run:
+//! ways to move such a list (we add a fourth), and `ACTIVERMA_NONCONTIG` picks one per run:
 //!
 //! ```text
 //! host-assisted (default): check every piece first (nothing moves if one is refused), then
@@ -14,6 +14,10 @@
 //! packed:    the pieces and their bytes in one active message; the target's progress engine
 //!     checks every piece in its own table, then scatters (put) or gathers and answers (get)
 //!     — the buffered protocol: one message, two copies, needs the target's progress
+//! target-assisted: the list without bytes in one message; the target's progress engine
+//!     checks it, then moves every piece between its memory and the origin's buffers with
+//!     scatter/gather calls (noncontig_target.rs) — one message, one copy, needs the target's
+//!     progress, frees the origin's CPU; ranks of other hosts: packed
 //! ```
 //!
 //! On one host the origin itself plays the paper's "host" (the target's helper that turns the
@@ -22,7 +26,7 @@
 
 use crate::am_request::{self, Asked, OwnTable};
 use crate::select::{Choice, Pass, Protocol};
-use crate::{get_cma, put_cma, Proto};
+use crate::{get_cma, noncontig_target, put_cma, Proto};
 use activerma_access::log_append::{self, Logged};
 use activerma_access::LogOp;
 use activerma_am::{Am, AmCtx, HandlerId};
@@ -41,10 +45,11 @@ pub enum Noncontig {
     HostAssisted,
     PerPiece,
     Packed,
+    TargetAssisted,
 }
 
 impl Noncontig {
-    pub const ALL: [Noncontig; 3] = [Noncontig::HostAssisted, Noncontig::PerPiece, Noncontig::Packed];
+    pub const ALL: [Noncontig; 4] = [Noncontig::HostAssisted, Noncontig::PerPiece, Noncontig::Packed, Noncontig::TargetAssisted];
 
     /// The setting's word for it.
     pub fn name(self) -> &'static str {
@@ -52,6 +57,7 @@ impl Noncontig {
             Noncontig::HostAssisted => "host-assisted",
             Noncontig::PerPiece => "per-piece",
             Noncontig::Packed => "packed",
+            Noncontig::TargetAssisted => "target-assisted",
         }
     }
 }
@@ -106,7 +112,8 @@ impl Proto {
                 bump(&self.counters.noncontig_per_piece, 1);
                 pieces.iter().try_for_each(|&(addr, src)| self.put(rank, addr, src))
             }
-            Noncontig::Packed if rank != self.conduit.rank() => put_packed(self, rank, &pieces),
+            Noncontig::TargetAssisted if self.target_can_assist(rank) => noncontig_target::put(self, rank, &pieces),
+            Noncontig::Packed | Noncontig::TargetAssisted if rank != self.conduit.rank() => put_packed(self, rank, &pieces),
             _ => self.put_host_assisted(rank, &pieces),
         }
     }
@@ -129,7 +136,8 @@ impl Proto {
                 bump(&self.counters.noncontig_per_piece, 1);
                 pieces.iter_mut().try_for_each(|(addr, dst)| self.get(rank, *addr, dst))
             }
-            Noncontig::Packed if rank != self.conduit.rank() => get_packed(self, rank, &mut pieces),
+            Noncontig::TargetAssisted if self.target_can_assist(rank) => noncontig_target::get(self, rank, &mut pieces),
+            Noncontig::Packed | Noncontig::TargetAssisted if rank != self.conduit.rank() => get_packed(self, rank, &mut pieces),
             _ => self.get_host_assisted(rank, &mut pieces),
         }
     }
@@ -327,7 +335,7 @@ impl Placed<'_> {
 
 /// A packed request: the sequence number (for Active Access logs), the piece count, each
 /// piece's (address, length), then (puts) every piece's bytes in order.
-fn encode_request(seq: u64, pieces: impl ExactSizeIterator<Item = (usize, usize)>, data: &[&[u8]]) -> Vec<u8> {
+pub(crate) fn encode_request(seq: u64, pieces: impl ExactSizeIterator<Item = (usize, usize)>, data: &[&[u8]]) -> Vec<u8> {
     let n = pieces.len();
     let mut msg = Vec::with_capacity(16 + 16 * n + data.iter().map(|d| d.len()).sum::<usize>());
     msg.extend_from_slice(&seq.to_le_bytes());
@@ -342,11 +350,10 @@ fn encode_request(seq: u64, pieces: impl ExactSizeIterator<Item = (usize, usize)
     msg
 }
 
-/// (seq, pieces, the bytes after the list) of a packed request; an error if it is malformed.
 /// A decoded packed request: (seq, pieces as (address, length), the bytes after the list).
-type Request<'m> = (u64, Vec<(usize, usize)>, &'m [u8]);
+pub(crate) type Request<'m> = (u64, Vec<(usize, usize)>, &'m [u8]);
 
-fn decode_request(msg: &[u8]) -> Result<Request<'_>> {
+pub(crate) fn decode_request(msg: &[u8]) -> Result<Request<'_>> {
     let bad = || Error::InvalidArgument("malformed packed request".into());
     let word = |i: usize| msg.get(i..i + 8).map(|b| u64::from_le_bytes(b.try_into().unwrap())).ok_or_else(bad);
     let (seq, n) = (word(0)?, word(8)? as usize);
@@ -358,14 +365,14 @@ fn decode_request(msg: &[u8]) -> Result<Request<'_>> {
 /// The target's refusal of piece `i`: answered as a success whose value names the piece
 /// (1-based) and whose bytes hold the error's own outcome, so that the origin can name the
 /// piece's address in its error.
-fn refuse(ctx: &AmCtx, i: usize, e: Error) {
+pub(crate) fn refuse(ctx: &AmCtx, i: usize, e: Error) {
     let said = e.to_string();
     let (status, bits) = am_request::status_of::<()>(Err(e));
     am_request::respond(ctx, Ok((i as u64 + 1, &am_request::encode_outcome(status, bits, &[said.as_bytes()]))));
 }
 
 /// The origin's side of an answer: Ok, or the refused piece's error in the origin's words.
-fn answered(rank: Rank, op: &'static str, pieces: &[(usize, usize)], value: u64, bytes: &[u8]) -> Result<()> {
+pub(crate) fn answered(rank: Rank, op: &'static str, pieces: &[(usize, usize)], value: u64, bytes: &[u8]) -> Result<()> {
     if value == 0 {
         return Ok(());
     }
@@ -377,7 +384,13 @@ fn answered(rank: Rank, op: &'static str, pieces: &[(usize, usize)], value: u64,
 /// The target checks every piece of a packed request (and that the logs of Active Access
 /// pages have room) before it touches any: None when it has already answered (a refused piece)
 /// or asked to be retried (a full log).
-fn check_pieces<'t>(table: &'t OwnTable, ctx: &AmCtx, seq: u64, pieces: &[(usize, usize)], op: LogOp) -> Option<Vec<Lookup<'t>>> {
+pub(crate) fn check_pieces<'t>(
+    table: &'t OwnTable,
+    ctx: &AmCtx,
+    seq: u64,
+    pieces: &[(usize, usize)],
+    op: LogOp,
+) -> Option<Vec<Lookup<'t>>> {
     let kind = if op == LogOp::Put { AccessKind::Put } else { AccessKind::Get };
     let mut lookups = Vec::with_capacity(pieces.len());
     for (i, &(addr, len)) in pieces.iter().enumerate() {
@@ -400,6 +413,70 @@ fn check_pieces<'t>(table: &'t OwnTable, ctx: &AmCtx, seq: u64, pieces: &[(usize
     Some(lookups)
 }
 
+/// The target's bytes of checked `pieces` a get serves, each on an Active Access page logged
+/// as served; None when one was refused (the refusal answered).
+pub(crate) fn serve_pieces<'m>(
+    table: &OwnTable,
+    ctx: &AmCtx,
+    seq: u64,
+    lookups: &[Lookup<'_>],
+    pieces: &[(usize, usize)],
+) -> Option<Vec<&'m [u8]>> {
+    let me = ctx.am().conduit().rank();
+    let mut served = Vec::with_capacity(pieces.len());
+    for (i, (l, &(addr, len))) in lookups.iter().zip(pieces).enumerate() {
+        // SAFETY: the table says [addr, addr+len) is our memory, exposed readable.
+        let bytes = unsafe { std::slice::from_raw_parts(addr as *const u8, len) };
+        if l.active {
+            let logged = Logged::at_target(table.get(), l, me, ctx.src, seq);
+            let mut w = activerma_am::Waiter::default();
+            if let Err(e) = log_append::get(&logged, addr, bytes, &mut || w.step_in_handler(ctx.am(), ctx.src, "room in an access log")) {
+                refuse(ctx, i, e);
+                return None;
+            }
+        }
+        served.push(bytes);
+    }
+    Some(served)
+}
+
+/// The target writes checked `pieces` from `data` (their bytes in order), each on an Active
+/// Access page through its log; true when all are written, false when one was refused (the
+/// refusal answered).
+pub(crate) fn write_packed_pieces(
+    table: &OwnTable,
+    ctx: &AmCtx,
+    seq: u64,
+    lookups: &[Lookup<'_>],
+    pieces: &[(usize, usize)],
+    data: &[u8],
+) -> bool {
+    let me = ctx.am().conduit().rank();
+    let mut at = 0;
+    for (i, (l, &(addr, len))) in lookups.iter().zip(pieces).enumerate() {
+        let bytes = &data[at..at + len];
+        at += len;
+        let mut write = |to: usize, b: &[u8]| {
+            // SAFETY: the table says this range is our memory, exposed writable.
+            unsafe { std::ptr::copy(b.as_ptr(), to as *mut u8, b.len()) };
+            Ok(())
+        };
+        let done = if l.active {
+            let logged = Logged::at_target(table.get(), l, me, ctx.src, seq);
+            let mut w = activerma_am::Waiter::default();
+            log_append::put(&logged, addr, bytes, false, &mut write, &mut || w.step_in_handler(ctx.am(), ctx.src, "room in an access log"))
+                .map(|_| ())
+        } else {
+            write(addr, bytes)
+        };
+        if let Err(e) = done {
+            refuse(ctx, i, e);
+            return false;
+        }
+    }
+    true
+}
+
 pub(crate) fn register(am: &Am) -> Result<()> {
     let table = Arc::new(OwnTable::new(am.conduit().clone()));
     let t = table.clone();
@@ -414,31 +491,9 @@ pub(crate) fn register(am: &Am) -> Result<()> {
                 return am_request::respond(ctx, Err(Error::InvalidArgument("packed put: the bytes do not match the pieces".into())));
             }
             let Some(lookups) = check_pieces(&t, ctx, seq, &pieces, LogOp::Put) else { return };
-            let me = ctx.am().conduit().rank();
-            let mut at = 0;
-            for (i, (l, &(addr, len))) in lookups.iter().zip(&pieces).enumerate() {
-                let bytes = &data[at..at + len];
-                at += len;
-                let mut write = |to: usize, b: &[u8]| {
-                    // SAFETY: the table says this range is our memory, exposed writable.
-                    unsafe { std::ptr::copy(b.as_ptr(), to as *mut u8, b.len()) };
-                    Ok(())
-                };
-                let done = if l.active {
-                    let logged = Logged::at_target(t.get(), l, me, ctx.src, seq);
-                    let mut w = activerma_am::Waiter::default();
-                    log_append::put(&logged, addr, bytes, false, &mut write, &mut || {
-                        w.step_in_handler(ctx.am(), ctx.src, "room in an access log")
-                    })
-                    .map(|_| ())
-                } else {
-                    write(addr, bytes)
-                };
-                if let Err(e) = done {
-                    return refuse(ctx, i, e);
-                }
+            if write_packed_pieces(&t, ctx, seq, &lookups, &pieces, data) {
+                am_request::respond(ctx, Ok((0, &[][..])))
             }
-            am_request::respond(ctx, Ok((0, &[][..])))
         }),
     )?;
     am.register(
@@ -449,23 +504,8 @@ pub(crate) fn register(am: &Am) -> Result<()> {
                 Err(e) => return am_request::respond(ctx, Err(e)),
             };
             let Some(lookups) = check_pieces(&table, ctx, seq, &pieces, LogOp::Get) else { return };
-            let me = ctx.am().conduit().rank();
-            let mut out = Vec::with_capacity(pieces.iter().map(|p| p.1).sum());
-            for (i, (l, &(addr, len))) in lookups.iter().zip(&pieces).enumerate() {
-                // SAFETY: the table says [addr, addr+len) is our memory, exposed readable.
-                let bytes = unsafe { std::slice::from_raw_parts(addr as *const u8, len) };
-                out.extend_from_slice(bytes);
-                if l.active {
-                    let logged = Logged::at_target(table.get(), l, me, ctx.src, seq);
-                    let mut w = activerma_am::Waiter::default();
-                    if let Err(e) =
-                        log_append::get(&logged, addr, bytes, &mut || w.step_in_handler(ctx.am(), ctx.src, "room in an access log"))
-                    {
-                        return refuse(ctx, i, e);
-                    }
-                }
-            }
-            am_request::respond(ctx, Ok((0, &out)))
+            let Some(served) = serve_pieces(&table, ctx, seq, &lookups, &pieces) else { return };
+            am_request::respond(ctx, Ok((0, &served.concat())))
         }),
     )
 }

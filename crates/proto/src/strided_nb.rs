@@ -12,6 +12,9 @@
 //!                  (a longer piece split), up to PIPELINE_DEPTH in flight
 //!     zero-copy -> the core's strided path moves the data now (one check, a CPU copy per
 //!                  piece to a segment mapped here); complete at the modelled network's time
+//!                  (ACTIVERMA_NONCONTIG=target-assisted, a rank of this host: one request
+//!                  with the list, the target's CPU moves the pieces into dst by scatter/gather
+//!                  calls while ours goes on; complete at its answer and the modelled time)
 //!     dynamic registration -> dst pinned for the call, then the core's path
 //!     local pieces that overlap (a stride below the piece) cannot be lent out one request
 //!     each: the core's path, blocking
@@ -19,7 +22,7 @@
 
 use crate::strided::{Pieces, StridedPattern};
 use crate::transfer::{Ask, PendingTransfer, Run};
-use crate::{Proto, Transfer};
+use crate::{Noncontig, Proto, Transfer};
 use activerma_core::{Rank, Result};
 use activerma_mem::AccessKind;
 use std::collections::VecDeque;
@@ -78,6 +81,10 @@ impl Proto {
             })?;
             return Ok(PendingTransfer::done(self, rank, self.count(used, bytes)));
         }
+        if self.noncontig() == Noncontig::TargetAssisted && self.target_can_assist(rank) && pattern.local_pieces_apart()? {
+            let pieces = pattern.pieces_of(addr, dst)?.expect("the local pieces lie apart");
+            return Ok(PendingTransfer::target_moving(self, rank, self.count(used, bytes), Ask::TargetGet(pieces), bytes));
+        }
         let at = self.get_strided_moved(rank, addr, pattern, dst)?;
         Ok(PendingTransfer::at(self, rank, self.count(used, bytes), at))
     }
@@ -117,6 +124,9 @@ impl Proto {
                     }
                 })?;
                 return Ok(PendingTransfer::done(self, rank, self.count(used, bytes)));
+            }
+            Run::Core if self.noncontig() == Noncontig::TargetAssisted && self.target_can_assist(rank) => {
+                return Ok(PendingTransfer::target_moving(self, rank, self.count(used, bytes), Ask::TargetPut(pieces), bytes));
             }
             Run::Core => {
                 let at = self.put_strided_moved(rank, addr, pattern, src)?;

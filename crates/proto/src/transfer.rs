@@ -30,7 +30,8 @@
 //! pipelined.
 
 use crate::select::{Pass, Protocol};
-use crate::{completion, get_am, get_direct, noncontig, put_am, put_direct, Proto};
+use crate::{completion, get_am, get_direct, noncontig, noncontig_target, put_am, put_direct, Proto};
+use activerma_access::LogOp;
 use activerma_core::counters::bump;
 use activerma_core::{settings, Config, Error, Rank, Result};
 use activerma_mem::{AccessKind, HeapFast};
@@ -176,7 +177,7 @@ impl Proto {
             }
         };
         self.count(used, src.len());
-        Ok(PendingTransfer { p: self, rank, used, state })
+        Ok(PendingTransfer { p: self, rank, used, state, not_before: 0 })
     }
 
     /// Non-blocking get by protocol `t` into `dst`, which holds the bytes once the returned
@@ -199,16 +200,22 @@ impl Proto {
                     if pinned {
                         self.get(rank, addr, dst)
                     } else {
-                        PendingTransfer { p: self, rank, used: Transfer::Pipelined, state: Pending::gets(addr, dst, self.transfer.chunk) }
-                            .wait()
-                            .map(drop)
+                        PendingTransfer {
+                            p: self,
+                            rank,
+                            used: Transfer::Pipelined,
+                            state: Pending::gets(addr, dst, self.transfer.chunk),
+                            not_before: 0,
+                        }
+                        .wait()
+                        .map(drop)
                     }
                 })?;
                 Pending::Done
             }
         };
         self.count(used, len);
-        let mut pending = PendingTransfer { p: self, rank, used, state };
+        let mut pending = PendingTransfer { p: self, rank, used, state, not_before: 0 };
         pending.ask_more(false);
         Ok(pending)
     }
@@ -307,6 +314,9 @@ pub struct PendingTransfer<'a> {
     rank: Rank,
     used: Transfer,
     state: Pending<'a>,
+    /// Not complete before this modelled time (0: no such bound): bytes the target moved by
+    /// cross-memory attach still take the modelled wire's time.
+    not_before: u64,
 }
 
 enum Pending<'a> {
@@ -341,6 +351,9 @@ pub(crate) enum Ask<'a> {
     Range(usize, &'a mut [u8]),
     Pieces(crate::strided::Pieces<'a>),
     PutPieces(Vec<(usize, &'a [u8])>),
+    /// A list the target moves into (get) or out of (put) our buffers itself.
+    TargetGet(crate::strided::Pieces<'a>),
+    TargetPut(Vec<(usize, &'a [u8])>),
 }
 
 impl Ask<'_> {
@@ -352,6 +365,8 @@ impl Ask<'_> {
                 noncontig::try_ask_packed_get(p, rank, &list)
             }
             Ask::PutPieces(pieces) => noncontig::try_ask_packed_put(p, rank, pieces),
+            Ask::TargetGet(pieces) => noncontig_target::try_ask_get(p, rank, pieces),
+            Ask::TargetPut(pieces) => noncontig_target::try_ask_put(p, rank, pieces),
         }
     }
 
@@ -360,24 +375,41 @@ impl Ask<'_> {
             Ask::Range(at, piece) => get_am::receive(p, rank, *at, cell, piece),
             Ask::Pieces(pieces) => noncontig::receive_packed_get(p, rank, cell, pieces),
             Ask::PutPieces(pieces) => noncontig::receive_packed_put(p, rank, cell, pieces),
+            Ask::TargetGet(pieces) => {
+                let list: Vec<(usize, usize)> = pieces.iter().map(|(at, piece)| (*at, piece.len())).collect();
+                noncontig_target::receive(p, rank, cell, &list, LogOp::Get)
+            }
+            Ask::TargetPut(pieces) => {
+                let list: Vec<(usize, usize)> = pieces.iter().map(|(at, piece)| (*at, piece.len())).collect();
+                noncontig_target::receive(p, rank, cell, &list, LogOp::Put)
+            }
         }
     }
 }
 
 impl<'a> PendingTransfer<'a> {
     pub(crate) fn done(p: &'a Proto, rank: Rank, used: Transfer) -> PendingTransfer<'a> {
-        PendingTransfer { p, rank, used, state: Pending::Done }
+        PendingTransfer { p, rank, used, state: Pending::Done, not_before: 0 }
     }
 
     /// Moved already; complete at modelled time `at` (0: now).
     pub(crate) fn at(p: &'a Proto, rank: Rank, used: Transfer, at: u64) -> PendingTransfer<'a> {
-        PendingTransfer { p, rank, used, state: Pending::At(at) }
+        PendingTransfer { p, rank, used, state: Pending::At(at), not_before: 0 }
     }
 
     /// Gets through the target's CPU: `asks` are sent, at most PIPELINE_DEPTH in flight, and
     /// their answers copied out by `test` and `wait`.
     pub(crate) fn asking(p: &'a Proto, rank: Rank, used: Transfer, asks: VecDeque<Ask<'a>>) -> PendingTransfer<'a> {
-        let mut pending = PendingTransfer { p, rank, used, state: Pending::asking(asks) };
+        let mut pending = PendingTransfer { p, rank, used, state: Pending::asking(asks), not_before: 0 };
+        pending.ask_more(false);
+        pending
+    }
+
+    /// A list the target moves itself (`Ask::TargetGet` / `TargetPut`, one request), complete
+    /// once it answered and the modelled network would have carried `bytes`.
+    pub(crate) fn target_moving(p: &'a Proto, rank: Rank, used: Transfer, ask: Ask<'a>, bytes: usize) -> PendingTransfer<'a> {
+        let not_before = p.net.completion_time(bytes);
+        let mut pending = PendingTransfer { p, rank, used, state: Pending::asking(VecDeque::from([ask])), not_before };
         pending.ask_more(false);
         pending
     }
@@ -446,7 +478,7 @@ impl<'a> PendingTransfer<'a> {
             }
         };
         self.ask_more(false);
-        Ok(complete)
+        Ok(complete && (self.not_before == 0 || activerma_core::clock::now_ns() >= self.not_before))
     }
 
     /// Waits until the transfer is complete; returns the protocol that moved it, or the first
@@ -475,7 +507,10 @@ impl<'a> PendingTransfer<'a> {
                 Ok(())
             }
             Pending::Posted => put_am::wait_acknowledged(p, Some(rank)),
-            Pending::Asking { failed, .. } => failed.map_or(Ok(()), Err),
+            Pending::Asking { failed, .. } => {
+                completion::spin_until(self.not_before);
+                failed.map_or(Ok(()), Err)
+            }
         }
     }
 }

@@ -22,7 +22,7 @@ const CORE_CASES: [&str; 11] = [
 ];
 
 /// Every value of ACTIVERMA_NONCONTIG: how strided and vector transfers move.
-const NONCONTIG_METHODS: [&str; 3] = ["host-assisted", "per-piece", "packed"];
+const NONCONTIG_METHODS: [&str; 4] = ["host-assisted", "per-piece", "packed", "target-assisted"];
 
 /// Every value of ACTIVERMA_REGISTRATION: contract tests that a strategy can break run under each.
 const REGISTRATION_STRATEGIES: [&str; 7] = ["none", "pin-all", "bounce", "rendezvous", "rendezvous-unpin", "firehose", "part"];
@@ -382,7 +382,33 @@ pub fn main() -> i32 {
     jobs.push(Job { case: "lists_of_pieces", ranks: 3, env: vec![("ACTIVERMA_NONCONTIG", "packed"), ("ACTIVERMA_PROGRESS", "thread")] });
     for strategy in REGISTRATION_STRATEGIES {
         jobs.push(Job { case: "lists_of_pieces", ranks: 3, env: vec![("ACTIVERMA_REGISTRATION", strategy)] });
+        // The target moves the pieces between its memory and the origin's buffers itself.
+        let env = vec![("ACTIVERMA_REGISTRATION", strategy), ("ACTIVERMA_NONCONTIG", "target-assisted")];
+        jobs.push(Job { case: "lists_of_pieces", ranks: 3, env });
     }
+    // Target-assisted lists served by every kind of target progress, and as the non-blocking
+    // strided transfers of every protocol (zero-copy ones are then the target's moves), at
+    // the modelled network's time too.
+    for progress in ["thread", "wake"] {
+        let env = vec![("ACTIVERMA_NONCONTIG", "target-assisted"), ("ACTIVERMA_PROGRESS", progress)];
+        jobs.push(Job { case: "lists_of_pieces", ranks: 3, env: env.clone() });
+        jobs.push(Job { case: "transfer_protocols", ranks: 2, env });
+    }
+    jobs.push(Job { case: "transfer_protocols", ranks: 3, env: vec![("ACTIVERMA_NONCONTIG", "target-assisted")] });
+    jobs.push(Job {
+        case: "transfer_protocols",
+        ranks: 2,
+        env: vec![
+            ("ACTIVERMA_NONCONTIG", "target-assisted"),
+            ("ACTIVERMA_NET_LATENCY_NS", "2000"),
+            ("ACTIVERMA_NET_BANDWIDTH_MBS", "20000"),
+        ],
+    });
+    jobs.push(Job {
+        case: "transfer_protocols",
+        ranks: 3,
+        env: vec![("ACTIVERMA_NONCONTIG", "target-assisted"), ("ACTIVERMA_SMP_EMULATE_REMOTE", "1")],
+    });
     // Contiguous transfer protocols: every protocol under every registration strategy (each
     // changes what auto picks for private memory and what a dynamic registration pins), with
     // target progress by a thread, and small pipeline chunks (many in flight).
@@ -629,6 +655,11 @@ fn run_under_mpi(mpi: &str, filter: Option<&str>, t: &mut Tally) -> i32 {
     }
     for method in NONCONTIG_METHODS {
         jobs.push(Job { case: "lists_of_pieces", ranks: 3, env: vec![("ACTIVERMA_NONCONTIG", method), ("ACTIVERMA_MPI_SHARED", "off")] });
+    }
+    // Target-assisted between ranks of the node's shared memory (cross-memory attach by the
+    // target), lists and non-blocking strided transfers.
+    for case in ["lists_of_pieces", "transfer_protocols"] {
+        jobs.push(Job { case, ranks: 3, env: vec![("ACTIVERMA_NONCONTIG", "target-assisted")] });
     }
     for shared in ["auto", "off"] {
         jobs.push(Job { case: "atomics", ranks: 3, env: vec![("ACTIVERMA_ATOMICS", "target"), ("ACTIVERMA_MPI_SHARED", shared)] });

@@ -19,8 +19,8 @@ const VECTOR_PIECES: usize = 1500;
 const VECTOR_PIECE: usize = 13;
 
 /// The counters that say how a list moved: scatter/gather calls, packed messages, one-sided
-/// list operations.
-const LIST_COUNTERS: [&str; 3] = ["noncontig_sg_calls", "noncontig_packed", "noncontig_rma_lists"];
+/// list operations, lists the target moved.
+const LIST_COUNTERS: [&str; 4] = ["noncontig_sg_calls", "noncontig_packed", "noncontig_rma_lists", "noncontig_target_assisted"];
 
 fn counter(w: &World, name: &str) -> u64 {
     w.counters().snapshot().into_iter().find(|&(k, _)| k == name).map(|(_, v)| v).unwrap()
@@ -61,7 +61,7 @@ pub fn lists_of_pieces() -> Result<()> {
             let list: Vec<(usize, &[u8])> = offsets.iter().zip(&data).map(|(&o, d)| (vbase + o, &d[..])).collect();
             let before: Vec<u64> = LIST_COUNTERS.iter().map(|c| counter(&w, c)).collect();
             w.put_vector(t, &list)?;
-            let [calls, packed, rma_lists] = std::array::from_fn(|i| counter(&w, LIST_COUNTERS[i]) - before[i]);
+            let [calls, packed, rma_lists, target_moved] = std::array::from_fn(|i| counter(&w, LIST_COUNTERS[i]) - before[i]);
             let mut got = vec![vec![0u8; VECTOR_PIECE]; VECTOR_PIECES];
             let mut glist: Vec<(usize, &mut [u8])> = offsets.iter().zip(got.iter_mut()).map(|(&o, d)| (vbase + o, &mut d[..])).collect();
             w.get_vector(t, &mut glist)?;
@@ -79,6 +79,17 @@ pub fn lists_of_pieces() -> Result<()> {
                     )
                 }
                 Noncontig::Packed if t != me => assert_eq!(packed, 1, "rank {me}: one packed message to rank {t}"),
+                // The target moves the list itself when it maps our memory's host (one host on
+                // smp; MPI with the node's shared memory); otherwise it gets the list packed.
+                Noncontig::TargetAssisted if t != me => {
+                    assert_eq!(target_moved + packed, 1, "rank {me}: one request to rank {t}");
+                    if same_host && w.conduit_name() == "smp" {
+                        assert_eq!(target_moved, 1, "rank {me}: rank {t} of this host moved the list itself");
+                    }
+                    if !same_host {
+                        assert_eq!(packed, 1, "rank {me}: rank {t} of another host cannot reach our memory");
+                    }
+                }
                 // Another host: private memory travels packed, a segment as one MPI operation.
                 Noncontig::HostAssisted if t != me && !same_host && kind == "private" => {
                     assert_eq!(packed, 1, "rank {me}: packed to rank {t}")
