@@ -86,15 +86,16 @@ pub(crate) fn put(p: &Proto, rank: Rank, pieces: &[(usize, &[u8])]) -> Result<()
     blocking(p, rank, &list, LogOp::Put, || try_ask_put(p, rank, pieces))
 }
 
-/// Asks (waiting for a completion cell), waits for the answer, then for the modelled time.
+/// Asks (waiting for a completion cell), waits for the answer, then for the modelled time of
+/// the bytes after the request.
 fn blocking(p: &Proto, rank: Rank, list: &[(usize, usize)], kind: LogOp, mut ask: impl FnMut() -> Result<Option<u32>>) -> Result<()> {
-    let until = p.net.completion_time(list.iter().map(|x| x.1).sum());
     let cell = loop {
         if let Some(cell) = ask()? {
             break cell;
         }
         p.am.progress();
     };
+    let until = p.net.completion_time(list.iter().map(|x| x.1).sum());
     receive(p, rank, cell, list, kind)?;
     crate::completion::spin_until(until);
     Ok(())

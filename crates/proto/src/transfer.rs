@@ -406,11 +406,13 @@ impl<'a> PendingTransfer<'a> {
     }
 
     /// A list the target moves itself (`Ask::TargetGet` / `TargetPut`, one request), complete
-    /// once it answered and the modelled network would have carried `bytes`.
+    /// once it answered and the modelled network would have carried `bytes` after the request.
     pub(crate) fn target_moving(p: &'a Proto, rank: Rank, used: Transfer, ask: Ask<'a>, bytes: usize) -> PendingTransfer<'a> {
-        let not_before = p.net.completion_time(bytes);
-        let mut pending = PendingTransfer { p, rank, used, state: Pending::asking(VecDeque::from([ask])), not_before };
+        let mut pending = PendingTransfer { p, rank, used, state: Pending::asking(VecDeque::from([ask])), not_before: 0 };
         pending.ask_more(false);
+        // Booked once the request is on the link (a request still waiting for a cell books
+        // the bytes now: later, not sooner, than the network would carry them).
+        pending.not_before = p.net.completion_time(bytes);
         pending
     }
 

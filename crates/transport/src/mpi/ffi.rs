@@ -169,6 +169,24 @@ impl Mpi {
         }
     }
 
+    /// Whether the heap's window reports the `no_locks` hint among the hints it uses. Open
+    /// MPI 4.1's osc/rdma (and osc/sm) do; osc/ucx and osc/pt2pt report none: the one way a
+    /// program can tell the one-sided component that serves the window (see
+    /// `MpiConduit::cpu_atomics_coherent`).
+    pub fn heap_window_reports_locks(&self) -> Result<bool> {
+        let Some(win) = self.heap_win else { return Ok(false) };
+        // SAFETY: our window; the info object is ours to free.
+        unsafe {
+            let mut info: MPI_Info = std::mem::zeroed();
+            check("MPI_Win_get_info", MPI_Win_get_info(win, &mut info))?;
+            let (mut len, mut found): (c_int, c_int) = (0, 0);
+            let r = MPI_Info_get_valuelen(info, c"no_locks".as_ptr() as *mut _, &mut len, &mut found);
+            MPI_Info_free(&mut info);
+            check("MPI_Info_get_valuelen", r)?;
+            Ok(found != 0)
+        }
+    }
+
     /// The job's nodes: per rank, the lowest rank of its node (from MPI's shared-memory
     /// communicator, which this keeps as `node` for the node's shared window).
     pub fn node_layout(&mut self) -> Result<Vec<u64>> {
