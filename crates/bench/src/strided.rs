@@ -2,7 +2,9 @@
 //! target, packed at the origin) read from and written to rank 1's segment and its exposed
 //! private memory, by every ACTIVERMA_NONCONTIG method in the same job: host-assisted (one
 //! check, then CPU copies or scatter/gather lists of process_vm_readv/writev), per piece (one
-//! blocking get/put per row) and packed (one active message the target unpacks). The ARMCI
+//! blocking get/put per row), packed (one active message the target unpacks) and
+//! target-assisted (the row list in one message, the target's progress makes the
+//! scatter/gather calls into or out of the origin's buffer). The ARMCI
 //! paper's Figures 9 and 10 compare the same ways to move non-contiguous data with the target
 //! idle (rank 1 in its progress loop) and busy (rank 1 computing, entering the runtime once
 //! per BUSY_SLICE_US): gets are measured both ways, and each method's busy / idle bandwidth is
