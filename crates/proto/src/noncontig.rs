@@ -26,6 +26,7 @@
 
 use crate::am_request::{self, Asked, OwnTable};
 use crate::select::{Choice, Pass, Protocol};
+use crate::transfer::Ask;
 use crate::{get_cma, noncontig_target, put_cma, Proto};
 use activerma_access::log_append::{self, Logged};
 use activerma_access::LogOp;
@@ -112,7 +113,10 @@ impl Proto {
                 bump(&self.counters.noncontig_per_piece, 1);
                 pieces.iter().try_for_each(|&(addr, src)| self.put(rank, addr, src))
             }
-            Noncontig::TargetAssisted if self.target_can_assist(rank) => noncontig_target::put(self, rank, &pieces),
+            Noncontig::TargetAssisted if self.target_can_assist(rank) => {
+                let bytes = pieces.iter().map(|x| x.1.len()).sum();
+                noncontig_target::moved_by_target(self, rank, Ask::TargetPut(pieces), bytes)
+            }
             Noncontig::Packed | Noncontig::TargetAssisted if rank != self.conduit.rank() => put_packed(self, rank, &pieces),
             _ => self.put_host_assisted(rank, &pieces),
         }
@@ -136,7 +140,10 @@ impl Proto {
                 bump(&self.counters.noncontig_per_piece, 1);
                 pieces.iter_mut().try_for_each(|(addr, dst)| self.get(rank, *addr, dst))
             }
-            Noncontig::TargetAssisted if self.target_can_assist(rank) => noncontig_target::get(self, rank, &mut pieces),
+            Noncontig::TargetAssisted if self.target_can_assist(rank) => {
+                let bytes = pieces.iter().map(|x| x.1.len()).sum();
+                noncontig_target::moved_by_target(self, rank, Ask::TargetGet(pieces), bytes)
+            }
             Noncontig::Packed | Noncontig::TargetAssisted if rank != self.conduit.rank() => get_packed(self, rank, &mut pieces),
             _ => self.get_host_assisted(rank, &mut pieces),
         }

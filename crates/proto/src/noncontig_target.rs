@@ -21,7 +21,8 @@
 
 use crate::am_request::{self, Asked, OwnTable};
 use crate::noncontig::{answered, check_pieces, decode_request, encode_request, serve_pieces, write_packed_pieces};
-use crate::Proto;
+use crate::transfer::{Ask, PendingTransfer};
+use crate::{Proto, Transfer};
 use activerma_access::LogOp;
 use activerma_am::{Am, AmCtx, HandlerId};
 use activerma_core::counters::bump;
@@ -74,31 +75,10 @@ pub(crate) fn receive(p: &Proto, rank: Rank, cell: u32, list: &[(usize, usize)],
     Ok(())
 }
 
-/// A blocking get of `pieces` from `rank` by its CPU, complete at the modelled network's time.
-pub(crate) fn get(p: &Proto, rank: Rank, pieces: &mut [(usize, &mut [u8])]) -> Result<()> {
-    let list: Vec<(usize, usize)> = pieces.iter().map(|x| (x.0, x.1.len())).collect();
-    blocking(p, rank, &list, LogOp::Get, || try_ask_get(p, rank, pieces))
-}
-
-/// A blocking put of `pieces` to `rank` by its CPU (see `get`).
-pub(crate) fn put(p: &Proto, rank: Rank, pieces: &[(usize, &[u8])]) -> Result<()> {
-    let list: Vec<(usize, usize)> = pieces.iter().map(|x| (x.0, x.1.len())).collect();
-    blocking(p, rank, &list, LogOp::Put, || try_ask_put(p, rank, pieces))
-}
-
-/// Asks (waiting for a completion cell), waits for the answer, then for the modelled time of
-/// the bytes after the request.
-fn blocking(p: &Proto, rank: Rank, list: &[(usize, usize)], kind: LogOp, mut ask: impl FnMut() -> Result<Option<u32>>) -> Result<()> {
-    let cell = loop {
-        if let Some(cell) = ask()? {
-            break cell;
-        }
-        p.am.progress();
-    };
-    let until = p.net.completion_time(list.iter().map(|x| x.1).sum());
-    receive(p, rank, cell, list, kind)?;
-    crate::completion::spin_until(until);
-    Ok(())
+/// A blocking list of `bytes` moved by `rank`'s CPU (`ask`: `Ask::TargetGet` or `TargetPut`):
+/// the non-blocking path's request, waited for at once.
+pub(crate) fn moved_by_target(p: &Proto, rank: Rank, ask: Ask<'_>, bytes: usize) -> Result<()> {
+    PendingTransfer::target_moving(p, rank, Transfer::ZeroCopy, ask, bytes).wait().map(drop)
 }
 
 /// A request taken apart: (seq, pieces, each piece's address in the origin).
