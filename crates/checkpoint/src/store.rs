@@ -1,26 +1,31 @@
 //! The checkpoint store: a directory on local disk that holds, per rank, one file per
-//! checkpoint (a full base, or the pages that changed since the previous checkpoint), and per
-//! checkpoint one marker that says the whole job's checkpoint is complete.
+//! checkpoint (a full base, or the pages that changed since the previous checkpoint), and one
+//! file of markers that say which checkpoints are complete for the whole job.
 //!
 //! ```text
 //! DIR/rank-<r>/<epoch>.pages     header, then records (offset in the rank's heap, length,
 //!                                CRC-32, bytes), then a trailer (record count, CRC-32 of all)
-//! DIR/complete-<epoch>           written by rank 0 once every rank's file of <epoch> is durable:
-//!                                epoch, ranks, the epoch of the chain's full base
+//! DIR/complete                   two marker slots, 4 KiB apart, written by rank 0 once every
+//!                                rank's file of an epoch is durable: epoch, ranks, the epoch of
+//!                                the chain's full base, CRC-32; epoch e goes to slot e % 2
 //! ```
 //! A checkpoint is trusted only under its marker, and the marker is written only once every
 //! rank's file of it is durable (written, fsynced, its directory fsynced). So a crash in the
 //! middle of a checkpoint leaves a partial file under no marker, and restart finds the previous
-//! checkpoint intact. A marker is a few bytes written the same way: after a crash it reads
-//! whole or not at all (an unreadable one counts as absent). No file is written as a temporary
-//! and renamed: on ext4 that costs one more journal commit per file, which the marker makes
-//! unnecessary (`bench checkpoint`: 4 commits per checkpoint before, 2 now). Restart applies
-//! the chain from the newest complete marker's base up to it, checking every page's checksum.
+//! checkpoint intact. A marker is overwritten in place in a file made once, then fdatasynced:
+//! no new file, no directory entry, no size change, so no journal commit — only the data block
+//! and a cache flush (docs/design/checkpoint.md has the numbers). A slot torn by a crash
+//! fails its CRC and counts as absent; the other slot still holds the checkpoint before it.
+//! No file is written as a temporary and renamed: on ext4 that costs one
+//! more journal commit per file, which the marker makes unnecessary. Restart applies the chain
+//! from the newest complete marker's base up to it, checking every page's checksum.
 
 use activerma::{Error, Result};
-use std::fs::{self, File};
+use std::fs::{self, File, OpenOptions};
 use std::io::{BufReader, BufWriter, Read, Write};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 const MAGIC: &[u8; 8] = b"ARMACKPT";
 const VERSION: u32 = 1;
@@ -28,6 +33,12 @@ const KIND_FULL: u32 = 0;
 const KIND_INCREMENTAL: u32 = 1;
 /// A record's header: heap offset (8), length (4), CRC-32 (4).
 pub const RECORD_HEADER: usize = 16;
+/// The markers' file, its slots (each in a block of its own) and a slot's bytes.
+const MARKERS: &str = "complete";
+const MARKER_SLOTS: u64 = 2;
+const MARKER_SLOT_BYTES: u64 = 4096;
+const MARKER_MAGIC: &[u8; 8] = b"ARMAMARK";
+const MARKER_BYTES: usize = 8 + 3 * 8 + 4;
 
 fn io_error(what: &str, path: &Path, e: std::io::Error) -> Error {
     Error::InvalidArgument(format!("checkpoint store: cannot {what} {}: {e}", path.display()))
@@ -62,6 +73,8 @@ pub struct Store {
     dir: PathBuf,
     rank_dir: PathBuf,
     rank: usize,
+    /// The markers' file, opened (and made, the first time) by the first marker written.
+    markers: OnceLock<File>,
 }
 
 /// A checkpoint's marker: complete for the whole job.
@@ -102,7 +115,7 @@ impl Store {
     pub fn open(dir: &Path, rank: usize) -> Result<Store> {
         let rank_dir = dir.join(format!("rank-{rank}"));
         fs::create_dir_all(&rank_dir).map_err(|e| io_error("create", &rank_dir, e))?;
-        Ok(Store { dir: dir.to_path_buf(), rank_dir, rank })
+        Ok(Store { dir: dir.to_path_buf(), rank_dir, rank, markers: OnceLock::new() })
     }
 
     pub fn dir(&self) -> &Path {
@@ -135,29 +148,59 @@ impl Store {
 
     /// Rank 0, once every rank's file of `m.epoch` is durable: the checkpoint is complete.
     pub fn write_marker(&self, m: Marker) -> Result<()> {
-        write_durably(&self.dir, &format!("complete-{:010}", m.epoch), &mut |w| {
-            let text = format!("epoch {}\nranks {}\nbase {}\n", m.epoch, m.ranks, m.base);
-            w.write_all(text.as_bytes()).map_err(|e| io_error("write", &self.dir, e))
-        })
-        .map(drop)
+        let path = self.dir.join(MARKERS);
+        let file = match self.markers.get() {
+            Some(f) => f,
+            None => {
+                let f = self.open_markers(&path)?;
+                self.markers.get_or_init(|| f)
+            }
+        };
+        let mut slot = [0u8; MARKER_BYTES];
+        slot[..8].copy_from_slice(MARKER_MAGIC);
+        for (i, v) in [m.epoch, m.ranks, m.base].into_iter().enumerate() {
+            slot[8 + 8 * i..16 + 8 * i].copy_from_slice(&v.to_le_bytes());
+        }
+        let crc = crc32fast::hash(&slot[..MARKER_BYTES - 4]);
+        slot[MARKER_BYTES - 4..].copy_from_slice(&crc.to_le_bytes());
+        file.write_all_at(&slot, (m.epoch % MARKER_SLOTS) * MARKER_SLOT_BYTES).map_err(|e| io_error("write", &path, e))?;
+        file.sync_data().map_err(|e| io_error("sync", &path, e))
     }
 
-    /// The complete checkpoints, oldest first.
-    pub fn markers(&self) -> Result<Vec<Marker>> {
-        let mut out = Vec::new();
-        let entries = fs::read_dir(&self.dir).map_err(|e| io_error("list", &self.dir, e))?;
-        for e in entries.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let Some(num) = name.strip_prefix("complete-") else { continue };
-            // A marker cut short by a crash reads empty: that checkpoint did not complete.
-            let text = fs::read_to_string(e.path()).unwrap_or_default();
-            let field = |key: &str| text.lines().find_map(|l| l.strip_prefix(key).and_then(|v| v.trim().parse::<u64>().ok()));
-            if let (Some(epoch), Some(ranks), Some(base)) = (field("epoch "), field("ranks "), field("base ")) {
-                if num.parse() == Ok(epoch) {
-                    out.push(Marker { epoch, ranks, base });
-                }
-            }
+    /// The markers' file, made at its full size and durable before any marker goes in, so
+    /// that writing a marker later changes no metadata.
+    fn open_markers(&self, path: &Path) -> Result<File> {
+        let file =
+            OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path).map_err(|e| io_error("open", path, e))?;
+        let size = MARKER_SLOTS * MARKER_SLOT_BYTES;
+        if file.metadata().map_err(|e| io_error("stat", path, e))?.len() < size {
+            // Zeros, written (not a hole): an overwrite of allocated blocks needs no journal.
+            file.write_all_at(&vec![0u8; size as usize], 0).map_err(|e| io_error("write", path, e))?;
+            file.sync_all().map_err(|e| io_error("sync", path, e))?;
+            sync_dir(&self.dir)?;
         }
+        Ok(file)
+    }
+
+    /// The complete checkpoints whose markers the store still holds (at most the newest two),
+    /// oldest first.
+    pub fn markers(&self) -> Result<Vec<Marker>> {
+        let path = self.dir.join(MARKERS);
+        let bytes = match fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io_error("read", &path, e)),
+        };
+        let mut out: Vec<Marker> = (0..MARKER_SLOTS as usize)
+            .filter_map(|i| bytes.get(i * MARKER_SLOT_BYTES as usize..).and_then(|b| b.get(..MARKER_BYTES)))
+            .filter(|slot| {
+                &slot[..8] == MARKER_MAGIC && crc32fast::hash(&slot[..MARKER_BYTES - 4]).to_le_bytes() == slot[MARKER_BYTES - 4..]
+            })
+            .map(|slot| {
+                let v = |i: usize| u64::from_le_bytes(slot[8 + 8 * i..16 + 8 * i].try_into().unwrap());
+                Marker { epoch: v(0), ranks: v(1), base: v(2) }
+            })
+            .collect();
         out.sort_by_key(|m| m.epoch);
         Ok(out)
     }
@@ -212,26 +255,14 @@ impl Store {
         Ok(records)
     }
 
-    /// Removes this rank's files older than `base` (a newer complete base makes them useless),
-    /// and, on rank 0, their markers.
+    /// Removes this rank's files older than `base` (a newer complete base makes them useless;
+    /// the markers' slots bound themselves).
     pub fn prune_before(&self, base: u64) -> Result<()> {
-        let sweep = |dir: &Path, prefix: &str, suffix: &str| -> Result<()> {
-            for e in fs::read_dir(dir).map_err(|e| io_error("list", dir, e))?.flatten() {
-                let name = e.file_name().to_string_lossy().into_owned();
-                let old = name
-                    .strip_prefix(prefix)
-                    .and_then(|n| n.strip_suffix(suffix))
-                    .and_then(|n| n.parse::<u64>().ok())
-                    .is_some_and(|ep| ep < base);
-                if old {
-                    let _ = fs::remove_file(e.path());
-                }
+        for e in fs::read_dir(&self.rank_dir).map_err(|e| io_error("list", &self.rank_dir, e))?.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.strip_suffix(".pages").and_then(|n| n.parse::<u64>().ok()).is_some_and(|ep| ep < base) {
+                let _ = fs::remove_file(e.path());
             }
-            Ok(())
-        };
-        sweep(&self.rank_dir, "", ".pages")?;
-        if self.rank == 0 {
-            sweep(&self.dir, "complete-", "")?;
         }
         Ok(())
     }
@@ -264,17 +295,29 @@ mod tests {
     }
 
     #[test]
-    fn only_complete_markers_count_and_pruning_keeps_the_chain() {
+    fn only_whole_markers_count_and_pruning_keeps_the_chain() {
         let dir = tempfile::tempdir().unwrap();
         let s = Store::open(dir.path(), 0).unwrap();
+        assert!(s.markers().unwrap().is_empty(), "no markers' file yet: nothing complete");
+        let epochs = |s: &Store| s.markers().unwrap().iter().map(|m| m.epoch).collect::<Vec<_>>();
         for ep in 1..=3 {
             s.write_pages(ep, ep == 2, &mut |_| Ok(())).unwrap();
             s.write_marker(Marker { epoch: ep, ranks: 1, base: if ep >= 2 { 2 } else { 1 } }).unwrap();
         }
-        fs::write(dir.path().join("complete-0000000004"), b"").unwrap(); // cut short by a crash
-        assert_eq!(s.markers().unwrap().iter().map(|m| m.epoch).collect::<Vec<_>>(), vec![1, 2, 3]);
+        // The newest two are kept, with what they say.
+        assert_eq!(s.markers().unwrap(), vec![Marker { epoch: 2, ranks: 1, base: 2 }, Marker { epoch: 3, ranks: 1, base: 2 }]);
+        // A marker torn by a crash (epoch 4 goes where 2 was) counts as absent; 3 still stands.
+        let path = dir.path().join(MARKERS);
+        let mut bytes = fs::read(&path).unwrap();
+        bytes[8..16].copy_from_slice(&4u64.to_le_bytes());
+        fs::write(&path, &bytes).unwrap();
+        assert_eq!(epochs(&s), vec![3]);
+        // A store opened anew reads the same file, and its markers overwrite slots in place.
+        let again = Store::open(dir.path(), 0).unwrap();
+        again.write_marker(Marker { epoch: 4, ranks: 1, base: 2 }).unwrap();
+        assert_eq!(epochs(&s), vec![3, 4]);
+        assert_eq!(fs::metadata(&path).unwrap().len(), MARKER_SLOTS * MARKER_SLOT_BYTES);
         s.prune_before(2).unwrap();
-        assert_eq!(s.markers().unwrap().iter().map(|m| m.epoch).collect::<Vec<_>>(), vec![2, 3]);
         assert!(s.read_pages(1, &mut |_, _| Ok(())).is_err());
         assert_eq!(s.read_pages(3, &mut |_, _| Ok(())).unwrap(), 0);
     }

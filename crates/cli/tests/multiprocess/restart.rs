@@ -50,8 +50,9 @@ pub fn checks(t: &mut Tally, mpi: Option<&str>, label: &str, filter: Option<&str
         let named = mpi.is_some() || err.contains("rank 1 was killed by signal 9");
         let (resumed, took) = job("5", None, Some("2"));
         let (again, _) = job("5", None, Some("5"));
-        // What the store keeps: the chain of the last checkpoint (the full base 4, then 5); the
-        // partial file of the killed checkpoint was rewritten, everything older pruned.
+        // What the store keeps: the chain of the last checkpoint (the full base 4, then 5) and
+        // the markers' file; the partial file of the killed checkpoint was rewritten,
+        // everything older pruned.
         let names = |d: std::path::PathBuf| -> Vec<String> {
             let mut v: Vec<String> = std::fs::read_dir(d)
                 .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
@@ -61,8 +62,8 @@ pub fn checks(t: &mut Tally, mpi: Option<&str>, label: &str, filter: Option<&str
         };
         let leftovers: Vec<String> = names(dir.path().join("rank-1"))
             .into_iter()
-            .chain(names(dir.path().to_path_buf()).into_iter().filter(|n| n.starts_with("complete-")))
-            .filter(|n| !["0000000004.pages", "0000000005.pages", "complete-0000000004", "complete-0000000005"].contains(&n.as_str()))
+            .chain(names(dir.path().to_path_buf()).into_iter().filter(|n| n.starts_with("complete")))
+            .filter(|n| !["0000000004.pages", "0000000005.pages", "complete"].contains(&n.as_str()))
             .collect();
         t.check(
             format!("{name}: killed in checkpoint 3, restarted from 2, finished, restarted from 5 [{:.1} s]", took.as_secs_f64()),
