@@ -41,6 +41,9 @@ pub enum When {
     /// At whatever it is doing this many nanoseconds into its exchange (a get, an append to a
     /// log, a message half sent) — or as the exchange ends, if it ends before.
     AfterNs(u64),
+    /// The rma design: right after it claimed room in a target's log for its n-th logged get,
+    /// before the record goes in (`GetLog::kill_after_claims`). No effect on the others.
+    AfterClaims(u64),
 }
 
 /// A timer that kills this process (`When::AfterNs`); `expire` at the end of the exchange kills
@@ -223,6 +226,10 @@ impl Sorter {
         let timer = match p.kill {
             Some(Kill { rank, when: When::AfterNs(ns) }) if rank == me && w.incarnation() == 0 => {
                 Some(KillTimer::start(std::time::Duration::from_nanos(ns)))
+            }
+            Some(Kill { rank, when: When::AfterClaims(n) }) if rank == me && w.incarnation() == 0 => {
+                log.kill_after_claims = n;
+                None
             }
             _ => None,
         };

@@ -6,7 +6,10 @@
 //! aa     the served pages are marked R=1, RL=1, RLD=1: the get leaves a copy of what it read
 //!        in the target's access log; the target's handler files it under its origin
 //! rma    the origin, after its get, claims room in the target's log with a fetch-add and puts
-//!        the record there: the data goes back over the network
+//!        the record there: the data goes back over the network. Its records are framed
+//!        (magic, CRC-32, 8-byte aligned) because an origin that dies between its claim and
+//!        its put leaves a hole of unknown length: readers step over it 8 bytes at a time
+//!        to the next whole record, and a trim zeroes the log so no old record reads as new
 //! am     the origin sends the record to the target in an active message; its handler files it
 //! ```
 //! A record is (origin, address, length, bytes). A replacement asks every target for the
@@ -69,14 +72,58 @@ const FENCE_AM: u16 = activerma::FIRST_USER_HANDLER + 23;
 pub(crate) const HEADER: usize = 24;
 /// The rma log: the claimed byte count, then records.
 const RMA_RECORDS_AT: usize = 64;
-/// The origin of claimed room whose record was never written (its target died meanwhile).
-const HOLE: Rank = u32::MAX as Rank;
+/// An rma record: magic (4), CRC-32 of the rest (4), origin, address, length (u64 each), then
+/// the bytes, padded to 8.
+const RMA_HEADER: usize = 8 + HEADER;
+const RMA_MAGIC: u32 = u32::from_le_bytes(*b"GLOG");
 
 /// One logged get, as a replacement replays it.
 #[derive(Debug)]
 pub struct Record {
     pub addr: u64,
     pub data: Vec<u8>,
+}
+
+/// An rma record's bytes in the log: header and data, padded to 8.
+fn rma_record_len(data_len: usize) -> usize {
+    RMA_HEADER + data_len.next_multiple_of(8)
+}
+
+/// Builds an rma record of `data` into `out` (cleared first).
+fn rma_record(out: &mut Vec<u8>, origin: Rank, addr: u64, data: &[u8]) {
+    out.clear();
+    out.extend_from_slice(&RMA_MAGIC.to_le_bytes());
+    out.extend_from_slice(&[0; 4]);
+    out.extend_from_slice(&header(origin, addr, data.len()));
+    out.extend_from_slice(data);
+    out.resize(rma_record_len(data.len()), 0);
+    let crc = crc32fast::hash(&out[8..]);
+    out[4..8].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// The records of `origin` in an rma log's `used` bytes. A stretch that is not a whole record
+/// — room an origin claimed and died before writing, or wrote in part — is stepped over 8
+/// bytes at a time up to the next whole one (a trim zeroed the log, so no older record is
+/// left to pass for one; a stray match of magic and CRC-32 is a 2^-64 chance).
+fn parse_rma(bytes: &[u8], origin: Rank) -> Vec<Record> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at + RMA_HEADER <= bytes.len() {
+        let len = word(bytes, at + 24) as usize;
+        let whole = word(bytes, at) as u32 == RMA_MAGIC
+            && len <= bytes.len()
+            && at + rma_record_len(len) <= bytes.len()
+            && crc32fast::hash(&bytes[at + 8..at + rma_record_len(len)]).to_le_bytes() == bytes[at + 4..at + 8];
+        if !whole {
+            at += 8;
+            continue;
+        }
+        if word(bytes, at + 8) as Rank == origin {
+            out.push(Record { addr: word(bytes, at + 16), data: bytes[at + RMA_HEADER..at + RMA_HEADER + len].to_vec() });
+        }
+        at += rma_record_len(len);
+    }
+    out
 }
 
 /// Records filed per origin (aa, am): header + bytes, one after another.
@@ -100,6 +147,10 @@ pub struct GetLog {
     record: Vec<u8>,
     /// Trim fences that arrived from each origin and were not consumed yet.
     fences: Arc<Vec<AtomicU64>>,
+    /// Failure injection (rma): this process dies right after its n-th claim of room in a
+    /// target's log, before the record goes in — the hole readers must step over (0: never).
+    pub kill_after_claims: u64,
+    claims: u64,
 }
 
 fn header(origin: Rank, addr: u64, len: usize) -> [u8; HEADER] {
@@ -141,7 +192,7 @@ impl GetLog {
     pub fn new(w: &World, max_gets: usize, max_bytes: usize, aa_mode: AaLog) -> Result<GetLog> {
         let n = w.size();
         let store: Store = Arc::new(Mutex::new(vec![Vec::new(); n]));
-        let rma_bytes = RMA_RECORDS_AT + max_bytes + max_gets * HEADER;
+        let rma_bytes = RMA_RECORDS_AT + max_bytes + max_gets * (RMA_HEADER + 7);
         let rma_log = w.alloc_segment(rma_bytes)?;
         let s = store.clone();
         w.register_handler(
@@ -165,7 +216,19 @@ impl GetLog {
             let _ = wc.drain_log(DOMAIN);
             s.lock().unwrap()[ctx.src].clone()
         })?;
-        Ok(GetLog { w: w.clone(), store, aa_mode, aa_log: None, rma_log, answers, bytes_sent_back: 0, record: Vec::new(), fences })
+        Ok(GetLog {
+            w: w.clone(),
+            store,
+            aa_mode,
+            aa_log: None,
+            rma_log,
+            answers,
+            bytes_sent_back: 0,
+            record: Vec::new(),
+            fences,
+            kill_after_claims: 0,
+            claims: 0,
+        })
     }
 
     /// Makes the aa design's log (see `AaLog`). A Hold log's lanes must hold everything an
@@ -227,16 +290,19 @@ impl GetLog {
         if matches!(variant, Variant::Aa | Variant::NoFt) {
             return Ok(());
         }
-        self.record.clear();
-        self.record.extend_from_slice(&header(self.w.rank(), at.addr as u64, data.len()));
-        self.record.extend_from_slice(data);
         match variant {
             Variant::Rma => {
+                rma_record(&mut self.record, self.w.rank(), at.addr as u64, data);
                 let size = self.record.len() as u64;
                 let claimed = self.w.fetch_add(self.rma_log.remote(at.rank, 0), size)? as usize;
                 let place = RMA_RECORDS_AT + claimed;
                 if place + size as usize > self.rma_log.len() {
                     return Err(Error::OutOfResources(format!("rank {}'s get log is full ({} bytes)", at.rank, self.rma_log.len())));
+                }
+                self.claims += 1;
+                if self.claims == self.kill_after_claims {
+                    // SAFETY: raise(2) on our own process.
+                    unsafe { libc::raise(libc::SIGKILL) };
                 }
                 self.bytes_sent_back += size + 8;
                 // Readers take records only after a trim's fences or a death: header and data
@@ -244,14 +310,17 @@ impl GetLog {
                 let put = self.w.put(self.rma_log.remote(at.rank, place), &self.record);
                 if let Err(Error::RankFailed { rank, .. }) = put {
                     // The target died between the claim and the record: once it is back, the
-                    // claimed room becomes a hole readers skip, and the record goes in anew.
+                    // record goes in anew (its replacement's log is a new one; nothing is
+                    // written at the old claim, which may be another origin's room there).
                     self.w.wait_for_rank(rank)?;
-                    self.w.put(self.rma_log.remote(at.rank, place), &header(HOLE, 0, data.len()))?;
                     return self.after_get(variant, at, data);
                 }
                 put?;
             }
             _ => {
+                self.record.clear();
+                self.record.extend_from_slice(&header(self.w.rank(), at.addr as u64, data.len()));
+                self.record.extend_from_slice(data);
                 self.w.send_am(at.rank, LOG_AM, 0, &self.record)?;
                 self.bytes_sent_back += self.record.len() as u64;
             }
@@ -302,14 +371,20 @@ impl GetLog {
             w.drain_log(DOMAIN)?;
         }
         self.store.lock().unwrap().iter_mut().for_each(Vec::clear);
+        // Zeroed, not only emptied: a hole a dying origin leaves later must not read as an
+        // older record.
+        let used = (self.rma_log.read_u64(0) as usize).min(self.rma_log.len() - RMA_RECORDS_AT);
+        self.rma_log.write_local(RMA_RECORDS_AT, &vec![0; used]);
         self.rma_log.write_local(0, &0u64.to_le_bytes());
         w.barrier()
     }
 
     /// The records of this rank's gets, per target, in the order it made them: what a
     /// replacement replays. Asks every other rank (they serve requests while they wait for it).
-    /// No rank may be logging gets meanwhile: the rma design reads the targets' logs with gets,
-    /// and a record another origin has claimed but not yet put there would read as garbage.
+    /// Other ranks may go on logging meanwhile: the rma design reads the targets' logs with
+    /// gets, and a record another origin has claimed but not yet written (or only in part) is
+    /// not whole, so it is stepped over like a dead origin's hole; this rank's own records
+    /// were all written before it died.
     pub fn my_records(&self, variant: Variant) -> Result<Vec<Vec<Record>>> {
         let (me, n) = (self.w.rank(), self.w.size());
         let mut out: Vec<Vec<Record>> = (0..n).map(|_| Vec::new()).collect();
@@ -320,7 +395,7 @@ impl GetLog {
                     let used = self.w.fetch(self.rma_log.remote(t, 0))? as usize;
                     let mut bytes = vec![0u8; used];
                     self.w.get(self.rma_log.remote(t, RMA_RECORDS_AT), &mut bytes)?;
-                    *records = parse(&bytes, me)?;
+                    *records = parse_rma(&bytes, me);
                 }
             }
             Variant::Aa | Variant::Am => {
@@ -330,5 +405,34 @@ impl GetLog {
             }
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rma_readers_step_over_holes_and_torn_records() {
+        let mut log = Vec::new();
+        let mut record = Vec::new();
+        let mut append = |log: &mut Vec<u8>, origin: Rank, addr: u64, data: &[u8]| {
+            rma_record(&mut record, origin, addr, data);
+            log.extend_from_slice(&record);
+        };
+        append(&mut log, 1, 0x1000, &[1, 2, 3]);
+        // Room an origin claimed and died before writing (a zeroed log reads zeros).
+        log.extend_from_slice(&vec![0; rma_record_len(13)]);
+        append(&mut log, 2, 0x2000, &[4; 16]);
+        // A record cut short: its header went in, its bytes did not.
+        let torn_at = log.len();
+        append(&mut log, 1, 0x3000, &[5; 40]);
+        log[torn_at + RMA_HEADER..torn_at + RMA_HEADER + 40].fill(0);
+        append(&mut log, 1, 0x4000, &[6; 8]);
+        let got: Vec<(u64, Vec<u8>)> = parse_rma(&log, 1).into_iter().map(|r| (r.addr, r.data)).collect();
+        assert_eq!(got, vec![(0x1000, vec![1, 2, 3]), (0x4000, vec![6; 8])]);
+        assert_eq!(parse_rma(&log, 2).len(), 1);
+        // Cut off inside the last record: that one is not whole.
+        assert_eq!(parse_rma(&log[..log.len() - 8], 1).len(), 1);
     }
 }

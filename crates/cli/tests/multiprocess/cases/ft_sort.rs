@@ -2,7 +2,7 @@
 //! SORT_VARIANT (no-ft | aa | rma | am), SORT_KEYS (per rank), SORT_CHUNK (bytes per get),
 //! SORT_SEED, SORT_DIR (the checkpoint store), SORT_KILL (`rank:gets`: that rank dies after
 //! that many gets of the exchange; `rank:NNNns`: that many nanoseconds into it, at whatever
-//! it is doing), SORT_OUT (a file each rank appends `rank crc keys replayed
+//! it is doing; `rank:Nclaims`: rma, between its N-th claim of log room and the record), SORT_OUT (a file each rank appends `rank crc keys replayed
 //! incarnation` to: the driver compares runs with it).
 
 use super::env;
@@ -12,10 +12,13 @@ use activerma_sort::{sort, Kill, Params, Variant, When};
 pub fn ft_sort() -> Result<()> {
     let w = activerma::init()?;
     let kill = env("SORT_KILL").map(|k| {
-        let (rank, at) = k.split_once(':').expect("rank:gets or rank:NNNns");
-        let when = match at.strip_suffix("ns") {
-            Some(ns) => When::AfterNs(ns.parse().unwrap()),
-            None => When::AfterGets(at.parse().unwrap()),
+        let (rank, at) = k.split_once(':').expect("rank:gets, rank:NNNns or rank:Nclaims");
+        let when = if let Some(ns) = at.strip_suffix("ns") {
+            When::AfterNs(ns.parse().unwrap())
+        } else if let Some(n) = at.strip_suffix("claims") {
+            When::AfterClaims(n.parse().unwrap())
+        } else {
+            When::AfterGets(at.parse().unwrap())
         };
         Kill { rank: rank.parse().unwrap(), when }
     });
