@@ -280,7 +280,7 @@ impl Origin<'_> {
                             // SAFETY: both buffers hold a whole window; they do not overlap.
                             unsafe {
                                 if streaming {
-                                    activerma_core::stream_copy::copy_streaming(d, s, size)
+                                    activerma_core::copy::copy_streaming(d, s, size)
                                 } else {
                                     std::ptr::copy_nonoverlapping(s, d, size)
                                 }

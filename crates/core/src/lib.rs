@@ -5,6 +5,7 @@
 pub mod backoff;
 pub mod clock;
 pub mod config;
+pub mod copy;
 pub mod counters;
 pub mod error;
 pub mod futex;
@@ -12,7 +13,6 @@ pub mod interrupt_model;
 pub mod page;
 pub mod prefetch;
 pub mod settings;
-pub mod stream_copy;
 
 pub use config::Config;
 pub use error::{Error, Result};

@@ -13,7 +13,7 @@ pub(crate) fn run(p: &Proto, rank: Rank, addr: usize, dst: &mut [u8], lookup: &L
         get_cma::copy_out(p, rank, addr, dst)?;
     } else {
         // SAFETY: `local` maps the checked segment range of dst.len() bytes.
-        unsafe { std::ptr::copy(local, dst.as_mut_ptr(), dst.len()) };
+        unsafe { activerma_core::copy::copy_bytes(local, dst.as_mut_ptr(), dst.len()) };
     }
     let mut waiter = activerma_am::Waiter::default();
     let touched = crate::active_origin::logged(p, rank, lookup, |l| {

@@ -15,7 +15,7 @@ pub(crate) fn run(p: &Proto, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<
 pub(crate) fn copy_out(p: &Proto, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<()> {
     if rank == p.conduit.rank() {
         // SAFETY: the table says [addr, addr+len) is memory we exposed readable.
-        unsafe { std::ptr::copy(addr as *const u8, dst.as_mut_ptr(), dst.len()) };
+        unsafe { activerma_core::copy::copy_bytes(addr as *const u8, dst.as_mut_ptr(), dst.len()) };
         Ok(())
     } else {
         p.conduit.cma_read(rank, addr, dst)

@@ -15,7 +15,7 @@ pub(crate) fn run(p: &Proto, rank: Rank, addr: usize, src: &[u8], lookup: &Looku
             put_cma::copy_in(p, rank, at, bytes)
         } else {
             // SAFETY: `local` maps `addr` of the checked segment range; `at` lies inside it.
-            unsafe { std::ptr::copy(bytes.as_ptr(), local.add(at - addr), bytes.len()) };
+            unsafe { activerma_core::copy::copy_bytes(bytes.as_ptr(), local.add(at - addr), bytes.len()) };
             Ok(())
         }
     };

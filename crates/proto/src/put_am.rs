@@ -76,7 +76,7 @@ fn apply(table: &OwnTable, ctx: &AmCtx, msg: &[u8]) -> Result<bool> {
     let lookup = table.check(addr, data.len(), AccessKind::Put)?;
     let mut write = |at: usize, bytes: &[u8]| {
         // SAFETY: the table says this range is our memory, exposed writable.
-        unsafe { std::ptr::copy(bytes.as_ptr(), at as *mut u8, bytes.len()) };
+        unsafe { activerma_core::copy::copy_bytes(bytes.as_ptr(), at as *mut u8, bytes.len()) };
         Ok(())
     };
     if lookup.active {

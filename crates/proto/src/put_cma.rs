@@ -17,7 +17,7 @@ pub(crate) fn run(p: &Proto, rank: Rank, addr: usize, src: &[u8]) -> Result<()> 
 pub(crate) fn copy_in(p: &Proto, rank: Rank, addr: usize, src: &[u8]) -> Result<()> {
     if rank == p.conduit.rank() {
         // SAFETY: the table says [addr, addr+len) is memory we exposed read-write.
-        unsafe { std::ptr::copy(src.as_ptr(), addr as *mut u8, src.len()) };
+        unsafe { activerma_core::copy::copy_bytes(src.as_ptr(), addr as *mut u8, src.len()) };
         Ok(())
     } else {
         p.conduit.cma_write(rank, addr, src)

@@ -515,7 +515,7 @@ impl Conduit for SmpConduit {
         }
         let dst = self.emulated_engine(rank, addr, src.len())?;
         // SAFETY: the engine checked the range lies in rank's heap mapping.
-        unsafe { std::ptr::copy(src.as_ptr(), dst, src.len()) };
+        unsafe { activerma_core::copy::copy_bytes(src.as_ptr(), dst, src.len()) };
         std::sync::atomic::fence(Ordering::Release);
         Ok(())
     }
@@ -528,7 +528,7 @@ impl Conduit for SmpConduit {
         let src = self.emulated_engine(rank, addr, dst.len())?;
         std::sync::atomic::fence(Ordering::Acquire);
         // SAFETY: as above.
-        unsafe { std::ptr::copy(src, dst.as_mut_ptr(), dst.len()) };
+        unsafe { activerma_core::copy::copy_bytes(src, dst.as_mut_ptr(), dst.len()) };
         Ok(())
     }
 
