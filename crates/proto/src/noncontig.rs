@@ -186,7 +186,7 @@ impl Proto {
             Some(Protocol::PutDirect) => {
                 for (i, (addr, src)) in pieces.iter().enumerate() {
                     // SAFETY: the check translated this piece into our mapping of the segment.
-                    unsafe { std::ptr::copy(src.as_ptr(), placed.local(i, *addr), src.len()) };
+                    unsafe { activerma_core::copy::copy_bytes(src.as_ptr(), placed.local(i, *addr), src.len()) };
                 }
                 fence(Ordering::Release);
                 bump(&self.counters.put_direct, 1);
@@ -234,7 +234,7 @@ impl Proto {
                 fence(Ordering::Acquire);
                 for (i, (addr, dst)) in pieces.iter_mut().enumerate() {
                     // SAFETY: the check translated this piece into our mapping of the segment.
-                    unsafe { std::ptr::copy(placed.local(i, *addr) as *const u8, dst.as_mut_ptr(), dst.len()) };
+                    unsafe { activerma_core::copy::copy_bytes(placed.local(i, *addr) as *const u8, dst.as_mut_ptr(), dst.len()) };
                 }
                 bump(&self.counters.get_direct, 1);
             }
@@ -465,7 +465,7 @@ pub(crate) fn write_packed_pieces(
         at += len;
         let mut write = |to: usize, b: &[u8]| {
             // SAFETY: the table says this range is our memory, exposed writable.
-            unsafe { std::ptr::copy(b.as_ptr(), to as *mut u8, b.len()) };
+            unsafe { activerma_core::copy::copy_bytes(b.as_ptr(), to as *mut u8, b.len()) };
             Ok(())
         };
         let done = if l.active {

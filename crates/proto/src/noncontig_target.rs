@@ -14,6 +14,12 @@
 //!          answer(cell)
 //! origin:  wait for the answer, then for the modelled wire time of the bytes
 //! ```
+//! A strided transfer sends its pattern instead of its list (`Ask::TargetGetStrided` /
+//! `TargetPutStrided`, handlers 25/26): piece, counts and both sides' strides, a few words
+//! whatever the patch's size, which the target expands into the same list. The origin's cost
+//! of a request then no longer grows with the pieces (a list of 1024 rows was a 24 KiB
+//! message in 256-byte slots: most of what a non-blocking get left unhidden, Fig. 7b).
+//!
 //! Against `host-assisted`, where the origin makes the same calls itself (the kernel reaches
 //! the target's memory without its CPU): no origin CPU while a non-blocking transfer is in
 //! flight (the overlap of the paper's Figure 7b), at the price of the target's progress. Only
@@ -21,6 +27,7 @@
 
 use crate::am_request::{self, Asked, OwnTable};
 use crate::noncontig::{answered, check_pieces, decode_request, encode_request, serve_pieces, write_packed_pieces};
+use crate::strided::StridedPattern;
 use crate::transfer::{Ask, PendingTransfer};
 use crate::{Proto, Transfer};
 use activerma_access::LogOp;
@@ -31,6 +38,12 @@ use std::sync::Arc;
 
 pub const PUT_TARGETED: HandlerId = 23;
 pub const GET_TARGETED: HandlerId = 24;
+pub const PUT_TARGETED_STRIDED: HandlerId = 25;
+pub const GET_TARGETED_STRIDED: HandlerId = 26;
+/// The most levels and pieces a strided request may describe: the target expands it into a
+/// list (24 bytes a piece) before it moves anything. Larger patterns go as lists.
+const MAX_LEVELS: usize = 16;
+pub(crate) const MAX_STRIDED_PIECES: usize = 1 << 20;
 
 impl Proto {
     /// Whether `rank`'s CPU can move a list into or out of this process's buffers: another
@@ -63,13 +76,77 @@ pub(crate) fn try_ask_put(p: &Proto, rank: Rank, pieces: &[(usize, &[u8])]) -> R
     am_request::try_send(p, PUT_TARGETED, &msg, rank)
 }
 
+/// A strided transfer the target moves: `pattern` from `addr` at the target, our side laid
+/// out by its local strides from `local` (checked to hold it, its pieces apart for a get).
+pub(crate) struct StridedAsk<B> {
+    pub addr: usize,
+    pub pattern: StridedPattern,
+    pub local: B,
+}
+
+impl<B> StridedAsk<B> {
+    /// Whether `pattern` can go as a strided request (else as a list).
+    pub(crate) fn fits(pattern: &StridedPattern) -> bool {
+        pattern.counts.len() <= MAX_LEVELS && pattern.pieces() <= MAX_STRIDED_PIECES
+    }
+
+    /// The pieces (address, length), for naming the one the target refused.
+    fn list(&self) -> Vec<(usize, usize)> {
+        let mut list = Vec::with_capacity(self.pattern.pieces());
+        let _ = self.pattern.for_each(|r, _| {
+            list.push((self.addr + r, self.pattern.piece));
+            Ok::<(), Error>(())
+        });
+        list
+    }
+}
+
+/// Asks `rank` to move a strided pattern between its memory and our buffer at `local`
+/// (`handler`: GET_TARGETED_STRIDED or PUT_TARGETED_STRIDED); None while every completion cell
+/// is taken.
+pub(crate) fn try_ask_strided<B>(p: &Proto, rank: Rank, handler: HandlerId, ask: &StridedAsk<B>, local: usize) -> Result<Option<u32>> {
+    p.note_bounced(rank);
+    let msg = encode_strided(p.next_seq(rank), ask.addr, local, &ask.pattern);
+    am_request::try_send(p, handler, &msg, rank)
+}
+
+/// A strided request: seq, remote address, origin address, piece, levels, then counts,
+/// remote strides and local strides (u64 each).
+fn encode_strided(seq: u64, addr: usize, local: usize, pat: &StridedPattern) -> Vec<u8> {
+    let words = [seq, addr as u64, local as u64, pat.piece as u64, pat.counts.len() as u64];
+    let levels = pat.counts.iter().chain(&pat.remote_strides).chain(&pat.local_strides).map(|&v| v as u64);
+    words.into_iter().chain(levels).flat_map(u64::to_le_bytes).collect()
+}
+
 /// Waits for the target's answer to the request sent with `cell`: every piece moved, or the
 /// first it refused (then none was). `list`: the pieces asked for, (address, length).
 pub(crate) fn receive(p: &Proto, rank: Rank, cell: u32, list: &[(usize, usize)], kind: LogOp) -> Result<()> {
     let bytes: usize = list.iter().map(|x| x.1).sum();
+    receive_answer(p, rank, cell, list[0].0, bytes, kind, || list.to_vec())
+}
+
+/// `receive` for a strided request.
+pub(crate) fn receive_strided<B>(p: &Proto, rank: Rank, cell: u32, ask: &StridedAsk<B>, kind: LogOp) -> Result<()> {
+    let bytes = ask.pattern.piece * ask.pattern.pieces();
+    receive_answer(p, rank, cell, ask.addr, bytes, kind, || ask.list())
+}
+
+/// The answer to a request of `bytes` from `addr`; `list` (made only for a refusal) names the
+/// pieces in the order the target checked them.
+fn receive_answer(
+    p: &Proto,
+    rank: Rank,
+    cell: u32,
+    addr: usize,
+    bytes: usize,
+    kind: LogOp,
+    list: impl FnOnce() -> Vec<(usize, usize)>,
+) -> Result<()> {
     let op = if kind == LogOp::Put { "put" } else { "get" };
-    let (value, answer) = am_request::answer(p, cell, &Asked { rank, addr: list[0].0, len: bytes, op })?;
-    answered(rank, op, list, value, &answer)?;
+    let (value, answer) = am_request::answer(p, cell, &Asked { rank, addr, len: bytes, op })?;
+    if value != 0 {
+        answered(rank, op, &list(), value, &answer)?;
+    }
     bump(&p.counters.noncontig_target_assisted, 1);
     bump(if kind == LogOp::Put { &p.counters.bytes_put } else { &p.counters.bytes_got }, bytes as u64);
     Ok(())
@@ -93,6 +170,37 @@ fn decoded(msg: &[u8]) -> Result<Targeted> {
     Ok((seq, pieces, there))
 }
 
+/// A strided request taken apart into the list form.
+fn decoded_strided(msg: &[u8]) -> Result<Targeted> {
+    let bad = |why: &str| Error::InvalidArgument(format!("target-assisted strided request: {why}"));
+    if !msg.len().is_multiple_of(8) || msg.len() < 40 {
+        return Err(bad("malformed"));
+    }
+    let words: Vec<usize> = msg.chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().unwrap()) as usize).collect();
+    let (seq, addr, local, piece, levels) = (words[0] as u64, words[1], words[2], words[3], words[4]);
+    if levels > MAX_LEVELS {
+        return Err(bad(&format!("more than {MAX_LEVELS} levels")));
+    }
+    if words.len() != 5 + 3 * levels {
+        return Err(bad("its levels do not match its length"));
+    }
+    let level = |k: usize| words[5 + k * levels..5 + (k + 1) * levels].to_vec();
+    let pattern = StridedPattern::new(piece, level(0), level(1), level(2))?;
+    if pattern.counts.iter().try_fold(1usize, |n, &c| n.checked_mul(c)).is_none_or(|n| n > MAX_STRIDED_PIECES) {
+        return Err(bad(&format!("more than {MAX_STRIDED_PIECES} pieces")));
+    }
+    // Both sides' spans fit the address space from their bases (so no offset below wraps).
+    addr.checked_add(pattern.remote_extent()?).ok_or_else(|| bad("it wraps the target's address space"))?;
+    local.checked_add(pattern.local_extent()?).ok_or_else(|| bad("it wraps the origin's address space"))?;
+    let (mut pieces, mut there) = (Vec::with_capacity(pattern.pieces()), Vec::with_capacity(pattern.pieces()));
+    pattern.for_each(|r, l| {
+        pieces.push((addr + r, piece));
+        there.push(local + l);
+        Ok::<(), Error>(())
+    })?;
+    Ok((seq, pieces, there))
+}
+
 /// Whether no two pieces (address, length) share a byte.
 fn disjoint(pieces: &[(usize, usize)]) -> bool {
     let mut sorted = pieces.to_vec();
@@ -108,93 +216,136 @@ fn moved(ctx: &AmCtx, calls: usize) {
     am_request::respond(ctx, Ok((0, &[][..])))
 }
 
+/// The target's side of a get: checks `pieces` (ours) and writes them to `there` (the
+/// origin's addresses) by scatter/gather calls of up to `sge_max` pieces, then answers.
+fn move_get(table: &OwnTable, ctx: &AmCtx, (seq, pieces, there): Targeted, sge_max: usize) {
+    let Some(lookups) = check_pieces(table, ctx, seq, &pieces, LogOp::Get) else { return };
+    let Some(served) = serve_pieces(table, ctx, seq, &lookups, &pieces) else { return };
+    let out: Vec<(usize, &[u8])> = there.iter().copied().zip(served).collect();
+    drop(lookups);
+    let conduit = ctx.am().conduit();
+    let outcome = match conduit.cma_writev(ctx.src, &out, sge_max) {
+        // A page of ours the kernel call cannot fault in (PART evicts pages that only a CPU
+        // touch brings back): through a buffer our CPU fills.
+        Err(Error::NotExposed { .. }) => {
+            let data: Vec<u8> = out.iter().flat_map(|(_, bytes)| bytes.iter().copied()).collect();
+            let mut at = 0;
+            let staged: Vec<(usize, &[u8])> = out
+                .iter()
+                .map(|&(there, bytes)| {
+                    at += bytes.len();
+                    (there, &data[at - bytes.len()..at])
+                })
+                .collect();
+            conduit.cma_writev(ctx.src, &staged, sge_max)
+        }
+        outcome => outcome,
+    };
+    match outcome {
+        Ok(calls) => moved(ctx, calls),
+        Err(e) => am_request::respond(ctx, Err(e)),
+    }
+}
+
+/// The target's side of a put: checks `pieces` (ours) and reads them from `there` (the
+/// origin's addresses), then answers.
+fn move_put(table: &OwnTable, ctx: &AmCtx, (seq, pieces, there): Targeted, sge_max: usize) {
+    let Some(lookups) = check_pieces(table, ctx, seq, &pieces, LogOp::Put) else { return };
+    let direct = !lookups.iter().any(|l| l.active) && disjoint(&pieces);
+    let tried = direct.then(|| {
+        let mut reads: Vec<(usize, &mut [u8])> = there
+            .iter()
+            .zip(&pieces)
+            // SAFETY: the table says [addr, addr+len) is our memory, exposed writable; the
+            // pieces do not overlap (`disjoint`).
+            .map(|(&at, &(addr, len))| (at, unsafe { std::slice::from_raw_parts_mut(addr as *mut u8, len) }))
+            .collect();
+        ctx.am().conduit().cma_readv(ctx.src, &mut reads, sge_max)
+    });
+    let outcome = match tried {
+        Some(Err(Error::NotExposed { .. })) | None => {
+            // Logged pages, pieces that overlap here, or a page of ours the kernel call cannot
+            // fault in (PART's evicted pages): the bytes come here first, then go in as a
+            // packed put's do (by our CPU; each piece through its log, in order).
+            let mut data = vec![0u8; pieces.iter().map(|p| p.1).sum()];
+            let mut reads = Vec::with_capacity(pieces.len());
+            let mut rest = &mut data[..];
+            for (&at, &(_, len)) in there.iter().zip(&pieces) {
+                let (piece, tail) = rest.split_at_mut(len);
+                reads.push((at, piece));
+                rest = tail;
+            }
+            let read = ctx.am().conduit().cma_readv(ctx.src, &mut reads, sge_max);
+            drop(reads);
+            if read.is_ok() && !write_packed_pieces(table, ctx, seq, &lookups, &pieces, &data) {
+                return; // refused, and answered
+            }
+            read
+        }
+        Some(outcome) => outcome,
+    };
+    drop(lookups);
+    match outcome {
+        Ok(calls) => moved(ctx, calls),
+        Err(e) => am_request::respond(ctx, Err(e)),
+    }
+}
+
 /// The target's side: registered with the rank's table handlers, `sge_max` pieces per
-/// scatter/gather call (this rank's setting).
+/// scatter/gather call (this rank's setting). Each direction takes a list or a pattern.
 pub(crate) fn register(am: &Am, sge_max: usize) -> Result<()> {
     let table = Arc::new(OwnTable::new(am.conduit().clone()));
-    let t = table.clone();
-    am.register(
-        GET_TARGETED,
-        Arc::new(move |ctx: &AmCtx, msg: &[u8]| {
-            let (seq, pieces, there) = match decoded(msg) {
-                Ok(r) => r,
-                Err(e) => return am_request::respond(ctx, Err(e)),
-            };
-            let Some(lookups) = check_pieces(&t, ctx, seq, &pieces, LogOp::Get) else { return };
-            let Some(served) = serve_pieces(&t, ctx, seq, &lookups, &pieces) else { return };
-            let out: Vec<(usize, &[u8])> = there.iter().copied().zip(served).collect();
-            drop(lookups);
-            let conduit = ctx.am().conduit();
-            let outcome = match conduit.cma_writev(ctx.src, &out, sge_max) {
-                // A page of ours the kernel call cannot fault in (PART evicts pages that only
-                // a CPU touch brings back): through a buffer our CPU fills.
-                Err(Error::NotExposed { .. }) => {
-                    let data: Vec<u8> = out.iter().flat_map(|(_, bytes)| bytes.iter().copied()).collect();
-                    let mut at = 0;
-                    let staged: Vec<(usize, &[u8])> = out
-                        .iter()
-                        .map(|&(there, bytes)| {
-                            at += bytes.len();
-                            (there, &data[at - bytes.len()..at])
-                        })
-                        .collect();
-                    conduit.cma_writev(ctx.src, &staged, sge_max)
-                }
-                outcome => outcome,
-            };
-            match outcome {
-                Ok(calls) => moved(ctx, calls),
+    type Decode = fn(&[u8]) -> Result<Targeted>;
+    type Move = fn(&OwnTable, &AmCtx, Targeted, usize);
+    let handlers: [(HandlerId, Decode, Move); 4] = [
+        (GET_TARGETED, decoded, move_get),
+        (GET_TARGETED_STRIDED, decoded_strided, move_get),
+        (PUT_TARGETED, decoded, move_put),
+        (PUT_TARGETED_STRIDED, decoded_strided, move_put),
+    ];
+    for (id, decode, mover) in handlers {
+        let t = table.clone();
+        am.register(
+            id,
+            Arc::new(move |ctx: &AmCtx, msg: &[u8]| match decode(msg) {
+                Ok(request) => mover(&t, ctx, request, sge_max),
                 Err(e) => am_request::respond(ctx, Err(e)),
-            }
-        }),
-    )?;
-    am.register(
-        PUT_TARGETED,
-        Arc::new(move |ctx: &AmCtx, msg: &[u8]| {
-            let (seq, pieces, there) = match decoded(msg) {
-                Ok(r) => r,
-                Err(e) => return am_request::respond(ctx, Err(e)),
-            };
-            let Some(lookups) = check_pieces(&table, ctx, seq, &pieces, LogOp::Put) else { return };
-            let direct = !lookups.iter().any(|l| l.active) && disjoint(&pieces);
-            let tried = direct.then(|| {
-                let mut reads: Vec<(usize, &mut [u8])> = there
-                    .iter()
-                    .zip(&pieces)
-                    // SAFETY: the table says [addr, addr+len) is our memory, exposed writable;
-                    // the pieces do not overlap (`disjoint`).
-                    .map(|(&at, &(addr, len))| (at, unsafe { std::slice::from_raw_parts_mut(addr as *mut u8, len) }))
-                    .collect();
-                ctx.am().conduit().cma_readv(ctx.src, &mut reads, sge_max)
-            });
-            let outcome = match tried {
-                Some(Err(Error::NotExposed { .. })) | None => {
-                    // Logged pages, pieces that overlap here, or a page of ours the kernel
-                    // call cannot fault in (PART's evicted pages): the bytes come here first,
-                    // then go in as a packed put's do (by our CPU; each piece through its log,
-                    // in order).
-                    let mut data = vec![0u8; pieces.iter().map(|p| p.1).sum()];
-                    let mut reads = Vec::with_capacity(pieces.len());
-                    let mut rest = &mut data[..];
-                    for (&at, &(_, len)) in there.iter().zip(&pieces) {
-                        let (piece, tail) = rest.split_at_mut(len);
-                        reads.push((at, piece));
-                        rest = tail;
-                    }
-                    let read = ctx.am().conduit().cma_readv(ctx.src, &mut reads, sge_max);
-                    drop(reads);
-                    if read.is_ok() && !write_packed_pieces(&table, ctx, seq, &lookups, &pieces, &data) {
-                        return; // refused, and answered
-                    }
-                    read
-                }
-                Some(outcome) => outcome,
-            };
-            drop(lookups);
-            match outcome {
-                Ok(calls) => moved(ctx, calls),
-                Err(e) => am_request::respond(ctx, Err(e)),
-            }
-        }),
-    )
+            }),
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_strided_request_expands_into_the_list_and_bad_ones_are_refused() {
+        let pat = StridedPattern::new(8, vec![2, 3], vec![100, 1000], vec![8, 16]).unwrap();
+        let (seq, pieces, there) = decoded_strided(&encode_strided(7, 0x10000, 0x5000, &pat)).unwrap();
+        assert_eq!(seq, 7);
+        let expect: Vec<(usize, usize)> = [0, 100, 1000, 1100, 2000, 2100].iter().map(|&r| (0x10000 + r, 8)).collect();
+        assert_eq!(pieces, expect);
+        assert_eq!(there, vec![0x5000, 0x5008, 0x5010, 0x5018, 0x5020, 0x5028]);
+
+        let refused = |msg: Vec<u8>, why: &str| {
+            let e = decoded_strided(&msg).unwrap_err().to_string();
+            assert!(e.contains(why), "{e}");
+        };
+        let mut cut = encode_strided(1, 0x10000, 0x5000, &pat);
+        cut.truncate(cut.len() - 8);
+        refused(cut, "levels do not match");
+        let mut odd = encode_strided(1, 0x10000, 0x5000, &pat);
+        odd.push(0);
+        refused(odd, "malformed");
+        let deep = StridedPattern::new(8, vec![1; MAX_LEVELS + 1], vec![8; MAX_LEVELS + 1], vec![8; MAX_LEVELS + 1]).unwrap();
+        refused(encode_strided(1, 0, 0, &deep), &format!("more than {MAX_LEVELS} levels"));
+        let many = StridedPattern::new(8, vec![1 << 11, 1 << 10], vec![8, 1 << 14], vec![8, 1 << 14]).unwrap();
+        refused(encode_strided(1, 0, 0, &many), "pieces");
+        let huge = StridedPattern::new(8, vec![1 << 20, 1 << 20], vec![8, 1 << 23], vec![8, 1 << 23]).unwrap();
+        refused(encode_strided(1, 0, 0, &huge), "pieces");
+        refused(encode_strided(1, usize::MAX - 64, 0, &pat), "wraps the target");
+        refused(encode_strided(1, 0, usize::MAX - 16, &pat), "wraps the origin");
+    }
 }

@@ -20,6 +20,7 @@
 //!     each: the core's path, blocking
 //! ```
 
+use crate::noncontig_target::StridedAsk;
 use crate::strided::{Pieces, StridedPattern};
 use crate::transfer::{Ask, PendingTransfer, Run};
 use crate::{Noncontig, Proto, Transfer};
@@ -82,8 +83,13 @@ impl Proto {
             return Ok(PendingTransfer::done(self, rank, self.count(used, bytes)));
         }
         if self.noncontig() == Noncontig::TargetAssisted && self.target_can_assist(rank) && pattern.local_pieces_apart()? {
-            let pieces = pattern.pieces_of(addr, dst)?.expect("the local pieces lie apart");
-            return Ok(PendingTransfer::target_moving(self, rank, self.count(used, bytes), Ask::TargetGet(pieces), bytes));
+            let ask = if StridedAsk::<()>::fits(pattern) {
+                pattern.check_local(dst.len())?;
+                Ask::TargetGetStrided(StridedAsk { addr, pattern: pattern.clone(), local: dst })
+            } else {
+                Ask::TargetGet(pattern.pieces_of(addr, dst)?.expect("the local pieces lie apart"))
+            };
+            return Ok(PendingTransfer::target_moving(self, rank, self.count(used, bytes), ask, bytes));
         }
         let at = self.get_strided_moved(rank, addr, pattern, dst)?;
         Ok(PendingTransfer::at(self, rank, self.count(used, bytes), at))
@@ -106,11 +112,12 @@ impl Proto {
         self.check_rank(rank)?;
         let extent = pattern.remote_extent()?;
         let bytes = pattern.piece * pattern.pieces();
-        let pieces = pattern.source_pieces(addr, src)?; // the local buffer is checked here
+        pattern.check_local(src.len())?;
         if extent == 0 || bytes == 0 {
             return Ok(PendingTransfer::done(self, rank, Transfer::ZeroCopy));
         }
         let (run, used) = self.resolve(t, rank, addr, extent, AccessKind::Put)?;
+        let pieces = || pattern.source_pieces(addr, src);
         let request_bytes = match run {
             Run::Buffered => usize::MAX,
             Run::Pipelined => self.transfer.chunk,
@@ -119,14 +126,19 @@ impl Proto {
                     if pinned {
                         self.put_strided(rank, addr, pattern, src)
                     } else {
-                        let asks = grouped(pieces, self.transfer.chunk).into_iter().map(Ask::PutPieces).collect();
+                        let asks = grouped(pieces()?, self.transfer.chunk).into_iter().map(Ask::PutPieces).collect();
                         PendingTransfer::asking(self, rank, Transfer::Pipelined, asks).wait().map(drop)
                     }
                 })?;
                 return Ok(PendingTransfer::done(self, rank, self.count(used, bytes)));
             }
             Run::Core if self.noncontig() == Noncontig::TargetAssisted && self.target_can_assist(rank) => {
-                return Ok(PendingTransfer::target_moving(self, rank, self.count(used, bytes), Ask::TargetPut(pieces), bytes));
+                let ask = if StridedAsk::<()>::fits(pattern) {
+                    Ask::TargetPutStrided(StridedAsk { addr, pattern: pattern.clone(), local: src })
+                } else {
+                    Ask::TargetPut(pieces()?)
+                };
+                return Ok(PendingTransfer::target_moving(self, rank, self.count(used, bytes), ask, bytes));
             }
             Run::Core => {
                 let at = self.put_strided_moved(rank, addr, pattern, src)?;
@@ -134,7 +146,7 @@ impl Proto {
             }
         };
         self.count(used, bytes);
-        let asks = grouped(pieces, request_bytes).into_iter().map(Ask::PutPieces).collect();
+        let asks = grouped(pieces()?, request_bytes).into_iter().map(Ask::PutPieces).collect();
         Ok(PendingTransfer::asking(self, rank, used, asks))
     }
 }

@@ -29,6 +29,7 @@
 //! zero-copy (the target's CPU is ours); a dynamic registration the pin limit refuses runs
 //! pipelined.
 
+use crate::noncontig_target::StridedAsk;
 use crate::select::{Pass, Protocol};
 use crate::{completion, get_am, get_direct, noncontig, noncontig_target, put_am, put_direct, Proto};
 use activerma_access::LogOp;
@@ -354,6 +355,9 @@ pub(crate) enum Ask<'a> {
     /// A list the target moves into (get) or out of (put) our buffers itself.
     TargetGet(crate::strided::Pieces<'a>),
     TargetPut(Vec<(usize, &'a [u8])>),
+    /// The same for a strided pattern, sent as the pattern.
+    TargetGetStrided(StridedAsk<&'a mut [u8]>),
+    TargetPutStrided(StridedAsk<&'a [u8]>),
 }
 
 impl Ask<'_> {
@@ -367,6 +371,12 @@ impl Ask<'_> {
             Ask::PutPieces(pieces) => noncontig::try_ask_packed_put(p, rank, pieces),
             Ask::TargetGet(pieces) => noncontig_target::try_ask_get(p, rank, pieces),
             Ask::TargetPut(pieces) => noncontig_target::try_ask_put(p, rank, pieces),
+            Ask::TargetGetStrided(ask) => {
+                noncontig_target::try_ask_strided(p, rank, noncontig_target::GET_TARGETED_STRIDED, ask, ask.local.as_ptr() as usize)
+            }
+            Ask::TargetPutStrided(ask) => {
+                noncontig_target::try_ask_strided(p, rank, noncontig_target::PUT_TARGETED_STRIDED, ask, ask.local.as_ptr() as usize)
+            }
         }
     }
 
@@ -383,6 +393,8 @@ impl Ask<'_> {
                 let list: Vec<(usize, usize)> = pieces.iter().map(|(at, piece)| (*at, piece.len())).collect();
                 noncontig_target::receive(p, rank, cell, &list, LogOp::Put)
             }
+            Ask::TargetGetStrided(ask) => noncontig_target::receive_strided(p, rank, cell, ask, LogOp::Get),
+            Ask::TargetPutStrided(ask) => noncontig_target::receive_strided(p, rank, cell, ask, LogOp::Put),
         }
     }
 }

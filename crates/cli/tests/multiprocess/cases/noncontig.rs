@@ -51,10 +51,15 @@ pub fn lists_of_pieces() -> Result<()> {
             let mine = base + me * REGION;
             // Strided: ROWS rows into the first half of our region, read back the same way.
             let src: Vec<u8> = (0..ROWS * PIECE).map(|i| pattern(me, t, i)).collect();
+            let moved_before = counter(&w, "noncontig_target_assisted");
             w.put_strided(RemotePtr::new(t, mine), &patch, &src)?;
             let mut back = vec![0u8; ROWS * PIECE];
             w.get_strided(RemotePtr::new(t, mine), &patch, &mut back)?;
             assert_eq!(back, src, "rank {me}: strided round trip with rank {t}'s {kind} memory");
+            if method == Noncontig::TargetAssisted && t != me && same_host && w.conduit_name() == "smp" {
+                // Sent as the pattern, moved by the target: one request each way.
+                assert_eq!(counter(&w, "noncontig_target_assisted") - moved_before, 2, "rank {me}: rank {t} moved both patches");
+            }
             // Vector: many small pieces into the second half, counted where the method shows.
             let vbase = mine + REGION / 2;
             let data: Vec<Vec<u8>> = (0..VECTOR_PIECES).map(|i| (0..VECTOR_PIECE).map(|j| pattern(me, i, j + 1000)).collect()).collect();
@@ -153,6 +158,25 @@ pub fn lists_of_pieces() -> Result<()> {
         match w.put_vector(t, &list) {
             Err(Error::Protection { .. }) => {}
             other => panic!("rank {me}: a vector put into rank {t}'s read-only memory gave {other:?}"),
+        }
+        // A strided patch whose last row lies past the exposure: refused, named by that row.
+        let rows = 3;
+        let stride = (bad_at - mine) / (rows - 1);
+        let past = StridedPattern::new(8, vec![rows], vec![stride], vec![8])?;
+        let last_row = mine + (rows - 1) * stride;
+        match w.put_strided(RemotePtr::new(t, mine), &past, &[0xA5u8; 24]) {
+            Err(Error::NotExposed { addr, .. }) => assert_eq!(addr, last_row, "rank {me}: the error names the refused row"),
+            other => panic!("rank {me}: a strided put past rank {t}'s exposure gave {other:?}"),
+        }
+        if method != Noncontig::PerPiece {
+            let mut row0 = [0u8; 8];
+            w.get(RemotePtr::new(t, mine), &mut row0)?;
+            assert_eq!(row0, before[..8], "rank {me}: a refused strided put wrote its first row to rank {t}");
+        }
+        let mut rows_back = [0u8; 24];
+        match w.get_strided(RemotePtr::new(t, mine), &past, &mut rows_back) {
+            Err(Error::NotExposed { addr, .. }) => assert_eq!(addr, last_row, "rank {me}: the error names the refused row"),
+            other => panic!("rank {me}: a strided get past rank {t}'s exposure gave {other:?}"),
         }
         let mut one = [0u8; 8];
         let mut glist: Vec<(usize, &mut [u8])> = vec![(bad_at, &mut one[..])];
