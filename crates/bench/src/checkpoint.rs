@@ -17,7 +17,8 @@
 //!              the same size at the same offsets, 25 pairs, medians (the tracking's own
 //!              cost, side by side);
 //!              then an untimed checkpoint, so the next share starts clean
-//!       ckpt = checkpoint(): drain logs, scan the MMU, write, fsync, rename, marker
+//!       ckpt = checkpoint(): drain logs, scan the MMU, write, fsync, marker
+//!       commit = its part after this rank's file is durable: barrier, marker, barrier
 //!       median of 5 intervals (3 with --quick)
 //! ratios, all from the same job:  written / modified bytes;  ckpt / full's ckpt;
 //!                                 tracked puts' time / plain puts' time (the tracking overhead)
@@ -69,12 +70,13 @@ struct Line {
     put_s: f64,
     plain_s: f64,
     ckpt_s: f64,
+    commit_s: f64,
 }
 
 impl Line {
     fn parse(text: &str) -> Option<Line> {
         let f: Vec<&str> = text.split('\t').collect();
-        let [net, scheme, workload, share, modified, pages, bytes, app, put, plain, ckpt] = f[..] else { return None };
+        let [net, scheme, workload, share, modified, pages, bytes, app, put, plain, ckpt, commit] = f[..] else { return None };
         Some(Line {
             net: net.into(),
             scheme: scheme.into(),
@@ -87,6 +89,7 @@ impl Line {
             put_s: put.parse().ok()?,
             plain_s: plain.parse().ok()?,
             ckpt_s: ckpt.parse().ok()?,
+            commit_s: commit.parse().ok()?,
         })
     }
 }
@@ -127,8 +130,20 @@ pub fn checkpoint(args: &BenchArgs) -> BResult<()> {
     };
     println!("# per rank, median of the intervals; written/modified = checkpoint file bytes / bytes of the pages that changed");
     println!(
-        "# {:<8} {:<8} {:>5} {:<16} {:>6} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}",
-        "network", "workload", "mod", "scheme", "pages", "wrote", "wr/mod", "ckpt ms", "ckpt/full", "app ms", "puts ms", "puts/plain"
+        "# {:<8} {:<8} {:>5} {:<16} {:>6} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}",
+        "network",
+        "workload",
+        "mod",
+        "scheme",
+        "pages",
+        "wrote",
+        "wr/mod",
+        "ckpt ms",
+        "commit ms",
+        "ckpt/full",
+        "app ms",
+        "puts ms",
+        "puts/plain"
     );
     for l in &lines {
         let modified_bytes = (l.modified_pages * PAGE as u64) as f64;
@@ -136,7 +151,7 @@ pub fn checkpoint(args: &BenchArgs) -> BResult<()> {
         let vs_full = find(l, "full").map_or(f64::NAN, |f| l.ckpt_s / f.ckpt_s);
         let vs_plain = l.put_s / l.plain_s;
         println!(
-            "{:<10} {:<8} {:>4.0}% {:<16} {:>6} {:>6} {:>9.3} {:>9.2} {:>9.3} {:>9.2} {:>9.2} {:>10.2}",
+            "{:<10} {:<8} {:>4.0}% {:<16} {:>6} {:>6} {:>9.3} {:>9.2} {:>9.2} {:>9.3} {:>9.2} {:>9.2} {:>10.2}",
             l.net,
             l.workload,
             100.0 * l.share,
@@ -145,6 +160,7 @@ pub fn checkpoint(args: &BenchArgs) -> BResult<()> {
             l.pages_written,
             written,
             l.ckpt_s * 1e3,
+            l.commit_s * 1e3,
             vs_full,
             l.app_s * 1e3,
             l.put_s * 1e3,
@@ -159,6 +175,7 @@ pub fn checkpoint(args: &BenchArgs) -> BResult<()> {
             ("modified_pages", json!(l.modified_pages)),
             ("pages_written", json!(l.pages_written)),
             ("bytes_written", json!(l.bytes_written)),
+            ("commit_ms", json!(l.commit_s * 1e3)),
             ("app_ms", json!(l.app_s * 1e3)),
             ("puts_ms", json!(l.put_s * 1e3)),
             ("written_over_modified", json!(written)),
@@ -319,7 +336,7 @@ pub fn worker() -> BResult<()> {
         };
         for workload in WORKLOADS {
             for share in SHARES {
-                let (mut app, mut put, mut ckpt, mut bytes, mut written) = (vec![], vec![], vec![], vec![], vec![]);
+                let (mut app, mut put, mut ckpt, mut commit, mut bytes, mut written) = (vec![], vec![], vec![], vec![], vec![], vec![]);
                 let mut modified = 0;
                 for rep in 0..reps {
                     w.barrier()?;
@@ -331,6 +348,7 @@ pub fn worker() -> BResult<()> {
                     if let Some(c) = ck.as_mut() {
                         let st = c.checkpoint()?;
                         ckpt.push(st.seconds);
+                        commit.push(st.commit_seconds);
                         bytes.push(st.bytes_written as f64);
                         written.push(st.pages_written as f64);
                     }
@@ -354,9 +372,10 @@ pub fn worker() -> BResult<()> {
                 if let Some(c) = ck.as_mut() {
                     c.checkpoint()?; // what the passes dirtied: not part of the next share's figures
                 }
-                let (ck_s, by, pw) = if ckpt.is_empty() { (0.0, 0.0, 0.0) } else { (median(ckpt), median(bytes), median(written)) };
+                let (ck_s, cm_s, by, pw) =
+                    if ckpt.is_empty() { (0.0, 0.0, 0.0, 0.0) } else { (median(ckpt), median(commit), median(bytes), median(written)) };
                 lines.push_str(&format!(
-                    "{net}\t{scheme}\t{workload}\t{share}\t{modified}\t{pw}\t{by}\t{}\t{}\t{}\t{ck_s}\n",
+                    "{net}\t{scheme}\t{workload}\t{share}\t{modified}\t{pw}\t{by}\t{}\t{}\t{}\t{ck_s}\t{cm_s}\n",
                     median(app),
                     median(put),
                     median(plain_t)

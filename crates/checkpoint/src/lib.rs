@@ -84,6 +84,9 @@ pub struct Stats {
     pub pages_written: u64,
     pub bytes_written: u64,
     pub seconds: f64,
+    /// Of `seconds`, the commit once this rank's file is durable: a barrier, rank 0's marker,
+    /// a barrier (the fixed cost every checkpoint pays, whatever it wrote).
+    pub commit_seconds: f64,
 }
 
 /// Where local writes are seen: the MMU, or (where the kernel refuses userfaultfd) by comparing
@@ -309,11 +312,13 @@ impl Checkpointer {
         self.pages_so_far += written;
         let base = if full { epoch } else { self.base };
         // Every rank's file is durable before the marker says the checkpoint is complete.
+        let commit = Instant::now();
         w.barrier()?;
         if w.rank() == 0 {
             self.store.write_marker(Marker { epoch, ranks: w.size() as u64, base })?;
         }
         w.barrier()?;
+        stats.commit_seconds = commit.elapsed().as_secs_f64();
         self.epoch = epoch;
         self.base = base;
         if full {
