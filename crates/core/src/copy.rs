@@ -2,10 +2,11 @@
 //!
 //! `copy_bytes` is memmove, except where glibc's memcpy is pathologically slow: between 4 KiB
 //! and about 1 MiB glibc 2.36 copies with `rep movsb`, and on AMD Zen (this project's EPYC
-//! VMs, which have ERMS and FSRM) `rep movsb` runs at ~2.7 GB/s instead of 30-45 GB/s when
-//! the destination lies 1-31 bytes past the source modulo 4 KiB. That is the common case of a
+//! VMs, which have ERMS and FSRM) `rep movsb` runs at ~2.2 GB/s instead of 40-45 GB/s when
+//! the destination lies 1-31 bytes past the source modulo 4 KiB (`bench/memcpy_alias.c`). That is the common case of a
 //! get from a segment (page-aligned) into a malloc'd buffer (glibc's large blocks start 16
-//! bytes into a page). There the copy is a loop of 16-byte loads and stores (~28-37 GB/s).
+//! bytes into a page). There the copy is a loop of 16-byte loads and stores (21-24 GB/s in
+//! that probe).
 //! `bench armci-overlap` showed it: its 1-D zero-copy get of 64 KiB into a Vec hid 70 % of its
 //! time, the copy at issue taking 40 us (docs/design/transfer.md).
 //!
