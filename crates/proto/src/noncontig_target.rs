@@ -43,7 +43,7 @@ pub const GET_TARGETED_STRIDED: HandlerId = 26;
 /// The most levels and pieces a strided request may describe: the target expands it into a
 /// list (24 bytes a piece) before it moves anything. Larger patterns go as lists.
 const MAX_LEVELS: usize = 16;
-pub(crate) const MAX_STRIDED_PIECES: usize = 1 << 20;
+const MAX_STRIDED_PIECES: usize = 1 << 20;
 
 impl Proto {
     /// Whether `rank`'s CPU can move a list into or out of this process's buffers: another
@@ -84,12 +84,12 @@ pub(crate) struct StridedAsk<B> {
     pub local: B,
 }
 
-impl<B> StridedAsk<B> {
-    /// Whether `pattern` can go as a strided request (else as a list).
-    pub(crate) fn fits(pattern: &StridedPattern) -> bool {
-        pattern.counts.len() <= MAX_LEVELS && pattern.pieces() <= MAX_STRIDED_PIECES
-    }
+/// Whether `pattern` can go as a strided request (else as a list).
+pub(crate) fn sends_as_pattern(pattern: &StridedPattern) -> bool {
+    pattern.counts.len() <= MAX_LEVELS && pattern.pieces() <= MAX_STRIDED_PIECES
+}
 
+impl<B> StridedAsk<B> {
     /// The pieces (address, length), for naming the one the target refused.
     fn list(&self) -> Vec<(usize, usize)> {
         let mut list = Vec::with_capacity(self.pattern.pieces());
@@ -127,8 +127,7 @@ pub(crate) fn receive(p: &Proto, rank: Rank, cell: u32, list: &[(usize, usize)],
 
 /// `receive` for a strided request.
 pub(crate) fn receive_strided<B>(p: &Proto, rank: Rank, cell: u32, ask: &StridedAsk<B>, kind: LogOp) -> Result<()> {
-    let bytes = ask.pattern.piece * ask.pattern.pieces();
-    receive_answer(p, rank, cell, ask.addr, bytes, kind, || ask.list())
+    receive_answer(p, rank, cell, ask.addr, ask.pattern.bytes(), kind, || ask.list())
 }
 
 /// The answer to a request of `bytes` from `addr`; `list` (made only for a refusal) names the

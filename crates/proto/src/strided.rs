@@ -64,6 +64,11 @@ impl StridedPattern {
         }
     }
 
+    /// Bytes the pattern moves.
+    pub fn bytes(&self) -> usize {
+        self.piece * self.pieces()
+    }
+
     /// Bytes from the first byte to one past the last byte the pattern touches with these
     /// strides: every piece lies inside [base, base + extent).
     fn extent(&self, strides: &[usize]) -> Result<usize> {
@@ -211,13 +216,13 @@ impl Proto {
             })?;
             self.count_shortcut(pattern);
             bump(&self.counters.get_direct, 1);
-            bump(&self.counters.bytes_got, (piece * pattern.pieces()) as u64);
-            return Ok(self.net.completion_time(piece * pattern.pieces()));
+            bump(&self.counters.bytes_got, pattern.bytes() as u64);
+            return Ok(self.net.completion_time(pattern.bytes()));
         }
         if self.target_moves(rank, pattern) && pattern.local_pieces_apart()? {
             bump(&self.counters.noncontig_pieces, pattern.pieces() as u64);
             let ask = StridedAsk { addr, pattern: pattern.clone(), local: dst };
-            return noncontig_target::moved_by_target(self, rank, Ask::TargetGetStrided(ask), piece_bytes(pattern)).map(|_| 0);
+            return noncontig_target::moved_by_target(self, rank, Ask::TargetGetStrided(ask), pattern.bytes()).map(|_| 0);
         }
         // The pieces may overlap on the local side (a stride below the piece): take them apart
         // from the buffer one at a time, so that no two pieces borrow the same bytes.
@@ -269,13 +274,13 @@ impl Proto {
             fence(Ordering::Release);
             self.count_shortcut(pattern);
             bump(&self.counters.put_direct, 1);
-            bump(&self.counters.bytes_put, (piece * pattern.pieces()) as u64);
-            return Ok(self.net.completion_time(piece * pattern.pieces()));
+            bump(&self.counters.bytes_put, pattern.bytes() as u64);
+            return Ok(self.net.completion_time(pattern.bytes()));
         }
         if self.target_moves(rank, pattern) {
             bump(&self.counters.noncontig_pieces, pattern.pieces() as u64);
             let ask = StridedAsk { addr, pattern: pattern.clone(), local: src };
-            return noncontig_target::moved_by_target(self, rank, Ask::TargetPutStrided(ask), piece_bytes(pattern)).map(|_| 0);
+            return noncontig_target::moved_by_target(self, rank, Ask::TargetPutStrided(ask), pattern.bytes()).map(|_| 0);
         }
         self.put_pieces(rank, &pattern.source_pieces(addr, src)?).map(|_| 0)
     }
@@ -283,13 +288,8 @@ impl Proto {
     /// Whether `rank`'s CPU moves this pattern, sent as the pattern (target-assisted lists
     /// on this host; a pattern too large to describe goes as a list).
     fn target_moves(&self, rank: Rank, pattern: &StridedPattern) -> bool {
-        self.noncontig() == Noncontig::TargetAssisted && self.target_can_assist(rank) && StridedAsk::<()>::fits(pattern)
+        self.noncontig() == Noncontig::TargetAssisted && self.target_can_assist(rank) && noncontig_target::sends_as_pattern(pattern)
     }
-}
-
-/// The bytes a pattern moves.
-fn piece_bytes(pattern: &StridedPattern) -> usize {
-    pattern.piece * pattern.pieces()
 }
 
 /// Whether the local ranges [l, l + piece) of the offsets are pairwise apart.

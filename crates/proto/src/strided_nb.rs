@@ -20,7 +20,7 @@
 //!     each: the core's path, blocking
 //! ```
 
-use crate::noncontig_target::StridedAsk;
+use crate::noncontig_target::{self, StridedAsk};
 use crate::strided::{Pieces, StridedPattern};
 use crate::transfer::{Ask, PendingTransfer, Run};
 use crate::{Noncontig, Proto, Transfer};
@@ -42,7 +42,7 @@ impl Proto {
     ) -> Result<PendingTransfer<'a>> {
         self.check_rank(rank)?;
         let extent = pattern.remote_extent()?;
-        let bytes = pattern.piece * pattern.pieces();
+        let bytes = pattern.bytes();
         if extent == 0 || bytes == 0 {
             pattern.pieces_of(addr, dst)?; // the local buffer is still checked
             return Ok(PendingTransfer::done(self, rank, Transfer::ZeroCopy));
@@ -83,7 +83,7 @@ impl Proto {
             return Ok(PendingTransfer::done(self, rank, self.count(used, bytes)));
         }
         if self.noncontig() == Noncontig::TargetAssisted && self.target_can_assist(rank) && pattern.local_pieces_apart()? {
-            let ask = if StridedAsk::<()>::fits(pattern) {
+            let ask = if noncontig_target::sends_as_pattern(pattern) {
                 pattern.check_local(dst.len())?;
                 Ask::TargetGetStrided(StridedAsk { addr, pattern: pattern.clone(), local: dst })
             } else {
@@ -111,7 +111,7 @@ impl Proto {
     ) -> Result<PendingTransfer<'a>> {
         self.check_rank(rank)?;
         let extent = pattern.remote_extent()?;
-        let bytes = pattern.piece * pattern.pieces();
+        let bytes = pattern.bytes();
         pattern.check_local(src.len())?;
         if extent == 0 || bytes == 0 {
             return Ok(PendingTransfer::done(self, rank, Transfer::ZeroCopy));
@@ -133,7 +133,7 @@ impl Proto {
                 return Ok(PendingTransfer::done(self, rank, self.count(used, bytes)));
             }
             Run::Core if self.noncontig() == Noncontig::TargetAssisted && self.target_can_assist(rank) => {
-                let ask = if StridedAsk::<()>::fits(pattern) {
+                let ask = if noncontig_target::sends_as_pattern(pattern) {
                     Ask::TargetPutStrided(StridedAsk { addr, pattern: pattern.clone(), local: src })
                 } else {
                     Ask::TargetPut(pieces()?)
