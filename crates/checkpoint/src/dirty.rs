@@ -81,6 +81,14 @@ impl DirtyPages {
         out
     }
 
+    /// Marks pages of region `i` again (what a checkpoint took and could not write).
+    pub fn put_back(&self, i: usize, pages: &[usize]) {
+        let bits = &self.regions[i].1;
+        for &p in pages {
+            bits[p / 64].fetch_or(1 << (p % 64), Ordering::Relaxed);
+        }
+    }
+
     pub fn clear(&self) {
         self.regions.iter().flat_map(|(_, b)| b.iter()).for_each(|w| w.store(0, Ordering::Relaxed));
     }
@@ -100,5 +108,7 @@ mod tests {
         assert!(d.is_marked(0x10000 + 4096) && !d.is_marked(0x10000 + 2 * 4096) && !d.is_marked(0x1000));
         assert_eq!(d.take(0), vec![0, 1, 99]);
         assert!(d.take(0).is_empty(), "taking clears");
+        d.put_back(0, &[1, 70]);
+        assert_eq!(d.take(0), vec![1, 70]);
     }
 }

@@ -64,11 +64,22 @@ pub struct Options {
     /// all its checkpoints), before the checkpoint is complete. `None`: the setting
     /// ACTIVERMA_CKPT_KILL_PAGES (0 = off).
     pub kill_after_pages: Option<u64>,
+    /// Failure injection: rank 0 kills itself right after writing the marker of this
+    /// checkpoint (0 = off): the checkpoint is complete on disk, but the others' `checkpoint()`
+    /// fails.
+    pub kill_after_marker: u64,
 }
 
 impl Options {
     pub fn new(scheme: Scheme) -> Options {
-        Options { scheme, full_every: 0, domain: (activerma::MAX_DOMAINS - 1) as u16, log_bytes: 1 << 20, kill_after_pages: None }
+        Options {
+            scheme,
+            full_every: 0,
+            domain: (activerma::MAX_DOMAINS - 1) as u16,
+            log_bytes: 1 << 20,
+            kill_after_pages: None,
+            kill_after_marker: 0,
+        }
     }
 }
 
@@ -112,6 +123,9 @@ pub struct Checkpointer {
     /// Runs `(addr, len)` of protected pages carrying the checkpoint's own marks (the others
     /// are the application's W=0 pages: `remote::tracked_runs`).
     tracked: Vec<(usize, usize)>,
+    /// A checkpoint failed here, or this replacement restored alone: whether the last one
+    /// became complete is for the markers to say once every rank is in the next one (`settle`).
+    unsettled: bool,
 }
 
 fn page_size() -> usize {
@@ -141,6 +155,7 @@ impl Checkpointer {
             pages_so_far: 0,
             log_created: false,
             tracked: Vec::new(),
+            unsettled: false,
             opts,
         })
     }
@@ -238,15 +253,53 @@ impl Checkpointer {
 
     /// Takes a checkpoint (collective): every rank's puts complete, every rank finds the pages
     /// that changed and writes them; returns when the checkpoint is complete for the whole job.
+    ///
+    /// If a rank dies during it (`--respawn`), the survivors' call fails with
+    /// `Error::RankFailed` and nothing it found is forgotten: once the replacement has restored
+    /// and rejoined (`World::wait_for_rank`), calling `checkpoint()` again on every rank writes
+    /// everything changed since the last complete checkpoint. That may be the failed one —
+    /// when the death came after rank 0 had marked it complete — and then the call takes the
+    /// next epoch (`Stats::epoch` says which).
     pub fn checkpoint(&mut self) -> Result<Stats> {
+        let taken = self.checkpoint_or_fail();
+        if taken.is_err() {
+            self.unsettled = true;
+        }
+        taken
+    }
+
+    /// After a failed checkpoint, or in a replacement that restored alone (while rank 0 may
+    /// still have been writing a marker): the last complete checkpoint is the newest the
+    /// markers hold, read once every rank is past the failed one (every rank reached the
+    /// barrier before this, so rank 0's marker is written or never will be). Every rank reads
+    /// the same file, so every rank adopts the same epoch. A marker newer than ours can only
+    /// be the failed checkpoint's: every rank wrote its file for it before rank 0 marked it, and
+    /// what the failed call had taken to write was put back, so the next one (incremental
+    /// after it) still writes whatever changed since.
+    fn settle(&mut self) -> Result<()> {
+        let ranks = self.world.size() as u64;
+        if let Some(m) = self.store.markers()?.into_iter().filter(|m| m.ranks == ranks).max_by_key(|m| m.epoch) {
+            if m.epoch > self.epoch {
+                self.epoch = m.epoch;
+                self.base = m.base;
+            }
+        }
+        self.unsettled = false;
+        Ok(())
+    }
+
+    fn checkpoint_or_fail(&mut self) -> Result<Stats> {
         let started = Instant::now();
         if !self.log_created {
             self.start_tracking()?;
         }
-        let w = &self.world;
+        let w = &self.world.clone();
         // Every put into protected memory has been made, and logged, once all ranks are here.
         w.flush_all()?;
         w.barrier()?;
+        if self.unsettled {
+            self.settle()?;
+        }
         w.drain_logs()?;
         let regions: Vec<Region> = self.dirty.regions().copied().collect();
         if self.opts.scheme != Scheme::Full {
@@ -289,13 +342,47 @@ impl Checkpointer {
             stats.local_pages += (set.len() - local_from) as u64;
             set.sort_unstable();
             set.dedup();
-            pages.push(if full { (0..r.pages(page)).collect() } else { set });
+            pages.push(set);
         }
+        let committed = self.write_and_commit(epoch, full, &regions, &pages, &mut stats);
+        if committed.is_err() {
+            // Not complete: what was found changed still is (the tracking found it once).
+            for (i, set) in pages.iter().enumerate() {
+                self.dirty.put_back(i, set);
+            }
+        }
+        let base = committed?;
+        self.epoch = epoch;
+        self.base = base;
+        if full {
+            self.store.prune_before(base)?;
+        }
+        if self.opts.scheme == Scheme::TrapFirstWrite {
+            self.arm_marks()?;
+            w.barrier()?; // nobody writes before every page is trapped again
+        }
+        stats.seconds = started.elapsed().as_secs_f64();
+        Ok(stats)
+    }
+
+    /// Writes this rank's pages of checkpoint `epoch` (every page of `regions` if `full`,
+    /// else `changed`), then commits it with the others: a barrier once every file is
+    /// durable, rank 0's marker, a barrier. Returns the epoch of the chain's base.
+    fn write_and_commit(&mut self, epoch: u64, full: bool, regions: &[Region], changed: &[Vec<usize>], stats: &mut Stats) -> Result<u64> {
+        let w = &self.world;
+        let page = self.page;
+        let all: Vec<Vec<usize>>;
+        let pages = if full {
+            all = regions.iter().map(|r| (0..r.pages(page)).collect()).collect();
+            &all
+        } else {
+            changed
+        };
         let kill_after = self.kill_after_pages;
         let mut written = 0u64;
         let before = self.pages_so_far;
         stats.bytes_written = self.store.write_pages(epoch, full, &mut |f| {
-            for (r, list) in regions.iter().zip(&pages) {
+            for (r, list) in regions.iter().zip(pages.iter()) {
                 for &p in list {
                     f.record((r.heap_offset + p * page) as u64, r.page_bytes(p, page))?;
                     written += 1;
@@ -316,20 +403,15 @@ impl Checkpointer {
         w.barrier()?;
         if w.rank() == 0 {
             self.store.write_marker(Marker { epoch, ranks: w.size() as u64, base })?;
+            if self.opts.kill_after_marker == epoch && w.incarnation() == 0 {
+                // Failure injection: complete on disk, but the others never hear it here.
+                // SAFETY: signalling ourselves.
+                unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+            }
         }
         w.barrier()?;
         stats.commit_seconds = commit.elapsed().as_secs_f64();
-        self.epoch = epoch;
-        self.base = base;
-        if full {
-            self.store.prune_before(base)?;
-        }
-        if self.opts.scheme == Scheme::TrapFirstWrite {
-            self.arm_marks()?;
-            w.barrier()?; // nobody writes before every page is trapped again
-        }
-        stats.seconds = started.elapsed().as_secs_f64();
-        Ok(stats)
+        Ok(base)
     }
 
     /// The store a restarted job restores from: ACTIVERMA_RESTART_FROM (`activerma run
@@ -404,6 +486,8 @@ impl Checkpointer {
         self.dirty.clear();
         self.epoch = m.epoch;
         self.base = m.base;
+        // Alone, this may have read the markers while rank 0 was writing the next one.
+        self.unsettled = alone;
         let same = |a: &Path, b: &Path| std::fs::canonicalize(a).ok().zip(std::fs::canonicalize(b).ok()).is_some_and(|(a, b)| a == b);
         if !same(dir, self.store.dir()) && !alone {
             // Checkpoints go on into our own store: its first one is a full base, numbered

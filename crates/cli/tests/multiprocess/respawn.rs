@@ -75,7 +75,12 @@ fn fields(line: &str) -> Vec<String> {
 
 /// Whether the launcher said it replaced rank 1 once.
 fn replaced(killed: &Output) -> bool {
-    String::from_utf8_lossy(&killed.stderr).contains("rank 1 was killed by signal 9 (Killed); starting its replacement (incarnation 1")
+    replaced_rank(killed, 1)
+}
+
+fn replaced_rank(killed: &Output, rank: u32) -> bool {
+    String::from_utf8_lossy(&killed.stderr)
+        .contains(&format!("rank {rank} was killed by signal 9 (Killed); starting its replacement (incarnation 1"))
 }
 
 /// A run: ranks, the --respawn budget, settings.
@@ -311,6 +316,44 @@ pub fn trim_death_checks(t: &mut Tally, filter: Option<&str>) {
             let (out, took) = launch(&job, &["--respawn", "1"]);
             t.check(format!("{name} [{:.1} s]", took.as_secs_f64()), out.status.success() && replaced(&out), || show(&out));
         }
+    }
+}
+
+/// A death inside a checkpoint of a job that goes on (case `checkpoint_retry`): rank 1 on its
+/// first page of checkpoint 3 (not marked complete), or rank 0 right after marking checkpoint
+/// 3 complete; the survivors retry, the job finishes, and a job restarted from the store must
+/// find the last checkpoint, every byte. Every scheme, 2 and 3 ranks; across emulated hosts too.
+pub fn checkpoint_retry_checks(t: &mut Tally, filter: Option<&str>) {
+    let mut runs: Vec<(&str, u32, &str, &str)> = Vec::new();
+    for scheme in ["incremental", "full", "trap-first-write"] {
+        for ranks in [2, 3] {
+            for kill in ["pages:1:3", "marker:3"] {
+                runs.push((scheme, ranks, kill, "0"));
+            }
+        }
+    }
+    for kill in ["pages:1:3", "marker:3"] {
+        runs.push(("incremental", 3, kill, "1"));
+    }
+    for (scheme, ranks, kill, remote) in runs {
+        let name = format!("checkpoint_retry ({ranks} ranks, {scheme}, ACTIVERMA_SMP_EMULATE_REMOTE={remote}, kill {kill})");
+        if filter.is_some_and(|f| !name.contains(f)) {
+            continue;
+        }
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let store = dir.path().to_str().unwrap();
+        let env = vec![("CKPT_DIR", store), ("CKPT_SCHEME", scheme), ("ACTIVERMA_SMP_EMULATE_REMOTE", remote)];
+        let with = |extra: (&'static str, &'static str)| Job { case: "checkpoint_retry", ranks, env: [env.clone(), vec![extra]].concat() };
+        let (killed, took) = launch(&with(("CKPT_KILL", kill)), &["--respawn", "1"]);
+        let dead = if kill.starts_with("marker") { 0 } else { 1 };
+        // The job's last checkpoint is 5, or 6 when the failed third had been marked complete.
+        let last = if dead == 0 { "6:5" } else { "5:5" };
+        let (restarted, _) = launch(&with(("CKPT_EXPECT_RESTORED", last)), &["--restart-from", store]);
+        t.check(
+            format!("{name}: the survivors' retry wrote every changed page; restarted, every byte [{:.1} s]", took.as_secs_f64()),
+            killed.status.success() && replaced_rank(&killed, dead) && restarted.status.success(),
+            || format!("job with a death:\n{}\nrestarted job:\n{}", show(&killed), show(&restarted)),
+        );
     }
 }
 

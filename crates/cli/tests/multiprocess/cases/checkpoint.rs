@@ -52,6 +52,11 @@ fn pages_written(scheme: Scheme, me: usize, n: usize, k: usize) -> u64 {
     if full {
         return PAGES as u64;
     }
+    pages_changed(me, n, k)
+}
+
+/// The pages of rank `me` step `k` changes (its own writes and the previous rank's puts).
+fn pages_changed(me: usize, n: usize, k: usize) -> u64 {
     let prev = (me + n - 1) % n;
     writes(me, k, false).iter().chain(writes(prev, k, true).iter()).map(|w| w.0).collect::<std::collections::BTreeSet<_>>().len() as u64
 }
@@ -98,6 +103,132 @@ pub fn checkpoint_restart() -> Result<()> {
         check_state(&w, &seg, k, "after a checkpoint")?;
     }
     w.finalize()
+}
+
+/// A death inside a checkpoint of a job that goes on (`activerma run --respawn 1`): the
+/// survivors' `checkpoint()` fails with RankFailed, they wait for the replacement, which
+/// restores the last complete checkpoint alone and rejoins; whatever the replacement lost is
+/// done again (its own step, the puts aimed at it), and every rank calls `checkpoint()` again.
+/// That retry must write every page changed since the last complete checkpoint — the pages
+/// the failed call had already taken from the tracking included, though nobody writes them
+/// again — and a job restarted from the store afterwards must find every byte.
+///
+/// Same workload as `checkpoint_restart`, but only the first checkpoint is a full base, so
+/// that a page lost from one incremental checkpoint stays lost. CKPT_KILL: `pages:R:K` (rank R
+/// dies on its first page of checkpoint K: nobody marks K complete) or `marker:K` (rank 0 dies
+/// right after marking K complete: the survivors' call fails all the same, and the retry must
+/// take epoch K + 1 and write what changed since K). With CKPT_EXPECT_RESTORED `E:S` (a job
+/// started with `--restart-from`): checkpoint E must be restored, holding step S's state.
+pub fn checkpoint_retry() -> Result<()> {
+    let dir = std::path::PathBuf::from(env("CKPT_DIR").expect("CKPT_DIR"));
+    let scheme = Scheme::parse(&env("CKPT_SCHEME").unwrap_or("incremental".into()))?;
+    let steps: usize = env("CKPT_STEPS").map_or(5, |s| s.parse().unwrap());
+    let w = activerma::init()?;
+    let (me, n) = (w.rank(), w.size());
+    let fail = |what: String| Error::InvalidArgument(format!("rank {me} (incarnation {}): {what}", w.incarnation()));
+    let seg = w.alloc_segment(PAGES * PAGE)?;
+    let mut opts = Options::new(scheme);
+    opts.full_every = 0;
+    let full = |k: usize| scheme == Scheme::Full || k == 1;
+    let pages = |k: usize| if full(k) { PAGES as u64 } else { pages_changed(me, n, k) };
+    let kill = env("CKPT_KILL").unwrap_or_default();
+    let kill: Vec<&str> = kill.split(':').collect();
+    if w.incarnation() == 0 {
+        match kill[..] {
+            ["pages", rank, k] if rank.parse::<usize>().unwrap() == me => {
+                let before: u64 = (1..k.parse::<usize>().unwrap()).map(pages).sum();
+                opts.kill_after_pages = Some(before + 1);
+            }
+            ["marker", k] => opts.kill_after_marker = k.parse().unwrap(),
+            _ => {}
+        }
+    }
+    let mut ck = Checkpointer::new(&w, &dir, opts)?;
+    ck.protect(&seg)?;
+    let restored = ck.restore()?;
+    if let Some(want) = env("CKPT_EXPECT_RESTORED") {
+        let (epoch, step) = want.split_once(':').expect("epoch:step");
+        if restored != Some(epoch.parse().unwrap()) {
+            return Err(fail(format!("restored {restored:?}, expected checkpoint {epoch}")));
+        }
+        check_state(&w, &seg, step.parse().unwrap(), "after restore")?;
+        return w.finalize();
+    }
+    // Epochs ahead of steps: 1 once a failed call's checkpoint turned out complete.
+    let mut ahead = 0;
+    let mut first = 1;
+    if w.is_recovering() {
+        let Some(r) = restored else { return Err(fail("a replacement found no checkpoint to restore".into())) };
+        w.rejoin()?;
+        let (k, marked) = redo_lost(&w, &seg, &ck, me, r as usize)?;
+        ahead = marked as usize;
+        let st = ck.checkpoint()?;
+        // Restored K (marked): nothing changed since. Restored K - 1: step K again.
+        let want = if marked && !full(k) { 0 } else { pages(k) };
+        if st.epoch != (k + ahead) as u64 || st.pages_written != want {
+            return Err(fail(format!(
+                "retried checkpoint {} wrote {} pages, expected checkpoint {} of {want}",
+                st.epoch,
+                st.pages_written,
+                k + ahead
+            )));
+        }
+        check_state(&w, &seg, k, "after the retried checkpoint")?;
+        first = k + 1;
+    }
+    for k in first..=steps {
+        step(&w, &seg, &ck, k)?;
+        let st = match ck.checkpoint() {
+            Err(Error::RankFailed { rank, .. }) => {
+                w.wait_for_rank(rank)?;
+                let (at, marked) = redo_lost(&w, &seg, &ck, rank, k)?;
+                if at != k {
+                    return Err(fail(format!("failed in checkpoint {k}, but the job's furthest rank is at step {at}")));
+                }
+                ahead = marked as usize;
+                ck.checkpoint()?
+            }
+            other => other?,
+        };
+        // Every page this step changed, including the ones a failed call had taken.
+        if st.epoch != (k + ahead) as u64 || st.pages_written != pages(k) || st.full != full(k) {
+            return Err(fail(format!(
+                "checkpoint {} (full: {}) after step {k} wrote {} pages, expected checkpoint {} of {} ({} found by the log, {} by the MMU)",
+                st.epoch,
+                st.full,
+                st.pages_written,
+                k + ahead,
+                pages(k),
+                st.remote_pages,
+                st.local_pages
+            )));
+        }
+        check_state(&w, &seg, k, "after a checkpoint")?;
+    }
+    w.finalize()
+}
+
+/// After `dead`'s replacement rejoined (collective, the replacement included; `holds`: the
+/// step this rank's memory holds): the failed checkpoint's step `k` is the furthest any rank
+/// reached. If the replacement restored the checkpoint before it, it does step `k` again and
+/// the rank before it puts its step-`k` bytes into it again. Returns `k` and whether the
+/// replacement found `k` itself complete.
+fn redo_lost(w: &World, seg: &activerma::Segment, ck: &Checkpointer, dead: usize, holds: usize) -> Result<(usize, bool)> {
+    let (me, n) = (w.rank(), w.size());
+    let all: Vec<usize> =
+        w.allgather(&(holds as u64).to_le_bytes())?.iter().map(|b| u64::from_le_bytes(b[..8].try_into().unwrap()) as usize).collect();
+    let (k, lowest) = (*all.iter().max().unwrap(), *all.iter().min().unwrap());
+    if lowest < k {
+        if me == dead {
+            step(w, seg, ck, k)?;
+        } else if (me + 1) % n == dead {
+            for (page, off, len, b) in writes(me, k, true) {
+                w.put(seg.remote(dead, page * PAGE + off), &vec![b; len])?;
+                ck.after_remote_write(dead)?;
+            }
+        }
+    }
+    Ok((k, lowest == k))
 }
 
 fn step(w: &World, seg: &activerma::Segment, ck: &Checkpointer, k: usize) -> Result<()> {

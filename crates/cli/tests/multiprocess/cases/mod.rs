@@ -68,6 +68,7 @@ pub fn run(case: &str) -> i32 {
         "part_faults_counted" => part::faults_counted(),
         "part_modelled_link" => part::modelled_link(),
         "checkpoint_restart" => checkpoint::checkpoint_restart(),
+        "checkpoint_retry" => checkpoint::checkpoint_retry(),
         "checkpoint_with_app_marks" => checkpoint::checkpoint_with_app_marks(),
         "respawn_basic" => respawn::respawn_basic(),
         "ft_sort" => ft_sort::ft_sort(),
