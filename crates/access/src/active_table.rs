@@ -58,10 +58,11 @@ impl ActiveTable {
         Ok(ring)
     }
 
-    /// A respawned `origin` (of `origins` ranks) covers the holes its dead predecessor left in
-    /// its lanes of every log of this target; returns how many.
-    pub fn cover_holes_of(&self, origin: u32, origins: usize) -> usize {
-        (0..MAX_LOGS).filter_map(|slot| self.log_ring(slot).ok().flatten()).map(|r| r.cover_holes_of(origin, origins)).sum()
+    /// A respawned `origin` covers the holes its dead predecessor left in its lanes of every
+    /// log of this target (`LogRing::cover_holes_of`; `alive` says which origins can still
+    /// finish an append); returns how many.
+    pub fn cover_holes_of(&self, origin: u32, alive: &dyn Fn(u32) -> bool) -> Result<usize> {
+        (0..MAX_LOGS).filter_map(|slot| self.log_ring(slot).ok().flatten()).map(|r| r.cover_holes_of(origin, alive)).sum()
     }
 
     /// The target's access-log table; an error if it has made none (it has no logs, and no

@@ -23,6 +23,26 @@ use crate::ActiveTable;
 use activerma_core::page::page_size;
 use activerma_core::{Rank, Result};
 use activerma_mem::{Entry, Lookup};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Failure injection (`kill_in_append`): logged accesses this process still makes before it
+/// dies between claiming one's first entry and publishing it; 0 = off.
+static KILL_IN_APPEND: AtomicU64 = AtomicU64::new(0);
+
+/// Makes this process die (SIGKILL) between claiming the first entry of its `n`-th logged
+/// access from now (a put or get into any rank's log) and publishing it, as a crash mid-append
+/// would; 0 turns it off. For tests of recovery (`activerma::kill_in_log_append`).
+pub fn kill_in_append(n: u64) {
+    KILL_IN_APPEND.store(n, Ordering::Relaxed);
+}
+
+/// Counts one claimed access against `kill_in_append`, and dies on the last.
+fn count_down_to_death() {
+    if KILL_IN_APPEND.load(Ordering::Relaxed) != 0 && KILL_IN_APPEND.fetch_sub(1, Ordering::Relaxed) == 1 {
+        // SAFETY: raise(2) on our own process.
+        unsafe { libc::raise(libc::SIGKILL) };
+    }
+}
 
 /// Who is logging what: the target's table and logs, and the access's identity.
 pub struct Logged<'a> {
@@ -96,17 +116,11 @@ fn append(
         logs.slot(slot).origin_blocked();
         wait()
     };
-    let entries = ring.append_access(
-        op,
-        l.origin as u32,
-        l.seq,
-        addr as u64,
-        data,
-        with_data,
-        data.len() as u64,
-        &mut wait_for_room,
-        before_publish,
-    )?;
+    let entries =
+        ring.append_access(op, l.origin as u32, l.seq, addr as u64, data, with_data, data.len() as u64, &mut wait_for_room, &mut || {
+            before_publish();
+            count_down_to_death();
+        })?;
     let entry_ns = if logs.slot(slot).in_scratchpad() { l.scratchpad_ns } else { l.log_ns };
     let model_ns = entry_ns * entries as u64;
     if model_ns != 0 {

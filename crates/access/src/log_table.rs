@@ -122,7 +122,7 @@ fn rings_off() -> usize {
 /// Bytes the arena needs at least, for a fault log of `fault_capacity` bytes that `origins`
 /// ranks append to.
 pub fn arena_min_bytes(fault_capacity: usize, origins: usize) -> usize {
-    rings_off() + ring_bytes(fault_capacity, lanes_for(fault_capacity, origins))
+    rings_off() + ring_bytes(fault_capacity, lanes_for(fault_capacity, origins), origins)
 }
 
 /// A view of a rank's log arena (origin and owner alike).
@@ -317,7 +317,7 @@ impl Made {
 
     fn place(&self, slot: usize, domain: u32, capacity: usize, threshold: u64, origins: usize) -> Result<()> {
         let lanes = lanes_for(capacity, origins);
-        let need = ring_bytes(capacity, lanes).next_multiple_of(64);
+        let need = ring_bytes(capacity, lanes, origins).next_multiple_of(64);
         let mut free = self.free.lock().unwrap();
         let i = free.iter().position(|&(_, l)| l >= need).ok_or_else(|| {
             Error::OutOfResources(format!(
@@ -332,7 +332,7 @@ impl Made {
             free[i] = (off + need, len - need);
         }
         // SAFETY: [off, off+need) lies in our arena and no view uses it yet.
-        unsafe { LogRing::init(self.arena.base.add(off), capacity, lanes) };
+        unsafe { LogRing::init(self.arena.base.add(off), capacity, lanes, origins) };
         // A log is memory the NIC / IOMMU writes (pinned and mapped in the paper): made
         // resident now, so that appends do not pay first-touch faults of the job's shared
         // memory (a Hold log of a whole exchange: one per 4 KiB of records). Best effort: on a

@@ -22,6 +22,7 @@ mod respawn;
 mod segment;
 mod world;
 
+pub use activerma_access::log_append::kill_in_append as kill_in_log_append;
 pub use activerma_access::log_ring::capacity_to_hold as log_capacity_to_hold;
 pub use activerma_access::MAX_DOMAINS;
 pub use activerma_access::{Actions, EntryMeta, LogEntry, LogHandler, LogOp, Notify};

@@ -153,7 +153,7 @@ fn init_over(cfg: Config, comm: Option<JobComm>) -> Result<World> {
     world.inner.progress_thread.lock().unwrap().1 = ProgressThread::start(am, mode)?;
     if recovering {
         // Entries the dead process claimed in others' access logs and never published.
-        let holes = world.inner.proto.cover_log_holes();
+        let holes = world.inner.proto.cover_log_holes()?;
         if holes > 0 && world.inner.config.get_bool(settings::VERBOSE).unwrap_or(false) {
             eprintln!("activerma: rank {me}: covered {holes} unfinished log entries of its dead predecessor");
         }

@@ -393,15 +393,15 @@ impl Proto {
     /// A replacement rank, before its first access: the entries its dead predecessor claimed
     /// in the access logs of ranks on this host but never published become padding, so that
     /// their consumers do not wait on them for good. Returns the holes covered.
-    pub fn cover_log_holes(&self) -> usize {
+    pub fn cover_log_holes(&self) -> Result<usize> {
         let me = self.conduit.rank();
-        let n = self.tables.len();
+        let alive = |o: u32| self.usable(o as Rank).unwrap_or(true);
         self.tables
             .iter()
             .enumerate()
             .filter(|&(t, _)| t != me)
             .filter_map(|(_, t)| t.as_ref())
-            .map(|t| t.cover_holes_of(me as u32, n))
+            .map(|t| t.cover_holes_of(me as u32, &alive))
             .sum()
     }
 

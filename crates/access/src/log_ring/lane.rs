@@ -198,9 +198,11 @@ impl Lane {
                 tail = fresh;
                 continue;
             }
-            // Relaxed: claims only split the positions; the bytes are ordered by tail and the
-            // entries' first words.
-            match h.reserve.0.compare_exchange_weak(start, end, Ordering::Relaxed, Ordering::Relaxed) {
+            // Release: claims only split the positions (the bytes are ordered by tail and the
+            // entries' first words), but a respawned origin that reads reserve must see the
+            // counts a claimer of a shared lane raised before it (`LogRing::cover_holes_of`).
+            // The same locked instruction on x86.
+            match h.reserve.0.compare_exchange_weak(start, end, Ordering::Release, Ordering::Relaxed) {
                 Ok(_) => return Some(Claim { start, padding, size }),
                 Err(current) => start = current,
             }
@@ -255,19 +257,20 @@ impl Lane {
         activerma_core::prefetch::for_write(self.slot(pos + claim.size) as usize);
     }
 
-    /// For the producer that replaces this lane's only producer after its process died (a
-    /// respawned origin, before its first append): every entry the dead process claimed but
+    /// For the producer that replaces a producer of this lane after its process died (a
+    /// respawned origin, before its first append): every entry below `reserve` claimed but
     /// never published — a hole the consumer would wait on for good — becomes padding the
-    /// consumer skips. Walks the published entries from the tail; a hole ends at the next
-    /// line that starts an entry published in this lap (every line begins with a stamp word,
-    /// and the lines of an unpublished entry carry none that is committed) or at `reserve`.
-    /// Safe beside the consumer, which reads only published stamps and is held at the first
-    /// hole; wrong beside live producers of the lane (their claimed entries look like holes).
+    /// consumer skips. The caller makes sure every such hole is the dead process's: alone in
+    /// the lane, or after seeing the lane's other producers with nothing in flight since it
+    /// read `reserve` (`LogRing::cover_holes_of`); a live producer's claim would look the
+    /// same. Walks the published entries from the tail; a hole ends at the next line that
+    /// starts an entry published in this lap (every line begins with a stamp word, and the
+    /// lines of an unpublished entry carry none that is committed) or at `reserve`. Safe
+    /// beside the consumer, which reads only published stamps and is held at the first hole.
     /// Returns the holes covered.
-    pub(super) fn cover_holes(&self) -> usize {
+    pub(super) fn cover_holes(&self, reserve: u64) -> usize {
         let line = LINE as u64;
         let h = self.header();
-        let reserve = h.reserve.0.load(Ordering::Acquire);
         let mut pos = h.tail.0.load(Ordering::Acquire);
         let mut covered = 0;
         while pos < reserve {

@@ -5,9 +5,12 @@
 //! ```text
 //! region offset
 //!   0      magic, capacity, lanes     written once by init, magic last
+//!   0      magic, capacity, lanes, origins   written once by init, magic last
 //!   64     guard, next lane           only one consumer at a time; where the next drain starts
 //!   128    lane 0's control block     reserve | tail | tail_seen | consumed (a line each)
 //!   ...    lane L-1's control block
+//!   (only if lanes are shared, origins > L) origin 0's counts: started | finished (a line)
+//!   ...    origin origins-1's counts
 //!   data   `capacity` bytes: lane i's ring is bytes [i * capacity/L, (i+1) * capacity/L)
 //!
 //! a lane's ring (positions grow to the right and wrap round to its left edge; whole 64-byte lines):
@@ -38,7 +41,12 @@
 //!   producers of one lane (an origin's threads) copy in parallel. (A producer that dies
 //!   between its CAS and its publish leaves a hole that blocks its lane, as a dead peer blocks
 //!   any protocol with it; a respawned origin covers its predecessor's holes with padding
-//!   before it appends, `cover_holes_of` — in a lane of its own only.)
+//!   before it appends, `cover_holes_of`. In a lane of its own every hole is its
+//!   predecessor's. In a lane it shares with other origins, their claims in flight look the
+//!   same, so those logs count each origin's appends started and finished: a hole still
+//!   there once every other origin of the lane has been seen with none in flight is the dead
+//!   one's. Logs whose lanes are not shared count nothing: two more locked instructions per
+//!   append would cost what the lanes were made to save.)
 //! - An entry is never split across the end of its lane, so the consumer hands out one
 //!   contiguous slice: an entry that would not fit claims the rest of the lap as padding in the
 //!   same CAS.
@@ -92,9 +100,14 @@ const LANE_BATCH: u64 = 64;
 /// Entries whose accessed memory the consumer loads ahead of the handler (`drain`).
 const PREFETCH_AHEAD: usize = 4;
 
-/// "acclog04": tells a formatted log from zeroed or foreign memory (03: lanes; 04: no count of
-/// appended entries).
-const MAGIC: u64 = u64::from_be_bytes(*b"acclog04");
+/// "acclog05": tells a formatted log from zeroed or foreign memory (03: lanes; 04: no count of
+/// appended entries; 05: the origins, and their counts when lanes are shared).
+const MAGIC: u64 = u64::from_be_bytes(*b"acclog05");
+
+/// How long a respawned origin waits for the other producers of a shared lane to be seen
+/// with no append in flight (an append is a few stores: only a producer descheduled mid-way
+/// takes long, or one that died too).
+const QUIET_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 const _: () = assert!(ENTRY_HEADER.is_multiple_of(8) && ENTRY_HEADER < LINE);
 const _: () = assert!(MIN_CAPACITY.is_multiple_of(LINE));
@@ -138,15 +151,31 @@ fn chunk_of(capacity: usize, lanes: usize) -> usize {
     FIRST_DATA + (lines - 1) * CONT_DATA
 }
 
-/// Offset of the data area in a log of `lanes` lanes.
-fn data_off(lanes: usize) -> usize {
+/// Offset of the origins' counts in a log of `lanes` lanes.
+fn counts_off(lanes: usize) -> usize {
     std::mem::size_of::<LogHeader>() + lanes * std::mem::size_of::<LaneHeader>()
 }
 
+/// Origins whose appends a log of `lanes` lanes for `origins` origins counts: all of them if
+/// some share a lane, none otherwise.
+fn counted(lanes: usize, origins: usize) -> usize {
+    if origins > lanes {
+        origins
+    } else {
+        0
+    }
+}
+
+/// Offset of the data area in a log of `lanes` lanes counting `counted` origins.
+fn data_off(lanes: usize, counted: usize) -> usize {
+    counts_off(lanes) + counted * std::mem::size_of::<OriginCounts>()
+}
+
 /// Region bytes needed for a log whose data area holds `capacity` bytes (a power of two) in
-/// `lanes` lanes (a power of two; each lane at least `MIN_CAPACITY` bytes).
-pub fn ring_bytes(capacity: usize, lanes: usize) -> usize {
-    data_off(lanes) + capacity
+/// `lanes` lanes (a power of two; each lane at least `MIN_CAPACITY` bytes) that `origins`
+/// ranks append to.
+pub fn ring_bytes(capacity: usize, lanes: usize, origins: usize) -> usize {
+    data_off(lanes, counted(lanes, origins)) + capacity
 }
 
 /// What access was logged.
@@ -189,6 +218,16 @@ struct Ident {
     magic: AtomicU64,
     capacity: AtomicU64,
     lanes: AtomicU64,
+    /// Origins whose appends are counted (0: every origin has a lane of its own).
+    counted: AtomicU64,
+}
+
+/// One origin's appends to a log whose lanes are shared: `started` is raised before the
+/// claim, `finished` after the publish (or the failed claim). Equal: none in flight.
+#[repr(C, align(64))]
+struct OriginCounts {
+    started: AtomicU64,
+    finished: AtomicU64,
 }
 
 #[repr(C)]
@@ -214,6 +253,8 @@ pub struct LogRing {
     base: *mut u8,
     capacity: usize,
     lanes: usize,
+    /// Origins whose appends are counted (0: none, every origin has a lane of its own).
+    counted: usize,
 }
 
 // SAFETY: the view is a pointer to a region whose shared fields are atomics and whose entries
@@ -224,18 +265,19 @@ unsafe impl Send for LogRing {}
 unsafe impl Sync for LogRing {}
 
 impl LogRing {
-    /// Formats a region of `ring_bytes(capacity, lanes)` bytes as an empty log (zeroing it
-    /// first, so recycled memory is fine too) and returns a view of it.
+    /// Formats a region of `ring_bytes(capacity, lanes, origins)` bytes as an empty log that
+    /// ranks `0..origins` append to (zeroing it first, so recycled memory is fine too) and
+    /// returns a view of it.
     ///
     /// Panics if `capacity` is not a power of two in `MIN_CAPACITY..=MAX_CAPACITY`, `lanes` is
     /// not a power of two up to `MAX_LANES` leaving each lane `MIN_CAPACITY` bytes, or `base`
     /// is not 64-byte aligned.
     ///
     /// # Safety
-    /// `base` points to at least `ring_bytes(capacity, lanes)` writable bytes that stay mapped
-    /// as long as any view of them exists, and no other view uses the region while it is being
-    /// formatted.
-    pub unsafe fn init(base: *mut u8, capacity: usize, lanes: usize) -> LogRing {
+    /// `base` points to at least `ring_bytes(capacity, lanes, origins)` writable bytes that
+    /// stay mapped as long as any view of them exists, and no other view uses the region while
+    /// it is being formatted.
+    pub unsafe fn init(base: *mut u8, capacity: usize, lanes: usize, origins: usize) -> LogRing {
         assert!(
             capacity.is_power_of_two() && (MIN_CAPACITY..=MAX_CAPACITY).contains(&capacity),
             "log ring capacity {capacity} must be a power of two between {MIN_CAPACITY} and {MAX_CAPACITY}"
@@ -246,11 +288,12 @@ impl LogRing {
         );
         assert!((base as usize).is_multiple_of(64), "log ring region {base:p} must be 64-byte aligned");
         // SAFETY: the caller gives us the whole region, unused by anyone else for now.
-        unsafe { ptr::write_bytes(base, 0, ring_bytes(capacity, lanes)) };
-        let ring = LogRing { base, capacity, lanes };
+        unsafe { ptr::write_bytes(base, 0, ring_bytes(capacity, lanes, origins)) };
+        let ring = LogRing { base, capacity, lanes, counted: counted(lanes, origins) };
         let ident = &ring.header().ident.0;
         ident.capacity.store(capacity as u64, Ordering::Relaxed);
         ident.lanes.store(lanes as u64, Ordering::Relaxed);
+        ident.counted.store(ring.counted as u64, Ordering::Relaxed);
         // Release: a process that sees the magic sees a formatted, zeroed region.
         ident.magic.store(MAGIC, Ordering::Release);
         ring
@@ -260,8 +303,8 @@ impl LogRing {
     /// Fails with `InvalidArgument` if the region does not start with a formatted log.
     ///
     /// # Safety
-    /// `base` points to a mapping of the whole region, `ring_bytes(capacity, lanes)` bytes for
-    /// what `init` was given (or at least its first 64 bytes if it may be unformatted), that
+    /// `base` points to a mapping of the whole region, `ring_bytes(capacity, lanes, origins)`
+    /// bytes for what `init` was given (or at least its first 64 bytes if it may be unformatted), that
     /// stays mapped as long as the view and its entries exist.
     pub unsafe fn attach(base: *mut u8) -> Result<LogRing> {
         if !(base as usize).is_multiple_of(64) {
@@ -277,17 +320,20 @@ impl LogRing {
         }
         let capacity = ident.capacity.load(Ordering::Relaxed);
         let lanes = ident.lanes.load(Ordering::Relaxed);
+        let counted = ident.counted.load(Ordering::Relaxed);
         if !capacity.is_power_of_two()
             || !(MIN_CAPACITY as u64..=MAX_CAPACITY as u64).contains(&capacity)
             || !lanes.is_power_of_two()
             || lanes > MAX_LANES as u64
             || capacity / lanes < MIN_CAPACITY as u64
+            || (counted != 0 && counted <= lanes)
+            || counted > u32::MAX as u64
         {
             return Err(Error::InvalidArgument(format!(
-                "access log at {base:p} has capacity {capacity} in {lanes} lanes, not a power of two in {MIN_CAPACITY}..={MAX_CAPACITY} in up to {MAX_LANES} (corrupted)"
+                "access log at {base:p} has capacity {capacity} in {lanes} lanes counting {counted} origins, not a power of two in {MIN_CAPACITY}..={MAX_CAPACITY} in up to {MAX_LANES}, counting none or more origins than lanes (corrupted)"
             )));
         }
-        Ok(LogRing { base, capacity: capacity as usize, lanes: lanes as usize })
+        Ok(LogRing { base, capacity: capacity as usize, lanes: lanes as usize, counted: counted as usize })
     }
 
     /// Bytes in the data area (all lanes).
@@ -300,15 +346,55 @@ impl LogRing {
         self.lanes
     }
 
-    /// A respawned `origin` of a job of `origins` ranks, before its first append here: covers
-    /// what its dead predecessor claimed and never published (see `Lane::cover_holes`). Only
-    /// a lane of its own can be repaired (`lanes >= origins`): in a shared lane other live
-    /// producers' claimed entries look the same. Returns the holes covered.
-    pub fn cover_holes_of(&self, origin: u32, origins: usize) -> usize {
-        if self.lanes < origins {
-            return 0;
+    /// A respawned `origin`, before its first append here: covers what its dead predecessor
+    /// claimed and never published (see `Lane::cover_holes`). In a lane of its own every hole
+    /// is its predecessor's. In a lane shared with other origins, their claims in flight look
+    /// the same: it first waits until each of them has been seen with no append in flight
+    /// (its counts equal) after the lane's `reserve` was read, so that every claim below that
+    /// `reserve` still unpublished is the dead one's. `alive(o)`: whether origin `o` can still
+    /// finish an append (a dead one's counts never settle); a dead one, or one that stays busy
+    /// past `QUIET_WAIT`, fails the call with nothing covered. Returns the holes covered.
+    pub fn cover_holes_of(&self, origin: u32, alive: &dyn Fn(u32) -> bool) -> Result<usize> {
+        let lane_index = self.lane_of(origin);
+        let lane = self.lane(lane_index);
+        let shared = (0..self.counted as u32).filter(|&o| o != origin && self.lane_of(o) == lane_index);
+        // Acquire: pairs with the claims' Release, so the counts a claimer raised before its
+        // claim below `until` are visible here.
+        let until = lane.header().reserve.0.load(Ordering::Acquire);
+        std::sync::atomic::fence(Ordering::SeqCst);
+        let started = std::time::Instant::now();
+        for o in shared {
+            let counts = self.counts(o);
+            loop {
+                // finished, then started: equal means none in flight at the first load.
+                let finished = counts.finished.load(Ordering::SeqCst);
+                if counts.started.load(Ordering::SeqCst) == finished {
+                    break;
+                }
+                if !alive(o) || started.elapsed() > QUIET_WAIT {
+                    return Err(Error::InvalidArgument(format!(
+                        "covering the dead origin {origin}'s unfinished entries in an access log: origin {o}, which shares its lane, {} with an append in flight",
+                        if alive(o) { "stays busy" } else { "died" }
+                    )));
+                }
+                std::thread::yield_now();
+            }
         }
-        self.lane(self.lane_of(origin)).cover_holes()
+        let covered = lane.cover_holes(until);
+        if (origin as usize) < self.counted {
+            // The predecessor's append in flight is over: the replacement starts even.
+            let counts = self.counts(origin);
+            counts.finished.store(counts.started.load(Ordering::SeqCst), Ordering::SeqCst);
+        }
+        Ok(covered)
+    }
+
+    /// `origin`'s counts (only in a log that counts, for an origin below `counted`).
+    fn counts(&self, origin: u32) -> &OriginCounts {
+        debug_assert!((origin as usize) < self.counted);
+        // SAFETY: the counts lie after the lanes' blocks, one per counted origin, and hold
+        // atomics only.
+        unsafe { &*(self.base.add(counts_off(self.lanes)) as *const OriginCounts).add(origin as usize) }
     }
 
     /// The lane `origin`'s entries go to.
@@ -324,7 +410,7 @@ impl LogRing {
         unsafe {
             Lane {
                 header: (self.base.add(std::mem::size_of::<LogHeader>()) as *const LaneHeader).add(i),
-                data: self.base.add(data_off(self.lanes) + i * lane_bytes),
+                data: self.base.add(data_off(self.lanes, self.counted) + i * lane_bytes),
                 capacity: lane_bytes,
             }
         }
@@ -358,14 +444,24 @@ impl LogRing {
             )));
         }
         let lane = self.lane(self.lane_of(meta.origin));
-        match lane.claim(entry_size(data.len())) {
+        // Counted only where lanes are shared (see `cover_holes_of`); SeqCst: seen before the
+        // claim by whoever sees the claim.
+        let counts = ((meta.origin as usize) < self.counted).then(|| self.counts(meta.origin));
+        if let Some(c) = counts {
+            c.started.fetch_add(1, Ordering::SeqCst);
+        }
+        let claimed = match lane.claim(entry_size(data.len())) {
             Some(claim) => {
                 before_publish();
                 lane.publish(claim, meta, data);
-                Ok(true)
+                true
             }
-            None => Ok(false),
+            None => false,
+        };
+        if let Some(c) = counts {
+            c.finished.fetch_add(1, Ordering::Release);
         }
+        Ok(claimed)
     }
 
     /// Appends a whole access as entries of at most `max_chunk()` data bytes, in order of offset,

@@ -8,6 +8,8 @@ use std::sync::Arc;
 struct Region {
     mem: *mut u8,
     layout: Layout,
+    /// Origins that append (as many as lanes unless a test shares lanes).
+    origins: usize,
 }
 
 // SAFETY: a plain heap block; the tests share it between threads through LogRing views.
@@ -19,19 +21,22 @@ impl Region {
         Region::with_lanes(capacity, 1)
     }
     fn with_lanes(capacity: usize, lanes: usize) -> Region {
-        let layout = Layout::from_size_align(ring_bytes(capacity, lanes), 4096).unwrap();
+        Region::shared(capacity, lanes, lanes)
+    }
+    fn shared(capacity: usize, lanes: usize, origins: usize) -> Region {
+        let layout = Layout::from_size_align(ring_bytes(capacity, lanes, origins), 4096).unwrap();
         // SAFETY: non-zero size.
         let mem = unsafe { alloc_zeroed(layout) };
         assert!(!mem.is_null());
-        Region { mem, layout }
+        Region { mem, layout, origins }
     }
     fn ring(&self, capacity: usize) -> LogRing {
-        // SAFETY: the region is ring_bytes(capacity, 1) bytes and outlives the test's views.
-        unsafe { LogRing::init(self.mem, capacity, 1) }
+        self.ring_with_lanes(capacity, 1)
     }
     fn ring_with_lanes(&self, capacity: usize, lanes: usize) -> LogRing {
-        // SAFETY: the region is ring_bytes(capacity, lanes) bytes and outlives the test's views.
-        unsafe { LogRing::init(self.mem, capacity, lanes) }
+        // SAFETY: the region is ring_bytes(capacity, lanes, origins) bytes and outlives the
+        // test's views.
+        unsafe { LogRing::init(self.mem, capacity, lanes, self.origins) }
     }
 }
 
@@ -509,7 +514,7 @@ fn stress(capacity: usize, lanes: usize) {
 #[test]
 fn log_ring_attach_second_view() {
     const CAPACITY: usize = 4096;
-    let len = ring_bytes(CAPACITY, 1);
+    let len = ring_bytes(CAPACITY, 1, 1);
     // SAFETY: plain system calls; the mappings are unmapped and the fd closed at the end.
     let (fd, first, second) = unsafe {
         let fd = libc::memfd_create(c"log_ring_test".as_ptr(), 0);
@@ -526,7 +531,7 @@ fn log_ring_attach_second_view() {
     // SAFETY: `second` maps nothing formatted yet.
     assert!(matches!(unsafe { LogRing::attach(second) }, Err(Error::InvalidArgument(_))), "unformatted region refused");
     // SAFETY: both mappings stay until the end of the test.
-    let producer_view = unsafe { LogRing::init(first, CAPACITY, 1) };
+    let producer_view = unsafe { LogRing::init(first, CAPACITY, 1, 1) };
     // SAFETY: as above.
     let consumer_view = unsafe { LogRing::attach(second) }.unwrap();
     assert_eq!(consumer_view.capacity(), CAPACITY);
@@ -674,14 +679,75 @@ fn holes_of_a_dead_producer_are_covered() {
         let mut got = Vec::new();
         ring.drain(|e| got.push(e.meta.seq));
         assert_eq!(got, want[..1], "round {round}: the consumer stops at the first hole");
-        assert_eq!(ring.cover_holes_of(origin, 1), 2, "round {round}: both holes covered");
+        assert_eq!(ring.cover_holes_of(origin, &|_| true).unwrap(), 2, "round {round}: both holes covered");
         ring.drain(|e| got.push(e.meta.seq));
         assert_eq!(got, want, "round {round}: every published entry, in order, and nothing else");
         assert!(!ring.has_entry());
-        assert_eq!(ring.cover_holes_of(origin, 1), 0, "round {round}: nothing left to cover");
+        assert_eq!(ring.cover_holes_of(origin, &|_| true).unwrap(), 0, "round {round}: nothing left to cover");
     }
-    // A lane shared with other origins is not touched: their claims look like holes.
-    assert_eq!(ring.cover_holes_of(origin, 2), 0);
+}
+
+/// In a lane shared by several origins (more origins than lanes), a live origin's claim in
+/// flight looks like a hole: a respawned origin covers only its predecessor's holes, after
+/// waiting for the live one's append to finish; and refuses, covering nothing, when an origin
+/// of its lane died with an append in flight.
+#[test]
+fn holes_of_a_dead_producer_in_a_shared_lane_are_covered_after_the_live_ones_finish() {
+    use std::sync::mpsc;
+    use std::time::Duration;
+    let cap = 8192;
+    let region = Region::shared(cap, 2, 4);
+    let ring = region.ring_with_lanes(cap, 2);
+    let (live, dead) = (0u32, 2u32); // both in lane 0 (origins 1 and 3 in lane 1)
+    assert_eq!((ring.lane_of(live), ring.lane_of(dead)), (0, 0));
+    let entry = |origin: u32, seq: u64| {
+        let data = payload(origin, seq, 100);
+        (EntryMeta { op: LogOp::Put, origin, seq, addr: 0x1000, total_len: 100, offset: 0, last: true }, data)
+    };
+    let (m, d) = entry(live, 1);
+    assert!(ring.try_append(&m, &d).unwrap());
+    // The dead process: its append started (counted) and claimed, never published.
+    ring.counts(dead).started.fetch_add(1, Ordering::SeqCst);
+    assert!(ring.lane(0).claim(entry_size(100)).is_some());
+    let (m, d) = entry(live, 2);
+    assert!(ring.try_append(&m, &d).unwrap());
+    // The live origin's third append is in flight (claimed, not published) while the
+    // replacement covers: the replacement must wait for it, not cover it.
+    let (claimed_tx, claimed_rx) = mpsc::channel();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let (covered_tx, covered_rx) = mpsc::channel();
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            let (m, d) = entry(live, 3);
+            let mut hook = || {
+                claimed_tx.send(()).unwrap();
+                go_rx.recv().unwrap();
+            };
+            assert!(ring.try_append_after(&m, &d, &mut hook).unwrap());
+        });
+        claimed_rx.recv().unwrap();
+        s.spawn(move || covered_tx.send(ring.cover_holes_of(dead, &|_| true).unwrap()).unwrap());
+        assert!(
+            covered_rx.recv_timeout(Duration::from_millis(200)).is_err(),
+            "covered while a live origin of the lane had a claim in flight"
+        );
+        go_tx.send(()).unwrap();
+        assert_eq!(covered_rx.recv_timeout(Duration::from_secs(10)).unwrap(), 1, "the dead origin's hole, and only it");
+    });
+    let mut got = Vec::new();
+    ring.drain(|e| got.push((e.meta.origin, e.meta.seq, checksum(e.data()))));
+    let want: Vec<_> = (1..=3).map(|seq| (live, seq, checksum(&entry(live, seq).1))).collect();
+    assert_eq!(got, want, "every entry of the live origin, intact and in order; nothing of the dead one's");
+    assert_eq!(ring.cover_holes_of(dead, &|_| true).unwrap(), 0, "nothing left; the replacement starts with nothing in flight");
+    // A second origin of the lane died with an append in flight: its counts never settle, so
+    // nothing can be told apart and nothing is covered.
+    ring.counts(live).started.fetch_add(1, Ordering::SeqCst);
+    assert!(ring.lane(0).claim(entry_size(8)).is_some());
+    match ring.cover_holes_of(dead, &|o| o != live) {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains("origin 0") && m.contains("died"), "{m}"),
+        other => panic!("expected an error naming the dead origin 0, got {other:?}"),
+    }
+    assert!(!ring.has_entry());
 }
 
 /// `capacity_to_hold` gives a log whose lanes take every origin's accesses without a drain

@@ -560,6 +560,7 @@ pub fn main() -> i32 {
     crate::respawn::ft_sort_random_kill_checks(&mut t, filter.as_deref());
     crate::respawn::ft_sort_claim_hole_checks(&mut t, filter.as_deref());
     crate::respawn::replay_checks(&mut t, filter.as_deref());
+    crate::respawn::replay_hole_checks(&mut t, filter.as_deref());
     crate::respawn::trim_death_checks(&mut t, filter.as_deref());
     crate::respawn::checkpoint_retry_checks(&mut t, filter.as_deref());
     crate::respawn::dht_replay_checks(&mut t, filter.as_deref());

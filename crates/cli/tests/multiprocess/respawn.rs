@@ -277,30 +277,66 @@ pub fn replay_checks(t: &mut Tally, filter: Option<&str>) {
                 // Steps 1-12, a checkpoint after 0, 4, 8; the death after get g of step j.
                 let j = 2 + (seed * 5 + ranks as u64) % 10;
                 let g = 1 + (seed * 13 + ranks as u64 * 7) % 64;
-                let since = (j - 1) / 4 * 4;
-                let expect = (j - 1 - since) * 64 + g;
-                let name = format!(
-                    "replay_gets ({ranks} ranks, {variant}{}, ACTIVERMA_SMP_EMULATE_REMOTE={remote}: rank 1 dies at get {g} of step {j})",
-                    aa_log.map(|b| format!(" with a {b}-byte log")).unwrap_or_default()
-                );
-                if filter.is_some_and(|f| !name.contains(f)) {
-                    continue;
-                }
-                let mut env = vec![("REPLAY_VARIANT", variant.to_string()), ("ACTIVERMA_SMP_EMULATE_REMOTE", remote.to_string())];
-                env.extend(aa_log.map(|b| ("REPLAY_AA_LOG", b.to_string())));
-                let runs = twin_runs("replay_gets", ranks, &env, "REPLAY_DIR", "REPLAY_OUT", "REPLAY_KILL", format!("1:{j}:{g}"));
-                let replayed_ok = runs.got_fields().all(|f| match f[0].as_str() {
-                    "1" => f[3] == "1" && f[2] == expect.to_string(),
-                    _ => f[3] == "0" && f[2] == "0",
-                });
-                t.check(
-                    format!("{name}: the failure-free state, {expect} gets replayed [{:.1} s]", runs.took.as_secs_f64()),
-                    runs.agree(ranks, 2) && replayed_ok,
-                    || runs.detail(),
-                );
+                replay_run(t, filter, (variant, aa_log), (ranks, remote), (j, g), false);
             }
         }
     }
+}
+
+/// A death inside an append to an access log (`activerma::kill_in_log_append`): rank 1 dies
+/// between claiming the entry that logs its get g of step j and publishing it, so the target's
+/// log holds a hole. Its replacement must cover it before anyone waits on it for good — in a
+/// lane of its own (a 64 KiB log, a Hold log) and in a lane it shares with the other origins
+/// (a 4 KiB log has one lane: the live origins' claims in flight look the same) — and then
+/// replay exactly the g - 1 gets of that step whose records are whole, plus the steps since
+/// the checkpoint, to the failure-free state. One host: there the origin appends itself.
+pub fn replay_hole_checks(t: &mut Tally, filter: Option<&str>) {
+    let seeds = seeds("REPLAY_SEEDS");
+    for design in [("aa", None), ("aa", Some("4096")), ("aa-hold", None)] {
+        for ranks in [2, 3] {
+            for seed in 1..=seeds {
+                let j = 2 + (seed * 7 + ranks as u64) % 10;
+                let g = 1 + (seed * 29 + ranks as u64 * 3) % 64;
+                replay_run(t, filter, design, (ranks, "0"), (j, g), true);
+            }
+        }
+    }
+}
+
+/// One `replay_gets` pair of runs: rank 1 dies after get g of step j (or inside its log
+/// append, `in_append`); the replacement must replay exactly the gets whose records are whole.
+fn replay_run(
+    t: &mut Tally,
+    filter: Option<&str>,
+    (variant, aa_log): (&str, Option<&str>),
+    (ranks, remote): (u32, &str),
+    (j, g): (u64, u64),
+    in_append: bool,
+) {
+    let since = (j - 1) / 4 * 4;
+    let expect = (j - 1 - since) * 64 + g - in_append as u64;
+    let log = aa_log.map(|b| format!(" with a {b}-byte log")).unwrap_or_default();
+    let name = if in_append {
+        format!("replay_gets ({ranks} ranks, {variant}{log}: rank 1 dies inside the log append of get {g} of step {j})")
+    } else {
+        format!("replay_gets ({ranks} ranks, {variant}{log}, ACTIVERMA_SMP_EMULATE_REMOTE={remote}: rank 1 dies at get {g} of step {j})")
+    };
+    if filter.is_some_and(|f| !name.contains(f)) {
+        return;
+    }
+    let mut env = vec![("REPLAY_VARIANT", variant.to_string()), ("ACTIVERMA_SMP_EMULATE_REMOTE", remote.to_string())];
+    env.extend(aa_log.map(|b| ("REPLAY_AA_LOG", b.to_string())));
+    let kill = format!("1:{j}:{g}{}", if in_append { ":append" } else { "" });
+    let runs = twin_runs("replay_gets", ranks, &env, "REPLAY_DIR", "REPLAY_OUT", "REPLAY_KILL", kill);
+    let replayed_ok = runs.got_fields().all(|f| match f[0].as_str() {
+        "1" => f[3] == "1" && f[2] == expect.to_string(),
+        _ => f[3] == "0" && f[2] == "0",
+    });
+    t.check(
+        format!("{name}: the failure-free state, {expect} gets replayed [{:.1} s]", runs.took.as_secs_f64()),
+        runs.agree(ranks, 2) && replayed_ok,
+        || runs.detail(),
+    );
 }
 
 /// A death just before `GetLog::trim`: the survivors' trim fails with RankFailed at once (no

@@ -8,7 +8,7 @@
 //!
 //! Driven by the environment: REPLAY_VARIANT (aa | aa-hold | rma | am), REPLAY_DIR (the
 //! checkpoint store), REPLAY_KILL (`rank:step:get`: that rank dies after that get of that
-//! step), REPLAY_AA_LOG (bytes of an aa log drained by progress; small: back-pressure),
+//! step; `rank:step:get:append`: inside that get's log append), REPLAY_AA_LOG (bytes of an aa log drained by progress; small: back-pressure),
 //! REPLAY_OUT (a file each rank appends `rank state replayed incarnation` to).
 
 use super::env;
@@ -50,8 +50,17 @@ pub fn replay_gets() -> Result<()> {
         let f: Vec<&str> = k.split(':').collect();
         (f[0].parse().unwrap(), f[1].parse().unwrap(), f[2].parse().unwrap())
     });
+    // `rank:step:get:append`: that rank dies inside that get's append to its target's access
+    // log (aa, on one host: the origin appends), between the claim and the publish.
+    let in_append = env("REPLAY_KILL").is_some_and(|k| k.ends_with(":append"));
     let table = w.alloc_segment(WORDS * 8)?;
     let state = w.alloc_segment(16)?;
+    // The last step whose closing barriers this rank passed, in memory no checkpoint protects:
+    // a replacement finds its predecessor's (segments outlive the process). It tells a
+    // replacement whose replay ends with a step whether its predecessor had finished that step
+    // with the others (then they are past its barriers) or died before.
+    let passed = w.alloc_segment(8)?;
+    let predecessor_passed = passed.read_u64(0);
     // Every target serves at most n-1 origins' 8-byte gets of CKPT_EVERY steps between trims.
     let gets = n * GETS * CKPT_EVERY as usize;
     let mut log = GetLog::new(&w, gets, gets * 8, aa)?;
@@ -83,6 +92,9 @@ pub fn replay_gets() -> Result<()> {
             let t = (me + 1 + rng.gen_range(0..n - 1)) % n;
             let at = table.remote(t, rng.gen_range(0..WORDS) * 8);
             let mut b = [0u8; 8];
+            if in_append && kill == Some((me, k, g + 1)) && w.incarnation() == 0 {
+                activerma::kill_in_log_append(1);
+            }
             if let Some(r) = replay.get_mut(t).and_then(VecDeque::pop_front) {
                 if r.addr != at.addr as u64 || r.data.len() != 8 {
                     return Err(Error::InvalidArgument(format!("replay: step {k} get {g}: the log holds {:#x}+{}", r.addr, r.data.len())));
@@ -103,7 +115,7 @@ pub fn replay_gets() -> Result<()> {
             }
             w.progress();
         }
-        if w.is_recovering() && !replaying(&replay) {
+        if w.is_recovering() && !replaying(&replay) && k > predecessor_passed {
             w.rejoin()?;
         }
         // A replacement replaying an earlier step meets nobody at its barriers: it is alone.
@@ -119,6 +131,7 @@ pub fn replay_gets() -> Result<()> {
                 ck.checkpoint()?;
                 log.trim()?;
             }
+            passed.write_local(0, &k.to_le_bytes());
         }
     }
     super::append_line("REPLAY_OUT", &format!("{me} {acc:016x} {replayed} {}\n", w.incarnation()))?;
