@@ -14,7 +14,7 @@
  *
  * Output: a table on stderr, JSON lines on stdout (one per test, plus a "machine" line).
  *
- * usage: armci_bench [--quick] [-i IMPL]
+ * usage: armci_bench [--quick] [--contiguous] [-i IMPL]
  *
  * Independent implementation for the activerma peer benchmarks; no ARMCI-MPI, Global Arrays
  * or OSU code.
@@ -57,6 +57,8 @@ static void **base;   /* base[r]: rank r's block of REGION bytes */
 static char *local;   /* ARMCI_Malloc_local, REGION bytes */
 static char *check;   /* ARMCI_Malloc_local, REGION bytes */
 static const char *impl = DEFAULT_IMPL;
+/* --contiguous: only the contiguous put and get tests (run.sh's extra rounds against the core). */
+static int contiguous_only = 0;
 static long iters_small = 2000, iters_large = 50, skip = 50;
 static int reps = 11;
 
@@ -420,10 +422,12 @@ int main(int argc, char **argv)
             iters_large = 10;
             skip = 10;
             reps = 5;
+        } else if (!strcmp(argv[a], "--contiguous")) {
+            contiguous_only = 1;
         } else if (!strcmp(argv[a], "-i") && a + 1 < argc) {
             impl = argv[++a];
         } else {
-            if (me == 0) fprintf(stderr, "usage: armci_bench [--quick] [-i IMPL]\n");
+            if (me == 0) fprintf(stderr, "usage: armci_bench [--quick] [--contiguous] [-i IMPL]\n");
             ARMCI_Error("armci_bench: bad arguments", 2);
         }
     }
@@ -463,11 +467,13 @@ int main(int argc, char **argv)
     const long sizes[] = {8, 64 * KIB, MIB};
     for (int k = 0; k < 3; k++) test_put(sizes[k], seed += 3);
     for (int k = 0; k < 3; k++) test_get(sizes[k], seed += 3);
-    test_rmw();
-    test_gets(64, seed += 3);
-    test_gets(KIB, seed += 3);
-    test_accs(64);
-    test_mutex();
+    if (!contiguous_only) {
+        test_rmw();
+        test_gets(64, seed += 3);
+        test_gets(KIB, seed += 3);
+        test_accs(64);
+        test_mutex();
+    }
 
     ARMCI_Destroy_mutexes();
     ARMCI_Free_local(check);

@@ -2,7 +2,7 @@
 """Ratio table: activerma's ARMCI vs ARMCI-MPI (Open MPI), from the JSON lines of one run.
 
 usage: compare.py OURS.jsonl THEIRS.jsonl [--commit HASH] [--load-start TEXT] [--load-end TEXT]
-                  [--rows-out FILE] [--across-hosts]
+                  [--rows-out FILE] [--across-hosts] [--layer-round OURS CORE]...
 
 Both files come from bench/armci_peers/armci_bench.c (run.sh runs it). Every value is a median
 over timed batches. Ratios are ours / theirs: latencies (lower is better) as latency ratios,
@@ -14,14 +14,16 @@ don't gate; missing rows show as n/a), 2 when our file cannot be read or holds n
 `activerma report` draws. --across-hosts: both ran on the MPI conduit with all traffic through
 TCP (run.sh --tcp), judged by issue 16's targets for other hosts (latency <= 1.1x, bandwidth >=
 1.0x ARMCI-MPI), with the cases labelled "(TCP)" and the rows' benchmark "armci-check-tcp".
---core FILE: `activerma bench --json` rows of put-latency / get-latency from the same run: a
-second table judges the ARMCI layer's own cost, ARMCI put (+ fence) and get of 8 B, 64 KiB and
-1 MiB against the core's blocking put and get to a segment (issue 16: within 1.1x); its report
-rows are benchmark "armci-layer-check".
+--layer-round OURS CORE (repeatable): a pair of jobs run one right after the other, our ARMCI
+rows and `activerma bench --json` rows of put-latency / get-latency: a second table judges the
+ARMCI layer's own cost, ARMCI put (+ fence) and get of 8 B, 64 KiB and 1 MiB against the core's
+blocking put and get to a segment (issue 16: within 1.1x), each ratio the median of the pairs'
+ratios; its report rows are benchmark "armci-layer-check" (min / max: the pairs' range).
 """
 
 import argparse
 import os
+import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -59,22 +61,33 @@ LAYER = [
 LAYER_TARGET = 1.1
 
 
-def layer_table(ours, core_rows, machine, commit):
-    """Prints the ARMCI-layer table; returns (counts, report rows)."""
-    core = {(r.get("benchmark"), r.get("params", {}).get("size")): r.get("median") for r in core_rows
-            if r.get("case") == "segment"}
+def layer_table(rounds, machine, commit):
+    """Prints the ARMCI-layer table from `rounds`, pairs (our ARMCI rows, the core's rows) run one
+    right after the other; each metric's ratio is the median of the pairs' ratios (the columns:
+    medians of each side). Returns the report rows."""
+    pairs = []
+    for ours_rows, core_rows in rounds:
+        ours = {(r.get("test"), r.get("size")): r.get("median_us") for r in ours_rows if "test" in r}
+        core = {(r.get("benchmark"), r.get("params", {}).get("size")): r.get("median") for r in core_rows
+                if r.get("case") == "segment"}
+        pairs.append((ours, core))
     print()
-    print("# the ARMCI layer over activerma's own core, same run: ARMCI_Put + ARMCI_Fence / ARMCI_Get"
-          " against `activerma bench put-latency / get-latency` (blocking, to a segment), latency ratios")
-    hdr = f"{'metric':<46}{'ARMCI':>10}{'core':>10}{'ratio':>9}{'target':>10}{'status':>8}"
+    print("# the ARMCI layer over activerma's own core: ARMCI_Put + ARMCI_Fence / ARMCI_Get against"
+          " `activerma bench put-latency / get-latency` (blocking, to a segment), latency ratios;"
+          f" {len(pairs)} pair(s) of jobs, each ARMCI job right before its core job, ratio = median of"
+          " the pairs' ratios (range beside it)")
+    hdr = f"{'metric':<46}{'ARMCI':>10}{'core':>10}{'ratio':>9}{'range':>13}{'target':>10}{'status':>8}"
     print(hdr)
     print("-" * len(hdr))
     counts = {"PASS": 0, "MISS": 0, "info": 0, "n/a": 0}
     rows = []
     for label, test, bench, size in LAYER:
-        mine = ours.get((test, size), {}).get("median_us")
-        base = core.get((bench, size))
-        ratio = mine / base if mine is not None and base else None
+        both = [(o.get((test, size)), c.get((bench, size))) for o, c in pairs]
+        both = [(m, b) for m, b in both if m is not None and b]
+        ratios = sorted(m / b for m, b in both)
+        ratio = statistics.median(ratios) if ratios else None
+        mine = statistics.median(m for m, _ in both) if both else None
+        base = statistics.median(b for _, b in both) if both else None
         status = "n/a" if ratio is None else ("PASS" if ratio <= LAYER_TARGET else "MISS")
         counts[status] += 1
         if ratio is not None and machine:
@@ -82,11 +95,12 @@ def layer_table(ours, core_rows, machine, commit):
                 "benchmark": "armci-layer-check", "case": label,
                 "params": {"impl": "activerma-core", "what": f"{label} (us)", "ours": mine, "theirs": base,
                            "target": f"<= {LAYER_TARGET:g}"},
-                "value": ratio, "unit": "x", "reps": 1, "min": ratio, "median": ratio, "max": ratio,
-                "machine": machine, "commit": commit, "settings": {},
+                "value": ratio, "unit": "x", "reps": len(ratios), "min": ratios[0], "median": ratio,
+                "max": ratios[-1], "machine": machine, "commit": commit, "settings": {},
             })
+        spread = f"{fmt_ratio(ratios[0])}-{fmt_ratio(ratios[-1])}" if len(ratios) > 1 else "-"
         print(f"{label + ' (us)':<46}{fmt(mine, 'lat'):>10}{fmt(base, 'lat'):>10}{fmt_ratio(ratio):>9}"
-              f"{'<= ' + format(LAYER_TARGET, 'g'):>10}{status:>8}")
+              f"{spread:>13}{'<= ' + format(LAYER_TARGET, 'g'):>10}{status:>8}")
     print_tally(counts, len(hdr))
     return rows
 
@@ -100,7 +114,9 @@ def main():
     ap.add_argument("--load-end", default="")
     ap.add_argument("--rows-out", default=None)
     ap.add_argument("--across-hosts", action="store_true")
-    ap.add_argument("--core", default=None)
+    ap.add_argument("--layer-round", nargs=2, action="append", default=[], metavar=("OURS", "CORE"),
+                    help="one pair of jobs for the layer table: our ARMCI rows and the core's, run"
+                         " one right after the other (repeat for more pairs)")
     a = ap.parse_args()
     metrics = METRICS
     if a.across_hosts:
@@ -166,8 +182,9 @@ def main():
         print(f"{label + ' (' + unit + ')':<32}{fmt(mine, kind):>12}{fmt(other, kind):>12}{ratio_text:>9}"
               f"{tgt_text:>10}{status:>8}")
     print_tally(counts, len(hdr))
-    if a.core:
-        report_rows += layer_table(ours, read_jsonl(a.core) or [], machine, a.commit)
+    if a.layer_round:
+        rounds = [(read_jsonl(o) or [], read_jsonl(c) or []) for o, c in a.layer_round]
+        report_rows += layer_table(rounds, machine, a.commit)
     if a.rows_out:
         append_rows(a.rows_out, report_rows)
     return 0
