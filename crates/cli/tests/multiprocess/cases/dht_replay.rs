@@ -51,6 +51,11 @@ pub fn dht_replay() -> Result<()> {
             applied.count(e.meta.origin as usize);
         }),
     )?;
+    // The last step whose closing barrier this rank passed, in memory no checkpoint protects:
+    // a replacement whose replay ends with a step rejoins there only if its predecessor had
+    // not passed that step's barrier with the others (see replay.rs).
+    let passed = w.alloc_segment(8)?;
+    let predecessor_passed = passed.read_u64(0);
     let mark = |w: &World| w.assoc_pages(vol.seg.as_ptr(), layout.cells_bytes(), Actions::R | Actions::WL | Actions::WLD, Some(DOMAIN));
 
     let mut skip = vec![0u64; n];
@@ -100,7 +105,7 @@ pub fn dht_replay() -> Result<()> {
                 w.progress();
             }
         }
-        if w.is_recovering() && skip.iter().all(|&s| s == 0) {
+        if w.is_recovering() && skip.iter().all(|&s| s == 0) && k > predecessor_passed {
             w.rejoin()?;
         }
         if w.is_recovering() {
@@ -116,6 +121,7 @@ pub fn dht_replay() -> Result<()> {
             log.trim();
             w.surviving(|| w.barrier())?;
         }
+        passed.write_local(0, &k.to_le_bytes());
     }
     let c = vol.contents().map_err(|e| Error::InvalidArgument(format!("dht_replay: rank {me}'s volume: {e}")))?;
     super::append_line("DHTR_OUT", &format!("{me} {} {:016x} {skipped} {replayed} {}\n", c.keys, c.digest, w.incarnation()))?;
