@@ -261,11 +261,11 @@ impl Checkpointer {
     /// when the death came after rank 0 had marked it complete — and then the call takes the
     /// next epoch (`Stats::epoch` says which).
     pub fn checkpoint(&mut self) -> Result<Stats> {
-        let taken = self.checkpoint_or_fail();
-        if taken.is_err() {
+        let outcome = self.checkpoint_or_fail();
+        if outcome.is_err() {
             self.unsettled = true;
         }
-        taken
+        outcome
     }
 
     /// After a failed checkpoint, or in a replacement that restored alone (while rank 0 may

@@ -362,7 +362,7 @@ impl LogRing {
         // claim below `until` are visible here.
         let until = lane.header().reserve.0.load(Ordering::Acquire);
         std::sync::atomic::fence(Ordering::SeqCst);
-        let started = std::time::Instant::now();
+        let waiting_since = std::time::Instant::now();
         for o in shared {
             let counts = self.counts(o);
             loop {
@@ -371,7 +371,7 @@ impl LogRing {
                 if counts.started.load(Ordering::SeqCst) == finished {
                     break;
                 }
-                if !alive(o) || started.elapsed() > QUIET_WAIT {
+                if !alive(o) || waiting_since.elapsed() > QUIET_WAIT {
                     return Err(Error::InvalidArgument(format!(
                         "covering the dead origin {origin}'s unfinished entries in an access log: origin {o}, which shares its lane, {} with an append in flight",
                         if alive(o) { "stays busy" } else { "died" }
