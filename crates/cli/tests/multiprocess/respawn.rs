@@ -360,25 +360,37 @@ pub fn trim_death_checks(t: &mut Tally, filter: Option<&str>) {
 /// 3 complete; the survivors retry, the job finishes, and a job restarted from the store must
 /// find the last checkpoint, every byte. Every scheme, 2 and 3 ranks; across emulated hosts too.
 pub fn checkpoint_retry_checks(t: &mut Tally, filter: Option<&str>) {
-    let mut runs: Vec<(&str, u32, &str, &str)> = Vec::new();
+    let mut runs: Vec<(&str, u32, &str, &str, Option<(&str, &str)>)> = Vec::new();
     for scheme in ["incremental", "full", "trap-first-write"] {
         for ranks in [2, 3] {
             for kill in ["pages:1:3", "marker:3"] {
-                runs.push((scheme, ranks, kill, "0"));
+                runs.push((scheme, ranks, kill, "0", None));
             }
         }
     }
     for kill in ["pages:1:3", "marker:3"] {
-        runs.push(("incremental", 3, kill, "1"));
+        runs.push(("incremental", 3, kill, "1", None));
+        // The tracking's log drained by other progress modes; peers reached through the
+        // registration strategies that change how a segment is reached across hosts.
+        for setting in [("ACTIVERMA_PROGRESS", "thread"), ("ACTIVERMA_PROGRESS", "wake")] {
+            runs.push(("incremental", 3, kill, "0", Some(setting)));
+        }
+        for strategy in ["pin-all", "bounce", "firehose", "part"] {
+            runs.push(("trap-first-write", 3, kill, "1", Some(("ACTIVERMA_REGISTRATION", strategy))));
+        }
     }
-    for (scheme, ranks, kill, remote) in runs {
-        let name = format!("checkpoint_retry ({ranks} ranks, {scheme}, ACTIVERMA_SMP_EMULATE_REMOTE={remote}, kill {kill})");
+    for (scheme, ranks, kill, remote, setting) in runs {
+        let name = format!(
+            "checkpoint_retry ({ranks} ranks, {scheme}, ACTIVERMA_SMP_EMULATE_REMOTE={remote}{}, kill {kill})",
+            setting.map(|(k, v)| format!(", {k}={v}")).unwrap_or_default()
+        );
         if filter.is_some_and(|f| !name.contains(f)) {
             continue;
         }
         let dir = tempfile::tempdir().expect("a temporary directory");
         let store = dir.path().to_str().unwrap();
-        let env = vec![("CKPT_DIR", store), ("CKPT_SCHEME", scheme), ("ACTIVERMA_SMP_EMULATE_REMOTE", remote)];
+        let mut env = vec![("CKPT_DIR", store), ("CKPT_SCHEME", scheme), ("ACTIVERMA_SMP_EMULATE_REMOTE", remote)];
+        env.extend(setting);
         let with = |extra: (&'static str, &'static str)| Job { case: "checkpoint_retry", ranks, env: [env.clone(), vec![extra]].concat() };
         let (killed, took) = launch(&with(("CKPT_KILL", kill)), &["--respawn", "1"]);
         let dead = if kill.starts_with("marker") { 0 } else { 1 };
