@@ -359,8 +359,11 @@ pub fn trim_death_checks(t: &mut Tally, filter: Option<&str>) {
 /// first page of checkpoint 3 (not marked complete), or rank 0 right after marking checkpoint
 /// 3 complete; the survivors retry, the job finishes, and a job restarted from the store must
 /// find the last checkpoint, every byte. Every scheme, 2 and 3 ranks; across emulated hosts too.
+/// A `checkpoint_retry` run: scheme, ranks, kill, ACTIVERMA_SMP_EMULATE_REMOTE, one more setting.
+type RetryRun<'a> = (&'a str, u32, &'a str, &'a str, Option<(&'a str, &'a str)>);
+
 pub fn checkpoint_retry_checks(t: &mut Tally, filter: Option<&str>) {
-    let mut runs: Vec<(&str, u32, &str, &str, Option<(&str, &str)>)> = Vec::new();
+    let mut runs: Vec<RetryRun> = Vec::new();
     for scheme in ["incremental", "full", "trap-first-write"] {
         for ranks in [2, 3] {
             for kill in ["pages:1:3", "marker:3"] {
