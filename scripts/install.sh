@@ -62,8 +62,8 @@ install -m 644 include/activerma.h "$prefix/include/activerma.h"
 if [ -z "$mpi" ] || [ ! -e "$prefix/bin/activerma" ]; then
     install -m 755 "$target/activerma" "$prefix/bin/activerma"
 fi
-# ARMCI (crates/armci): libarmci.so.0 (its SONAME, set in crates/armci/build.rs), armci.h and
-# message.h, for existing ARMCI programs.
+# ARMCI (crates/armci): libarmci.so.0 (its SONAME, set in crates/armci/build.rs), armci.h,
+# message.h and armcix.h, for existing ARMCI programs.
 install -m 755 "$target/libarmci.so" "$prefix/lib/libarmci.so.$version"
 ln -sfn "libarmci.so.$version" "$prefix/lib/libarmci.so.0"
 ln -sfn "libarmci.so.0" "$prefix/lib/libarmci.so"
@@ -78,6 +78,7 @@ else
     install -m 644 crates/armci/include/armci.h "$prefix/include/armci.h"
 fi
 install -m 644 crates/armci/include/message.h "$prefix/include/message.h"
+install -m 644 crates/armci/include/armcix.h "$prefix/include/armcix.h"
 esc=$(printf '%s' "$prefix" | sed 's/[\\&|]/\\&/g')
 # How the installed libraries' programs start (said in the .pc descriptions).
 launcher="activerma run"

@@ -5,16 +5,19 @@
 # MPI and MPICH (libraries, headers, launchers) and libclang (the MPI bindings are generated
 # at build time). With --browser, also what checking the report page needs: Debian's headless
 # Chromium, its chromedriver and Selenium for Debian's /usr/bin/python3. With --autotools, what
-# building Global Arrays from its source needs (tests/ga/run.sh). The flags combine. Safe to run again.
+# building Global Arrays from its source needs (tests/ga/run.sh). With --armci-mpi, ARMCI-MPI
+# (Debian's libarmci-mpi-dev, on Open MPI): the peer of tests/ga/armci_testing.sh PEER=1. The
+# flags combine. Safe to run again.
 set -euo pipefail
 
-mpi=0 browser=0 autotools=0
+mpi=0 browser=0 autotools=0 armci_mpi=0
 for arg in "$@"; do
     case "$arg" in
         --mpi) mpi=1 ;;
         --browser) browser=1 ;;
         --autotools) autotools=1 ;;
-        *) echo "setup: unknown option $arg (known: --mpi, --browser, --autotools)" >&2; exit 2 ;;
+        --armci-mpi) armci_mpi=1 ;;
+        *) echo "setup: unknown option $arg (known: --mpi, --browser, --autotools, --armci-mpi)" >&2; exit 2 ;;
     esac
 done
 
@@ -23,6 +26,9 @@ if [ $mpi = 1 ]; then
     command -v mpicc.openmpi >/dev/null 2>&1 || need+=(openmpi-bin libopenmpi-dev)
     command -v mpicc.mpich >/dev/null 2>&1 || need+=(mpich libmpich-dev)
     ls /usr/lib/llvm-*/lib/libclang.so* >/dev/null 2>&1 || need+=(libclang-dev)
+fi
+if [ $armci_mpi = 1 ]; then
+    [ -f /usr/include/armci.h ] || need+=(libarmci-mpi-dev)
 fi
 if [ $browser = 1 ]; then
     [ -x /usr/bin/chromium ] || need+=(chromium)

@@ -46,6 +46,9 @@ for mpi in "${mpis[@]}"; do
         # when GA's source archive is not beside the repository; tests/ga/run.sh).
         echo "== Global Arrays on ARMCI: openmpi"
         PREFIX="$prefix" MPI=openmpi bash tests/ga/run.sh
+        # GA's classic ARMCI test programs, on ours and on ARMCI-MPI side by side.
+        echo "== GA's ARMCI test programs: openmpi, beside ARMCI-MPI"
+        PREFIX="$prefix" MPI=openmpi PEER=1 bash tests/ga/armci_testing.sh
     fi
 done
 

@@ -47,6 +47,8 @@ bash scripts/install.sh --prefix "$tmp/prefix"
 PREFIX="$tmp/prefix" bash tests/c/run.sh
 echo "== ARMCI: the C tests of armci.h / libarmci against the same installed prefix"
 PREFIX="$tmp/prefix" bash tests/armci/run.sh
+echo "== ARMCI: Global Arrays' own ARMCI test programs (armci/testing) on the same prefix"
+PREFIX="$tmp/prefix" bash tests/ga/armci_testing.sh
 echo "== ARMCI: the paper's protocol study and applications, quick (the applications check their results)"
 bench_into "$tmp/bench-armci.txt" target/release/activerma bench armci-protocols armci-overlap --quick
 grep -E "PASS|MISS" "$tmp/bench-armci.txt" | head -n 8

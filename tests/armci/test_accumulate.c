@@ -1,10 +1,15 @@
 /* Accumulate of all six types with a scale, from every rank at once into the same elements of
  * every rank; the sums are exact (small integers, exact in float too). Then AccS (2 levels),
- * AccV and NbAcc. */
+ * AccV and NbAcc; a 256 KiB accumulate of doubles from every rank into rank 0; and an
+ * accumulate from a rank's own allocation into an overlapping part of it, which reads the
+ * source as it was before the call. */
 #include "check.h"
 
 #define N 64
 #define ITERS 20
+
+/* 1 + 2 + ... + n */
+static int tri_of(int n) { return n * (n + 1) / 2; }
 
 int main(void) {
     ARMCI_Init();
@@ -111,8 +116,41 @@ int main(void) {
         }
     ARMCI_Barrier();
     ARMCI_Free(base[me]);
+
+    /* Large: BIG doubles from every rank at once into rank 0 (scale me+1, source i % 1000). */
+    enum { BIG = 32768 };
+    void **big = malloc(sizeof(void *) * n);
+    ARMCI_Malloc(big, BIG * sizeof(double));
+    memset(big[me], 0, BIG * sizeof(double));
+    double *bsrc = malloc(BIG * sizeof(double)), bscale = me + 1;
+    for (int i = 0; i < BIG; i++)
+        bsrc[i] = i % 1000;
+    ARMCI_Barrier();
+    ARMCI_Acc(ARMCI_ACC_DBL, &bscale, bsrc, big[0], BIG * sizeof(double), 0);
+    ARMCI_Barrier();
+    if (me == 0)
+        for (int i = 0; i < BIG; i++) {
+            double got = ((double *)big[0])[i], want = (double)tri_of(n) * (i % 1000);
+            EXPECT(got == want, "large accumulate element %d = %f, want %f", i, got, want);
+        }
+    /* Overlapping: dst = src + 1 element, in this rank's own allocation; dst[i] += 2 * old
+     * src[i], i.e. old x[i] + 2 * old x[i-1] for i >= 1 (a forward pass over the live source
+     * would add the new x[i-1]). */
+    long *x = big[me];
+    for (int i = 0; i < 64; i++)
+        x[i] = i + 1;
+    long two = 2;
+    ARMCI_Acc(ARMCI_ACC_LNG, &two, x, x + 1, 63 * sizeof(long), me);
+    ARMCI_Fence(me); /* complete at the target (ACTIVERMA_ARMCI_ACC=active applies it later) */
+    EXPECT(x[0] == 1, "overlapping accumulate changed its first source element: %ld", x[0]);
+    for (int i = 1; i < 64; i++)
+        EXPECT(x[i] == (i + 1) + 2L * i, "overlapping accumulate element %d = %ld, want %ld", i, x[i], (i + 1) + 2L * i);
+    ARMCI_Barrier();
+    ARMCI_Free(big[me]);
+    free(bsrc);
+    free(big);
     ARMCI_Finalize();
     if (me == 0)
-        printf("test_accumulate: ok on %d ranks (6 types, AccS, AccV, NbAcc)\n", n);
+        printf("test_accumulate: ok on %d ranks (6 types, AccS, AccV, NbAcc, 256 KiB, overlapping)\n", n);
     return 0;
 }

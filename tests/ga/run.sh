@@ -35,14 +35,7 @@ case "$mpi" in
     mpich) launch="mpiexec.mpich" ;;
     *) echo "ga/run.sh: MPI is openmpi or mpich, not $mpi" >&2; exit 2 ;;
 esac
-tarball=${GA_TARBALL:-}
-if [ -z "$tarball" ]; then
-    for t in "$root"/../shared/ext/ga-*.tar.gz; do [ -f "$t" ] && tarball=$t; done
-fi
-if [ -z "$tarball" ] || [ ! -f "$tarball" ]; then
-    echo "SKIP Global Arrays: no source archive (set GA_TARBALL; looked for ../shared/ext/ga-*.tar.gz)"
-    exit 0
-fi
+. "$here/tarball.sh" "Global Arrays"
 grep -q '^#define ARMCI_ACTIVERMA_MPI 1$' "$PREFIX/include/armci.h" ||
     { echo "ga/run.sh: $PREFIX/include/armci.h is not an MPI build (scripts/install.sh --mpi $mpi)" >&2; exit 2; }
 bash "$root/scripts/setup.sh" --mpi --autotools >/dev/null

@@ -528,6 +528,13 @@ impl World {
     pub fn get_plain(&self, src: RemotePtr, dst: &mut [u8]) -> bool {
         !self.is_finalized() && self.inner.proto.get_plain(src.rank, src.addr, dst)
     }
+    /// An accumulate's read-modify-write in place on plain segment pages mapped here (see
+    /// `put_plain`): true when `update` ran on `dst`'s `len` bytes; false when it did not run,
+    /// for any reason — then get, combine and put. Excluding concurrent updates is the caller's.
+    #[inline]
+    pub fn update_plain(&self, dst: RemotePtr, len: usize, update: impl FnOnce(&mut [u8])) -> bool {
+        !self.is_finalized() && self.inner.proto.update_plain(dst.rank, dst.addr, len, update)
+    }
     /// Non-blocking `put_by`: `src` may be reused at once; the handle's `wait` returns when
     /// the bytes are at the target (and names the protocol). Buffered and pipelined puts
     /// complete when the target acknowledged their messages, so they overlap its copies.

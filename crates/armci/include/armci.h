@@ -41,7 +41,8 @@ enum ARMCI_Acc_e {
 
 typedef long armci_size_t;
 
-/* Start-up and shut-down. */
+/* Start-up and shut-down. Initialisation nests: every ARMCI_Init* call needs its
+ * ARMCI_Finalize, and only the last one ends the runtime. */
 int ARMCI_Init(void);
 int ARMCI_Init_args(int *argc, char ***argv);
 /* The thread level is the one MPI was initialized with (the smp build: any). */
@@ -162,6 +163,13 @@ int ARMCI_Create_mutexes(int count);
 int ARMCI_Destroy_mutexes(void);
 void ARMCI_Lock(int mutex, int proc);
 void ARMCI_Unlock(int mutex, int proc);
+
+/* Notifications (Global Arrays' ARMCI): armci_notify(proc) makes every write of this rank to
+ * proc so far complete and visible, then signals proc; it returns how many it has sent to
+ * proc. armci_notify_wait(proc, &n) waits for the next signal from proc, stores its number in
+ * n and returns how many have arrived from proc. */
+int armci_notify(int proc);
+int armci_notify_wait(int proc, int *pval);
 
 /* Atomic read-modify-write on rank proc's *prem, the old value stored in *ploc:
  * FETCH_AND_ADD (int) and _LONG (long) add `value`; SWAP (int) and _LONG (long) store *ploc. */

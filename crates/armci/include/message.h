@@ -14,6 +14,12 @@ enum armci_scope_e { SCOPE_ALL, SCOPE_NODE, SCOPE_MASTERS };
 /* Element types of armci_msg_gop_scope. */
 enum armci_type_e { ARMCI_INT, ARMCI_LONG, ARMCI_LONG_LONG, ARMCI_FLOAT, ARMCI_DOUBLE };
 
+/* Global Arrays' ARMCI calls these around ARMCI_Init / ARMCI_Finalize. The MPI build's
+ * armci_msg_init starts MPI (MPI_THREAD_MULTIPLE) unless it runs, and armci_msg_finalize ends
+ * it; the smp build has nothing to start: messages work from ARMCI_Init on. */
+void armci_msg_init(int *argc, char ***argv);
+void armci_msg_finalize(void);
+
 int armci_msg_me(void);
 int armci_msg_nproc(void);
 /* Ends the job with exit status `code` (1 if code is 0). */
@@ -42,6 +48,7 @@ void armci_msg_bintree(int scope, int *Root, int *Up, int *Left, int *Right);
  * with the smallest ("min") or largest ("max") value of `type`; every rank receives that
  * rank's n bytes in x (the lowest rank wins a tie). */
 void armci_msg_sel_scope(int scope, void *x, int n, char *op, int type, int contribute);
+void armci_msg_sel(void *x, int n, char *op, int type, int contribute);
 
 /* Element-wise reductions over all ranks, the result in x on every rank. op is one of "+",
  * "*", "max", "min", "absmax", "absmin" (the abs ones return absolute values). */
@@ -57,6 +64,9 @@ void armci_msg_group_llgop(long long *x, int n, char *op, ARMCI_Group *group);
 void armci_msg_group_fgop(float *x, int n, char *op, ARMCI_Group *group);
 void armci_msg_group_dgop(double *x, int n, char *op, ARMCI_Group *group);
 void armci_msg_group_gop_scope(int scope, void *x, int n, char *op, int type, ARMCI_Group *group);
+/* Reductions whose result ARMCI promises at rank 0; here every rank receives it. */
+void armci_msg_reduce(void *x, int n, char *op, int type);
+void armci_msg_reduce_scope(int scope, void *x, int n, char *op, int type);
 
 #ifdef __cplusplus
 }

@@ -3,18 +3,18 @@
 //! ARMCI promises that accumulates from different origins into the same elements do not lose
 //! updates. activerma has no remote floating-point or complex atomics, so an accumulate is a
 //! get, a local combine and a put, made atomic by holding the target rank's accumulate lock
-//! (a fair ticket lock in the ACC_LOCKS segment, ticket.rs) around all of its pieces. One lock
+//! (a fair ticket lock in ARMCI's RANK_WORDS segment, ticket.rs) around all of its pieces. One lock
 //! per target, not per element or per allocation: simple and enough for correctness; finer
 //! locks are a later optimisation.
 
 use crate::contiguous::{get_bytes, put_bytes};
 use crate::errors::{entry, R};
-use crate::state::{local_arg, nonneg, proc_arg, remote_arg, world, ACC_LOCKS};
+use crate::state::{local_arg, nonneg, proc_arg, remote_arg, world, ACC_LOCK, RANK_WORDS};
 use crate::strided::{extent, pattern_from_c};
 use crate::sync::{mark, ArmciHdl};
 use crate::ticket;
 use crate::vector::{pieces, ArmciGiov};
-use activerma::World;
+use activerma::{RemotePtr, World};
 use std::ffi::{c_int, c_void};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -78,37 +78,39 @@ pub(crate) unsafe fn read_scale(t: AccType, scale: *const c_void) -> R<Scale> {
 /// dst[i] += scale * src[i] over whole elements (the byte lengths are checked to be multiples).
 /// Integers wrap, as C's would without overflow checks.
 pub(crate) fn combine(scale: Scale, dst: &mut [u8], src: &[u8]) {
-    fn each<const N: usize>(dst: &mut [u8], src: &[u8], f: impl Fn([u8; N], [u8; N]) -> [u8; N]) {
-        for (d, s) in dst.chunks_exact_mut(N).zip(src.chunks_exact(N)) {
-            let r = f(d.try_into().unwrap(), s.try_into().unwrap());
-            d.copy_from_slice(&r);
+    /// The element loop, over unaligned elements of a plain-data type (every bit pattern is a
+    /// value): simple enough for the compiler to vectorise.
+    fn each<T: Copy>(dst: &mut [u8], src: &[u8], f: impl Fn(T, T) -> T) {
+        let n = dst.len().min(src.len()) / std::mem::size_of::<T>();
+        let (d, s) = (dst.as_mut_ptr() as *mut T, src.as_ptr() as *const T);
+        for i in 0..n {
+            // SAFETY: i < n elements lie inside both slices; T is i32, i64, f32, f64 or an
+            // array of them (any bytes are a value), read and written unaligned.
+            unsafe { d.add(i).write_unaligned(f(d.add(i).read_unaligned(), s.add(i).read_unaligned())) };
         }
     }
     match scale {
-        Scale::Int(a) => {
-            each::<4>(dst, src, |d, s| i32::from_ne_bytes(d).wrapping_add(a.wrapping_mul(i32::from_ne_bytes(s))).to_ne_bytes())
-        }
-        Scale::Long(a) => {
-            each::<8>(dst, src, |d, s| i64::from_ne_bytes(d).wrapping_add(a.wrapping_mul(i64::from_ne_bytes(s))).to_ne_bytes())
-        }
-        Scale::Float(a) => each::<4>(dst, src, |d, s| (f32::from_ne_bytes(d) + a * f32::from_ne_bytes(s)).to_ne_bytes()),
-        Scale::Double(a) => each::<8>(dst, src, |d, s| (f64::from_ne_bytes(d) + a * f64::from_ne_bytes(s)).to_ne_bytes()),
-        Scale::Complex(ar, ai) => each::<8>(dst, src, |d, s| {
-            let f = |b: &[u8]| f32::from_ne_bytes(b.try_into().unwrap());
-            let (dr, di, sr, si) = (f(&d[..4]), f(&d[4..]), f(&s[..4]), f(&s[4..]));
-            let mut out = [0u8; 8];
-            out[..4].copy_from_slice(&(dr + ar * sr - ai * si).to_ne_bytes());
-            out[4..].copy_from_slice(&(di + ar * si + ai * sr).to_ne_bytes());
-            out
-        }),
-        Scale::DoubleComplex(ar, ai) => each::<16>(dst, src, |d, s| {
-            let f = |b: &[u8]| f64::from_ne_bytes(b.try_into().unwrap());
-            let (dr, di, sr, si) = (f(&d[..8]), f(&d[8..]), f(&s[..8]), f(&s[8..]));
-            let mut out = [0u8; 16];
-            out[..8].copy_from_slice(&(dr + ar * sr - ai * si).to_ne_bytes());
-            out[8..].copy_from_slice(&(di + ar * si + ai * sr).to_ne_bytes());
-            out
-        }),
+        Scale::Int(a) => each::<i32>(dst, src, |d, s| d.wrapping_add(a.wrapping_mul(s))),
+        Scale::Long(a) => each::<i64>(dst, src, |d, s| d.wrapping_add(a.wrapping_mul(s))),
+        Scale::Float(a) => each::<f32>(dst, src, |d, s| d + a * s),
+        Scale::Double(a) => each::<f64>(dst, src, |d, s| d + a * s),
+        Scale::Complex(ar, ai) => each::<[f32; 2]>(dst, src, |[dr, di], [sr, si]| [dr + ar * sr - ai * si, di + ar * si + ai * sr]),
+        Scale::DoubleComplex(ar, ai) => each::<[f64; 2]>(dst, src, |[dr, di], [sr, si]| [dr + ar * sr - ai * si, di + ar * si + ai * sr]),
+    }
+}
+
+/// `combine` from `dst.len()` bytes at `src`, which may lie inside `dst` (an accumulate from a
+/// rank's own segment into itself): then from a copy, made before any Rust reference to them
+/// overlaps.
+unsafe fn combine_from(scale: Scale, dst: &mut [u8], src: *const u8) {
+    let d = dst.as_ptr_range();
+    let n = dst.len();
+    if (src as usize) < d.end as usize && (d.start as usize) < src as usize + n {
+        let mut copy = vec![0u8; n];
+        std::ptr::copy(src, copy.as_mut_ptr(), n);
+        combine(scale, dst, &copy);
+    } else {
+        combine(scale, dst, std::slice::from_raw_parts(src, n));
     }
 }
 
@@ -128,17 +130,22 @@ unsafe fn apply(w: &World, t: AccType, scale: Scale, p: usize, pieces: &[(usize,
     if crate::acc_active::enabled() {
         return crate::acc_active::apply(w, t, scale, p, pieces);
     }
-    let lock = ACC_LOCKS.get().ok_or("ARMCI_Init has not been called")?.remote(p, 0);
+    let lock = RANK_WORDS.get().ok_or("ARMCI_Init has not been called")?.remote(p, ACC_LOCK);
     ticket::acquire(w, lock)?;
     let mut tmp = Vec::new();
     let mut r = Ok(());
     for &(s, d, n) in pieces {
+        // Plain segment memory of this host: combined where it lies, one pass.
+        if w.update_plain(RemotePtr::new(p, d), n, |dst| combine_from(scale, dst, s as *const u8)) {
+            continue;
+        }
+        let src = std::slice::from_raw_parts(s as *const u8, n);
         tmp.resize(n, 0u8);
         r = get_bytes(w, d, tmp.as_mut_ptr(), n, p, "dst");
         if r.is_err() {
             break;
         }
-        combine(scale, &mut tmp, std::slice::from_raw_parts(s as *const u8, n));
+        combine(scale, &mut tmp, src);
         r = put_bytes(w, tmp.as_ptr(), d, n, p, "dst");
         if r.is_err() {
             break;

@@ -9,6 +9,8 @@
 //! Group_create_child(n, list, out, parent) (collective over parent): members = parent[list[i]]
 //!     a rank outside the new group gets it too, with rank -1 (and MPI_COMM_NULL)
 //! Malloc_group / Free_group / armci_msg_group_*: collective over the members only
+//! ARMCIX_Group_split(parent, color, key) (collective over parent): one group per color,
+//!     ordered by (key, parent rank); ARMCIX_Group_dup: the parent's members again
 //! ```
 
 use crate::errors::{entry, R};
@@ -192,6 +194,47 @@ pub unsafe extern "C" fn ARMCI_Group_create_child(
         let members = members(grp_size, pid_list, &parent)?;
         create(group_out, &members, &parent, comm_of(p))
     })
+}
+
+/// armcix.h: splits `parent` (collective over its members) into one group per `color`; the
+/// members of a color are ordered by `key`, then by their rank in the parent, as
+/// MPI_Comm_split orders them. A negative color (MPI_UNDEFINED) joins no group: this rank
+/// gets an empty one (rank -1, size 0), which only ARMCI_Group_free accepts.
+#[no_mangle]
+pub unsafe extern "C" fn ARMCIX_Group_split(parent: *mut ArmciGroup, color: c_int, key: c_int, new_group: *mut ArmciGroup) -> c_int {
+    entry("ARMCIX_Group_split", || {
+        let p = member_of(parent)?;
+        let parent_members = members_of(p);
+        let mine: Vec<u8> = color.to_le_bytes().into_iter().chain(key.to_le_bytes()).collect();
+        let all = crate::point_to_point::group_allgather(&parent_members.iter().map(|&m| m as usize).collect::<Vec<_>>(), &mine)?;
+        let of = |b: &[u8], i: usize| c_int::from_le_bytes(b[4 * i..4 * i + 4].try_into().unwrap());
+        let mut joined: Vec<(c_int, usize)> =
+            all.iter().enumerate().filter(|(_, b)| color >= 0 && of(b, 0) == color).map(|(g, b)| (of(b, 1), g)).collect();
+        joined.sort_unstable();
+        let members: Vec<c_int> = joined.iter().map(|&(_, g)| parent_members[g]).collect();
+        #[cfg(feature = "mpi")]
+        let comm = crate::mpi_comm::split_comm(comm_of(p), color, key)?;
+        #[cfg(not(feature = "mpi"))]
+        let comm = NoComm;
+        fill(new_group, &members, comm)
+    });
+    0
+}
+
+/// armcix.h: a new group with `parent`'s members in its order (collective over them); in the
+/// MPI build with a communicator of its own.
+#[no_mangle]
+pub unsafe extern "C" fn ARMCIX_Group_dup(parent: *mut ArmciGroup, new_group: *mut ArmciGroup) -> c_int {
+    entry("ARMCIX_Group_dup", || {
+        let p = member_of(parent)?;
+        let members = members_of(p);
+        #[cfg(feature = "mpi")]
+        let comm = crate::mpi_comm::split_comm(comm_of(p), 0, p.rank)?;
+        #[cfg(not(feature = "mpi"))]
+        let comm = NoComm;
+        fill(new_group, &members, comm)
+    });
+    0
 }
 
 #[no_mangle]

@@ -22,6 +22,7 @@ mod message;
 #[cfg(feature = "mpi")]
 mod mpi_comm;
 mod mutexes;
+mod notify;
 mod point_to_point;
 mod state;
 mod strided;
@@ -41,6 +42,7 @@ pub use message::*;
 #[cfg(feature = "mpi")]
 pub use mpi_comm::*;
 pub use mutexes::*;
+pub use notify::*;
 pub use point_to_point::*;
 pub use state::*;
 pub use strided::*;

@@ -9,6 +9,24 @@ use std::ffi::{c_char, c_double, c_float, c_int, c_long, c_longlong, c_void, CSt
 use std::sync::OnceLock;
 use std::time::Instant;
 
+/// GA's ARMCI: brings up the message layer before ARMCI_Init. The MPI build starts MPI
+/// (MPI_Init_thread with MPI_THREAD_MULTIPLE) unless the program did; the smp build has
+/// nothing to start (ARMCI_Init joins the job), so messages work from ARMCI_Init on.
+#[no_mangle]
+pub unsafe extern "C" fn armci_msg_init(argc: *mut c_int, argv: *mut *mut *mut c_char) {
+    #[cfg(feature = "mpi")]
+    entry("armci_msg_init", || crate::mpi_comm::start_mpi(argc, argv));
+    #[cfg(not(feature = "mpi"))]
+    let _ = (argc, argv);
+}
+
+/// GA's ARMCI: ends the message layer after ARMCI_Finalize (the MPI build: MPI_Finalize).
+#[no_mangle]
+pub extern "C" fn armci_msg_finalize() {
+    #[cfg(feature = "mpi")]
+    entry("armci_msg_finalize", crate::mpi_comm::finish_mpi);
+}
+
 #[no_mangle]
 pub extern "C" fn armci_msg_me() -> c_int {
     entry("armci_msg_me", || Ok(world()?.rank() as c_int))
@@ -338,6 +356,18 @@ pub unsafe extern "C" fn armci_msg_gop_scope(_scope: c_int, x: *mut c_void, n: c
     entry("armci_msg_gop_scope", || typed_gop(&Over::Job, x, n, op, ty))
 }
 
+/// A reduction whose result ARMCI promises at rank 0 only; every rank gets it here (the
+/// reduction is an allgather, so it costs nothing more).
+#[no_mangle]
+pub unsafe extern "C" fn armci_msg_reduce(x: *mut c_void, n: c_int, op: *mut c_char, ty: c_int) {
+    entry("armci_msg_reduce", || typed_gop(&Over::Job, x, n, op, ty))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn armci_msg_reduce_scope(_scope: c_int, x: *mut c_void, n: c_int, op: *mut c_char, ty: c_int) {
+    entry("armci_msg_reduce_scope", || typed_gop(&Over::Job, x, n, op, ty))
+}
+
 macro_rules! group_gop {
     ($name:ident, $t:ty, $as:ty) => {
         #[no_mangle]
@@ -400,9 +430,8 @@ pub unsafe extern "C" fn armci_msg_bintree(_scope: c_int, root: *mut c_int, up: 
 /// Selection: among the ranks that `contribute`, the one whose buffer starts with the
 /// smallest ("min") or largest ("max") value of type `ty`; every rank gets that rank's `n`
 /// bytes in `x` (the lowest rank wins a tie; nothing changes if no rank contributes).
-#[no_mangle]
-pub unsafe extern "C" fn armci_msg_sel_scope(_scope: c_int, x: *mut c_void, n: c_int, op: *mut c_char, ty: c_int, contribute: c_int) {
-    entry("armci_msg_sel_scope", || {
+unsafe fn sel(x: *mut c_void, n: c_int, op: *mut c_char, ty: c_int, contribute: c_int) -> R {
+    {
         let w = world()?;
         let n = nonneg(n.into(), "n")?;
         crate::state::local_arg(x, n, "x")?;
@@ -443,5 +472,16 @@ pub unsafe extern "C" fn armci_msg_sel_scope(_scope: c_int, x: *mut c_void, n: c
             std::ptr::copy_nonoverlapping(all[r].as_ptr(), x as *mut u8, n);
         }
         Ok(())
-    })
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn armci_msg_sel_scope(_scope: c_int, x: *mut c_void, n: c_int, op: *mut c_char, ty: c_int, contribute: c_int) {
+    entry("armci_msg_sel_scope", || sel(x, n, op, ty, contribute))
+}
+
+/// armci_msg_sel_scope over all ranks.
+#[no_mangle]
+pub unsafe extern "C" fn armci_msg_sel(x: *mut c_void, n: c_int, op: *mut c_char, ty: c_int, contribute: c_int) {
+    entry("armci_msg_sel", || sel(x, n, op, ty, contribute))
 }

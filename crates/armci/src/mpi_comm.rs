@@ -100,6 +100,51 @@ pub(crate) fn group_comm(parent: MPI_Comm, members: &[c_int], me: c_int) -> R<MP
     Ok(comm)
 }
 
+/// MPI_Comm_split of a group's communicator (collective over its ranks; a negative color is
+/// MPI_UNDEFINED: no communicator), freed by the new group's Group_free. MPI_COMM_NULL where
+/// the job has no communicators (smp conduit).
+pub(crate) fn split_comm(parent: MPI_Comm, color: c_int, key: c_int) -> R<MPI_Comm> {
+    if parent == null() {
+        return Ok(null());
+    }
+    // SAFETY: reading a constant mpi-sys exports.
+    let color = if color < 0 { unsafe { RSMPI_UNDEFINED } } else { color };
+    let mut comm: MPI_Comm = null();
+    // SAFETY: the parent group's communicator; every member of the parent calls this.
+    check("MPI_Comm_split", unsafe { MPI_Comm_split(parent, color, key, &mut comm) })?;
+    if comm != null() {
+        crate::state::lock(&MADE).push(Comm(comm));
+    }
+    Ok(comm)
+}
+
+/// armci_msg_init in the MPI build: MPI_Init_thread(MPI_THREAD_MULTIPLE) unless MPI runs.
+pub(crate) unsafe fn start_mpi(argc: *mut c_int, argv: *mut *mut *mut std::ffi::c_char) -> R {
+    let mut up = 0;
+    check("MPI_Initialized", MPI_Initialized(&mut up))?;
+    if up != 0 {
+        return Ok(());
+    }
+    let mut provided = 0;
+    check("MPI_Init_thread", MPI_Init_thread(argc, argv, RSMPI_THREAD_MULTIPLE, &mut provided))
+}
+
+/// armci_msg_finalize in the MPI build: MPI_Finalize, whoever started MPI (GA's ARMCI does
+/// the same), unless it is not running.
+pub(crate) fn finish_mpi() -> R {
+    let (mut up, mut down) = (0, 0);
+    // SAFETY: both queries may be called at any time.
+    unsafe {
+        check("MPI_Initialized", MPI_Initialized(&mut up))?;
+        check("MPI_Finalized", MPI_Finalized(&mut down))?;
+    }
+    if up == 0 || down != 0 {
+        return Ok(());
+    }
+    // SAFETY: MPI runs and ARMCI_Finalize came first (its last MPI calls are done).
+    check("MPI_Finalize", unsafe { MPI_Finalize() })
+}
+
 /// Frees a group's communicator if a group creation made it (the world's lives until the
 /// end), and clears the handle.
 pub(crate) fn free_group_comm(comm: &mut MPI_Comm) {

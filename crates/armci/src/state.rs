@@ -13,13 +13,22 @@ pub(crate) static WORLD: OnceLock<World> = OnceLock::new();
 static JOB_SIZE: AtomicUsize = AtomicUsize::new(0);
 /// Set by ARMCI_Finalize: later calls fail with a clear message instead of a runtime error.
 static FINALIZED: AtomicBool = AtomicBool::new(false);
+/// ARMCI_Init calls not yet matched by an ARMCI_Finalize: initialisation nests (Global Arrays'
+/// own test programs call both twice), and only the last finalize ends the runtime.
+static INITS: AtomicUsize = AtomicUsize::new(0);
 /// Serializes ARMCI_Init (two threads racing must not both join the job).
 static INIT: Mutex<()> = Mutex::new(());
 /// The run's contiguous transfer protocol (ACTIVERMA_TRANSFER), read once at init: every
 /// Put/Get passes it to the core, which chooses per call under `auto`.
 pub(crate) static TRANSFER: OnceLock<activerma::Transfer> = OnceLock::new();
-/// One ticket lock per rank, used by the accumulate calls (accumulate.rs says why).
-pub(crate) static ACC_LOCKS: OnceLock<Segment> = OnceLock::new();
+/// ARMCI's own words in every rank's memory, one segment made at init: the accumulate ticket
+/// lock at ACC_LOCK (accumulate.rs says why), then one notification counter per rank from
+/// NOTIFY_FROM (notify.rs).
+pub(crate) static RANK_WORDS: OnceLock<Segment> = OnceLock::new();
+/// Offset of the accumulate lock (16 bytes) in RANK_WORDS.
+pub(crate) const ACC_LOCK: usize = 0;
+/// Offset of the notification counters in RANK_WORDS: 8 bytes per sending rank.
+pub(crate) const NOTIFY_FROM: usize = 16;
 
 /// One ARMCI_Malloc: the segment (None when every rank asked for 0 bytes, or over a group
 /// smaller than the job) and every rank's
@@ -265,20 +274,21 @@ fn init_job_default() -> R<()> {
 fn init_job(join: impl FnOnce() -> activerma::Result<activerma::World>) -> R<()> {
     let _g = lock(&INIT);
     if WORLD.get().is_some() {
-        // ARMCI allows nested initialisation; a second call is a no-op, but a finalized
+        // ARMCI allows nested initialisation: a later call only counts, but a finalized
         // runtime cannot join the job again.
         return if FINALIZED.load(Ordering::Acquire) {
             Err("ARMCI cannot be initialised again after ARMCI_Finalize".into())
         } else {
+            INITS.fetch_add(1, Ordering::AcqRel);
             Ok(())
         };
     }
     let w = join().map_err(rt)?;
     crate::point_to_point::install(&w)?;
-    // One 16-byte ticket lock per rank for accumulates (collective, so at init: after it, every
-    // rank can receive armci_msg_snd's messages).
-    let locks = w.alloc_segment(16).map_err(rt)?;
-    let _ = ACC_LOCKS.set(locks);
+    // ARMCI's own words (collective, so at init: after it, every rank can receive
+    // armci_msg_snd's messages).
+    let words = w.alloc_segment(NOTIFY_FROM + 8 * w.size()).map_err(rt)?;
+    let _ = RANK_WORDS.set(words);
     JOB_SIZE.store(w.size(), Ordering::Relaxed);
     let transfer = w.transfer().map_err(rt)?;
     let _ = TRANSFER.set(transfer);
@@ -288,6 +298,7 @@ fn init_job(join: impl FnOnce() -> activerma::Result<activerma::World>) -> R<()>
     }
     let _ = LAST_HITS.set((0..w.size()).map(|_| LastHit::default()).collect());
     let _ = WORLD.set(w);
+    INITS.store(1, Ordering::Release);
     Ok(())
 }
 
@@ -336,6 +347,10 @@ pub extern "C" fn ARMCI_Initialized() -> c_int {
 pub extern "C" fn ARMCI_Finalize() -> c_int {
     entry("ARMCI_Finalize", || {
         let w = world()?;
+        // The finalize of a nested ARMCI_Init: the runtime stays up for the outer one.
+        if INITS.fetch_sub(1, Ordering::AcqRel) > 1 {
+            return Ok(());
+        }
         crate::in_flight::complete_all()?;
         w.finalize().map_err(rt)?;
         FINALIZED.store(true, Ordering::Release);

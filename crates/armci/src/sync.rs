@@ -134,3 +134,13 @@ pub extern "C" fn ARMCI_Barrier() {
 pub extern "C" fn ARMCI_Access_begin(_ptr: *mut std::ffi::c_void) {}
 #[no_mangle]
 pub extern "C" fn ARMCI_Access_end(_ptr: *mut std::ffi::c_void) {}
+
+/// armcix.h: serves requests that wait for this rank (atomics on its group blocks,
+/// transfers through it under the buffered protocols) while the program computes.
+#[no_mangle]
+pub extern "C" fn ARMCIX_Progress() {
+    entry("ARMCIX_Progress", || {
+        world()?.progress();
+        Ok(())
+    })
+}

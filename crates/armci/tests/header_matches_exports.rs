@@ -1,4 +1,4 @@
-//! armci.h / message.h and the library must not drift apart: every function a header declares
+//! armci.h / message.h / armcix.h and the library must not drift apart: every function a header declares
 //! is exported (`#[no_mangle]`, directly or through the values/message macros), and every
 //! export is declared. Source parsing, not the built .so: `cargo test` does not build the
 //! cdylib, and the names are all that can drift.
@@ -78,6 +78,7 @@ fn headers_and_exports_agree() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut decl = declared(&std::fs::read_to_string(dir.join("include/armci.h")).unwrap());
     decl.extend(declared(&std::fs::read_to_string(dir.join("include/message.h")).unwrap()));
+    decl.extend(declared(&std::fs::read_to_string(dir.join("include/armcix.h")).unwrap()));
     let exp = exported(&dir.join("src"));
     assert!(decl.len() > 90, "the parser found only {} declarations: {decl:?}", decl.len());
     let missing: Vec<_> = decl.difference(&exp).collect();

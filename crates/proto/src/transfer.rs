@@ -37,7 +37,7 @@ use activerma_core::counters::bump;
 use activerma_core::{settings, Config, Error, Rank, Result};
 use activerma_mem::{AccessKind, HeapFast};
 use std::collections::VecDeque;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{fence, AtomicU64, Ordering};
 
 /// Chunk requests a pipelined get keeps in flight: enough that the target always has the next
 /// chunk to copy while the origin copies the previous answer out.
@@ -142,6 +142,35 @@ impl Proto {
         get_direct::run(self, local, dst);
         completion::spin_until(self.net.completion_time(dst.len()));
         self.count(Transfer::ZeroCopy, dst.len());
+        true
+    }
+
+    /// A read-modify-write in place (an accumulate), inlined like `put_plain`: when all of
+    /// `rank`'s `addr .. addr + len` is plain, readable and writable segment memory mapped
+    /// here, `update` runs on those bytes and true is returned — one pass over the target's
+    /// memory instead of a get, a local combine and a put. Counted as a get and a put, and
+    /// the modelled network books both. False runs nothing: the caller takes its own path.
+    /// Concurrent updates of the same bytes are the caller's to exclude (ARMCI's accumulate
+    /// lock); readers may see the update half done, as with any put.
+    #[inline]
+    pub fn update_plain(&self, rank: Rank, addr: usize, len: usize, update: impl FnOnce(&mut [u8])) -> bool {
+        let Some((local, HeapFast::Plain)) = self.segment_fast(rank, addr, len, AccessKind::Atomic) else {
+            return false;
+        };
+        // SAFETY: `local` was translated from a checked segment range of `len` bytes, mapped
+        // for the life of the job; nobody else holds a Rust reference into another process's
+        // segment (the memory is shared, as for put_direct's copy).
+        fence(Ordering::Acquire);
+        update(unsafe { std::slice::from_raw_parts_mut(local, len) });
+        fence(Ordering::Release);
+        completion::spin_until(self.net.completion_time(len));
+        completion::spin_until(self.net.completion_time(len));
+        bump(&self.counters.get_direct, 1);
+        bump(&self.counters.bytes_got, len as u64);
+        bump(&self.counters.put_direct, 1);
+        bump(&self.counters.bytes_put, len as u64);
+        self.count(Transfer::ZeroCopy, len);
+        self.count(Transfer::ZeroCopy, len);
         true
     }
 

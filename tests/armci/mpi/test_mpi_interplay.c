@@ -9,6 +9,7 @@
  *                                error (only the program's own calls may enter MPI) */
 #define _POSIX_C_SOURCE 200809L
 #include "../check.h"
+#include <armcix.h>
 #include <mpi.h>
 
 static int mpi_rank(MPI_Comm c) {
@@ -102,6 +103,20 @@ int main(int argc, char **argv) {
     EXPECT(dflt.comm == back.comm, "the default group's communicator is the group's");
     ARMCI_Group_set_default(&world);
     ARMCI_Group_free(&back);
+
+    /* armcix.h's split: each half's communicator ranks its members as the group does (by key,
+     * here descending world rank), and an MPI collective on it sums that half. */
+    ARMCI_Group half;
+    ARMCIX_Group_split(&world, me % 2, n - me, &half);
+    int hrank;
+    ARMCI_Group_rank(&half, &hrank);
+    EXPECT(mpi_rank(half.comm) == hrank, "the split group's communicator ranks it %d, the group %d", mpi_rank(half.comm), hrank);
+    long hsum = me, htotal = 0, hwant = 0;
+    for (int r = me % 2; r < n; r += 2) hwant += r;
+    MPI_Allreduce(&hsum, &htotal, 1, MPI_LONG, MPI_SUM, half.comm);
+    EXPECT(htotal == hwant, "allreduce on the split group's communicator: %ld, want %ld", htotal, hwant);
+    ARMCI_Group_free(&half);
+    EXPECT(half.comm == MPI_COMM_NULL, "Group_free left the split communicator set");
 
     /* Rmw and MPI point-to-point side by side. */
     void **counter_base = malloc(n * sizeof *counter_base);
