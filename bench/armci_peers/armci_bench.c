@@ -125,7 +125,7 @@ static void expect_rows(const char *test, const char *p, long rows, long row, lo
 }
 
 typedef struct {
-    const char *test; /* "put", "get", "rmw", "gets", "accs", "mutex" */
+    const char *test; /* "put", "get", "acc", "rmw", "gets", "getv", "accs", "mutex" */
     long size;        /* bytes moved per operation */
     long rows;        /* strided: rows of size/rows bytes; 0 for contiguous */
     long iters;
@@ -210,6 +210,26 @@ typedef struct {
     double scale;
 } strided_t;
 
+static double acc_scale = 2.0;
+static void op_acc(long i, void *ctx)
+{
+    (void)i;
+    contig_t *c = ctx;
+    ARMCI_Acc(ARMCI_ACC_DBL, &acc_scale, local, base[1], (int)c->size, 1);
+}
+
+/* ARMCI_GetV of ROWS pieces (one armci_giov_t), the descriptor built once. */
+typedef struct {
+    armci_giov_t iov;
+} vector_t;
+
+static void op_getv(long i, void *ctx)
+{
+    (void)i;
+    vector_t *v = ctx;
+    ARMCI_GetV(&v->iov, 1, 1);
+}
+
 static void op_gets(long i, void *ctx)
 {
     (void)i;
@@ -290,6 +310,59 @@ static void test_rmw(void)
         ARMCI_Get(base[1], &now_value, (int)sizeof now_value, 1);
         if (now_value != n) fail("rmw", "counter", 0, now_value, n);
         report(&r);
+    }
+    ARMCI_Barrier();
+}
+
+/* size bytes of doubles from a local buffer added into rank 1 with scale 2: after n calls
+ * element k holds 2 * n * src[k], and the double after them is untouched. */
+static void test_acc(long size)
+{
+    const long count = size / (long)sizeof(double);
+    if (me == 1) {
+        ARMCI_Access_begin(base[1]);
+        memset(base[1], 0, (size_t)size + sizeof(double));
+        ARMCI_Access_end(base[1]);
+    }
+    ARMCI_Barrier();
+    if (me == 0) {
+        result_t r = {"acc", size, 0, size > 8 * KIB ? iters_large : iters_small, 0, 0, 0};
+        contig_t c = {size};
+        double *src = (double *)local;
+        for (long k = 0; k < count; k++) src[k] = (double)(k % 97 + 1);
+        measure(&r, op_acc, &c);
+        long n = total_ops(&r);
+        double *got = (double *)check;
+        ARMCI_Get(base[1], check, (int)size + (int)sizeof(double), 1);
+        for (long k = 0; k < count; k++)
+            if (got[k] != 2.0 * (double)n * src[k]) fail("acc", "element", k, (long)got[k], (long)(2.0 * (double)n * src[k]));
+        if (got[count] != 0.0) fail("acc", "element after", count, (long)got[count], 0);
+        report(&r);
+    }
+    ARMCI_Barrier();
+}
+
+/* ROWS pieces of row bytes from rank 1 (2*row apart) into a contiguous local buffer, as one
+ * vector (ARMCI_GetV): the same data as test_gets, described piece by piece. */
+static void test_getv(long row, int seed)
+{
+    remote_fill(seed);
+    if (me == 0) {
+        result_t r = {"getv", ROWS * row, ROWS, iters_large, 0, 0, 0};
+        void **src = malloc(sizeof(void *) * ROWS), **dst = malloc(sizeof(void *) * ROWS);
+        if (!src || !dst) ARMCI_Error("armci_bench: out of memory", 2);
+        for (long k = 0; k < ROWS; k++) {
+            src[k] = (char *)base[1] + 2 * row * k;
+            dst[k] = local + row * k;
+        }
+        vector_t v = {{.src_ptr_array = src, .dst_ptr_array = dst, .bytes = (int)row, .ptr_array_len = ROWS}};
+        measure(&r, op_getv, &v);
+        memset(local, 0, (size_t)(ROWS * row));
+        op_getv(0, &v);
+        expect_rows("getv", local, ROWS, row, 0, 2 * row, seed);
+        report(&r);
+        free(src);
+        free(dst);
     }
     ARMCI_Barrier();
 }
@@ -471,6 +544,8 @@ int main(int argc, char **argv)
         test_rmw();
         test_gets(64, seed += 3);
         test_gets(KIB, seed += 3);
+        test_getv(64, seed += 3);
+        for (int k = 0; k < 3; k++) test_acc(sizes[k]);
         test_accs(64);
         test_mutex();
     }

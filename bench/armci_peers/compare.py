@@ -40,6 +40,10 @@ METRICS = [
     ("1 MiB get bandwidth", ("get", 1 << 20), "bw", 1.0),
     ("strided get 1024x64 B", ("gets", 1024 * 64), "bw", 5.0),
     ("strided get 1024x1 KiB", ("gets", 1024 * 1024), "bw", 1.5),
+    ("vector get 1024x64 B", ("getv", 1024 * 64), "bw", None),
+    ("8 B accumulate latency", ("acc", 8), "lat", None),
+    ("64 KiB accumulate bandwidth", ("acc", 64 << 10), "bw", None),
+    ("1 MiB accumulate bandwidth", ("acc", 1 << 20), "bw", None),
     ("strided acc 1024x64 B", ("accs", 1024 * 64), "bw", 3.0),
     ("mutex lock+unlock", ("mutex", 0), "lat", None),
 ]

@@ -104,25 +104,25 @@ fi
 # Every declared function links: a C file that takes each one's address (header and library
 # agree on names and the static archive works too).
 {
-    echo '#include <armci.h>'
+    echo '#include <armcix.h>'
     echo 'typedef void (*fp)(void);'
     echo 'int main(void) { volatile fp all[] = {'
-    # The preprocessor drops the comments and pulls in message.h (and mpi.h in an MPI build,
+    # The preprocessor drops the comments and pulls in armci.h and message.h (and mpi.h in an MPI build,
     # whose functions the grep leaves out).
     # (From a file: MPI's compiler wrappers add their flags only when they see a source file.)
-    echo '#include <armci.h>' >"$build/declared.c"
+    echo '#include <armcix.h>' >"$build/declared.c"
     # shellcheck disable=SC2086 # pkg-config output is a list of flags
     $cc -E -P $cflags "$build/declared.c" |
         tr '\n' ' ' | tr ';' '\n' | grep -v 'typedef\|enum' |
         sed -n 's/.*[ *]\([A-Za-z_][A-Za-z0-9_]*\) *(.*/\1/p' |
-        grep '^P\{0,1\}ARMCI_\|^armci_' | sort -u | sed 's/.*/(fp)\&&,/'
+        grep '^P\{0,1\}ARMCI\(X\)\{0,1\}_\|^armci_' | sort -u | sed 's/.*/(fp)\&&,/'
     echo '}; return all[0] == 0; }'
 } >"$build/all.c"
 if $cc -std=c11 $cflags "$build/all.c" -o "$build/all" $libs >"$build/all.log" 2>&1 && [ "$(grep -c '(fp)' "$build/all.c")" -gt 90 ]; then
-    report "every function of armci.h and message.h links ($(grep -c '(fp)' "$build/all.c"))" "$build/all.log" 0
+    report "every function of armci.h, message.h and armcix.h links ($(grep -c '(fp)' "$build/all.c"))" "$build/all.log" 0
 else
     cat "$build/all.c" >>"$build/all.log"
-    report "every function of armci.h and message.h links" "$build/all.log" 1
+    report "every function of armci.h, message.h and armcix.h links" "$build/all.log" 1
 fi
 
 echo "armci-tests: $passed passed, $failed failed"

@@ -5,6 +5,7 @@
  * in a barrier: run.sh checks that the whole job then fails. */
 #define _POSIX_C_SOURCE 200809L
 #include "check.h"
+#include <armcix.h>
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -73,6 +74,18 @@ static void putv_null_array(void) {
     armci_giov_t iov = {NULL, NULL, 8, 3};
     ARMCI_PutV(&iov, 1, 0);
 }
+static void getv_piece_outside(void) {
+    void *src[2] = {base[0], (char *)base[0] + 2048}, *dst[2] = {buf, buf + 8};
+    armci_giov_t iov = {src, dst, 8, 2};
+    ARMCI_GetV(&iov, 1, 0);
+}
+static void putv_null_piece(void) {
+    void *src[2] = {buf, NULL}, *dst[2] = {base[0], (char *)base[0] + 8};
+    armci_giov_t iov = {src, dst, 8, 2};
+    ARMCI_PutV(&iov, 1, 0);
+}
+static void forged_mutex_handle(void) { ARMCIX_Lock_hdl((armcix_mutex_hdl_t)buf, 0, 0); }
+static void notify_rank_too_big(void) { armci_notify(n); }
 static void user_error(void) { ARMCI_Error("the program gave up", 3); }
 
 int main(int argc, char **argv) {
@@ -101,6 +114,10 @@ int main(int argc, char **argv) {
     run_case("ARMCI_Rmw op 7", "ARMCI_Rmw: argument op = 7", rmw_bad_op);
     run_case("ARMCI_Lock before Create_mutexes", "ARMCI_Lock: no mutexes exist", lock_without_mutexes);
     run_case("ARMCI_PutV with NULL arrays", "ARMCI_PutV: iov[0] has a NULL pointer array", putv_null_array);
+    run_case("ARMCI_GetV with a piece past the end", "ARMCI_GetV: argument iov[0].src_ptr_array[1]", getv_piece_outside);
+    run_case("ARMCI_PutV with a NULL piece", "ARMCI_PutV: argument iov[0].src_ptr_array[1] is NULL", putv_null_piece);
+    run_case("ARMCIX_Lock_hdl with a forged handle", "ARMCIX_Lock_hdl: argument hdl", forged_mutex_handle);
+    run_case("armci_notify to rank n", "armci_notify: argument proc", notify_rank_too_big);
     run_case("ARMCI_Error", "the program gave up (code 3)", user_error);
     ARMCI_Create_mutexes(2);
     run_case("ARMCI_Lock of mutex 5", "ARMCI_Lock: argument mutex = 5 is out of range", lock_out_of_range_after);

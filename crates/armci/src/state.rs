@@ -232,7 +232,7 @@ pub(crate) fn remote_arg(proc: usize, addr: usize, len: usize, arg: &str) -> R<R
 /// The refusal of `remote_arg`, naming the rank's allocations (built only on this path).
 #[cold]
 #[inline(never)]
-fn outside_allocations(proc: usize, addr: usize, len: usize, arg: &str) -> String {
+pub(crate) fn outside_allocations(proc: usize, addr: usize, len: usize, arg: &str) -> String {
     let reg = registry();
     let ranges: Vec<String> = reg
         .allocs
