@@ -107,6 +107,22 @@ int main(int argc, char **argv) {
         }
         ARMCI_Barrier();
     }
+    /* A set over the whole job in reverse order, a different count per rank: the mutexes
+     * are named by group rank (rank r of the group is job rank n-1-r and has n-r of them). */
+    int *rev = malloc(sizeof(int) * n);
+    for (int i = 0; i < n; i++)
+        rev[i] = n - 1 - i;
+    ARMCI_Group back;
+    ARMCI_Group_create(n, rev, &back);
+    armcix_mutex_hdl_t back_set = ARMCIX_Create_mutexes_hdl(1 + me, &back);
+    for (int r = 0; r < n; r++) {
+        int owner_job = n - 1 - r, last = owner_job; /* job rank j created 1 + j mutexes */
+        ARMCIX_Lock_hdl(back_set, last, r);
+        ARMCIX_Unlock_hdl(back_set, last, r);
+    }
+    ARMCIX_Destroy_mutexes_hdl(back_set);
+    ARMCI_Group_free(&back);
+    free(rev);
     ARMCIX_Destroy_mutexes_hdl(half_set);
     ARMCIX_Destroy_mutexes_hdl(job_set);
     ARMCI_Free(mem[me]);

@@ -53,12 +53,15 @@ impl MutexSet {
         let n = nonneg(count.into(), "count")?;
         let whole = members.len() == w.size();
         let mine = (n as u64).to_le_bytes();
-        let all = if whole {
-            w.allgather(&mine).map_err(rt)?
+        let count_of = |b: &Vec<u8>| u64::from_le_bytes(b[..8].try_into().unwrap()) as usize;
+        // By group rank: the job's allgather answers by job rank (the members may be the job
+        // in another order), the group's in member order.
+        let counts: Vec<usize> = if whole {
+            let all = w.allgather(&mine).map_err(rt)?;
+            members.iter().map(|&m| count_of(&all[m as usize])).collect()
         } else {
-            group_allgather(&members.iter().map(|&m| m as usize).collect::<Vec<_>>(), &mine)?
+            group_allgather(&members.iter().map(|&m| m as usize).collect::<Vec<_>>(), &mine)?.iter().map(count_of).collect()
         };
-        let counts: Vec<usize> = all.iter().map(|b| u64::from_le_bytes(b[..8].try_into().unwrap()) as usize).collect();
         let memory = if whole {
             // Members in any order: the segment is indexed by job rank.
             let most = counts.iter().copied().max().unwrap_or(0).max(1);
