@@ -8,7 +8,8 @@
  * compile line may set WITH_MPI: either one turns the MPI calls on.
  *
  * 2 ranks: rank 0 measures against rank 1, which waits in ARMCI_Barrier. Each test times
- * `reps` batches of `iters` operations (after `skip` untimed ones) and reports the median,
+ * `reps` batches of `iters` operations (after `skip` untimed ones; fewer of both when one
+ * operation is too slow for a 10 s budget, the same rule for every library) and reports the median,
  * min and max of the per-operation latency over the batches. The data is checked after each
  * test: one wrong byte ends the run with ARMCI_Error (non-zero exit status).
  *
@@ -129,10 +130,13 @@ typedef struct {
     long size;        /* bytes moved per operation */
     long rows;        /* strided: rows of size/rows bytes; 0 for contiguous */
     long iters;
+    int reps;             /* batches timed (set by measure) */
+    long skipped;         /* untimed operations before them (set by measure) */
     double med, min, max; /* us per operation */
 } result_t;
 
-/* Runs op skip times untimed, then reps batches of iters timed; fills med/min/max. Always
+/* Runs op skip times untimed, then reps batches of iters timed (fewer of both for an operation
+ * too slow for BUDGET); fills med/min/max, reps and skipped. Always
  * inlined, so that each call site's op (a constant) is inlined into the timed loop: an indirect
  * call per operation would add the harness's own nanosecond to 8-byte latencies of ten, which
  * activerma's Rust benchmarks, whose loops inline the operation, do not pay. */
@@ -144,23 +148,41 @@ typedef void (*op_fn)(long i, void *ctx);
 #define ALWAYS_INLINE inline
 #endif
 
+/* Seconds one test may take: an operation slower than BUDGET / (skip + iters * reps) gets
+ * fewer iterations (at least 1) and batches (at least 3), the same rule for every library
+ * (ARMCI-MPI's accumulates over TCP take milliseconds each). */
+#define BUDGET 10.0
+
 static ALWAYS_INLINE void measure(result_t *r, op_fn op, void *ctx)
 {
     double per[MAX_REPS];
     long i = 0;
-    for (long k = 0; k < skip; k++) op(i++, ctx);
-    for (int rep = 0; rep < reps; rep++) {
+    double t_first = now();
+    op(i++, ctx);
+    double one = now() - t_first;
+    r->reps = reps;
+    r->skipped = skip;
+    if (one * (double)(skip + r->iters * reps) > BUDGET) {
+        long fit = (long)(BUDGET / (one > 1e-9 ? one : 1e-9));
+        r->skipped = fit / 10 < skip ? fit / 10 : skip;
+        r->reps = 3;
+        r->iters = (fit - r->skipped) / r->reps;
+        if (r->iters < 1) r->iters = 1;
+    }
+    if (r->skipped < 1) r->skipped = 1; /* the first operation above */
+    for (long k = 1; k < r->skipped; k++) op(i++, ctx);
+    for (int rep = 0; rep < r->reps; rep++) {
         double t0 = now();
         for (long k = 0; k < r->iters; k++) op(i++, ctx);
         per[rep] = (now() - t0) * 1e6 / (double)r->iters;
     }
-    qsort(per, (size_t)reps, sizeof(double), cmp_double);
-    r->med = (reps & 1) ? per[reps / 2] : 0.5 * (per[reps / 2 - 1] + per[reps / 2]);
+    qsort(per, (size_t)r->reps, sizeof(double), cmp_double);
+    r->med = (r->reps & 1) ? per[r->reps / 2] : 0.5 * (per[r->reps / 2 - 1] + per[r->reps / 2]);
     r->min = per[0];
-    r->max = per[reps - 1];
+    r->max = per[r->reps - 1];
 }
 
-static long total_ops(const result_t *r) { return skip + r->iters * reps; }
+static long total_ops(const result_t *r) { return r->skipped + r->iters * r->reps; }
 
 static void report(const result_t *r)
 {
@@ -168,10 +190,10 @@ static void report(const result_t *r)
     char what[64];
     if (r->rows) snprintf(what, sizeof what, "%s %ldx%ld B", r->test, r->rows, r->size / r->rows);
     else snprintf(what, sizeof what, "%s %ld B", r->test, r->size);
-    fprintf(stderr, "%-22s%14.4f%12.4f%12.4f%14.2f%10ld x %d\n", what, r->med, r->min, r->max, mbs, r->iters, reps);
+    fprintf(stderr, "%-22s%14.4f%12.4f%12.4f%14.2f%10ld x %d\n", what, r->med, r->min, r->max, mbs, r->iters, r->reps);
     printf("{\"impl\": \"%s\", \"test\": \"%s\", \"size\": %ld, \"rows\": %ld, \"median_us\": %.4f, "
            "\"min_us\": %.4f, \"max_us\": %.4f, \"median_mbs\": %.2f, \"iters\": %ld, \"reps\": %d}\n",
-           impl, r->test, r->size, r->rows, r->med, r->min, r->max, mbs, r->iters, reps);
+           impl, r->test, r->size, r->rows, r->med, r->min, r->max, mbs, r->iters, r->reps);
     fflush(stdout);
     fflush(stderr);
 }
@@ -259,7 +281,7 @@ static void test_put(long size, int seed)
     if (size < 1 || size >= REGION) ARMCI_Error("armci_bench: put size out of range", 2);
     remote_fill(seed);
     if (me == 0) {
-        result_t r = {"put", size, 0, size > 8 * KIB ? iters_large : iters_small, 0, 0, 0};
+        result_t r = {.test = "put", .size = size, .rows = 0, .iters = size > 8 * KIB ? iters_large : iters_small};
         contig_t c = {size};
         fill(local, size, seed + 1);
         measure(&r, op_put, &c);
@@ -287,7 +309,7 @@ static void test_get(long size, int seed)
 {
     remote_fill(seed);
     if (me == 0) {
-        result_t r = {"get", size, 0, size > 8 * KIB ? iters_large : iters_small, 0, 0, 0};
+        result_t r = {.test = "get", .size = size, .rows = 0, .iters = size > 8 * KIB ? iters_large : iters_small};
         contig_t c = {size};
         measure(&r, op_get, &c);
         memset(local, 0, (size_t)size);
@@ -302,7 +324,7 @@ static void test_rmw(void)
 {
     remote_zero_head();
     if (me == 0) {
-        result_t r = {"rmw", 4, 0, iters_small, 0, 0, 0};
+        result_t r = {.test = "rmw", .size = 4, .rows = 0, .iters = iters_small};
         measure(&r, op_rmw, NULL);
         long n = total_ops(&r);
         if (last_old != n - 1) fail("rmw", "last fetched value", n - 1, last_old, n - 1);
@@ -326,7 +348,7 @@ static void test_acc(long size)
     }
     ARMCI_Barrier();
     if (me == 0) {
-        result_t r = {"acc", size, 0, size > 8 * KIB ? iters_large : iters_small, 0, 0, 0};
+        result_t r = {.test = "acc", .size = size, .rows = 0, .iters = size > 8 * KIB ? iters_large : iters_small};
         contig_t c = {size};
         double *src = (double *)local;
         for (long k = 0; k < count; k++) src[k] = (double)(k % 97 + 1);
@@ -348,7 +370,7 @@ static void test_getv(long row, int seed)
 {
     remote_fill(seed);
     if (me == 0) {
-        result_t r = {"getv", ROWS * row, ROWS, iters_large, 0, 0, 0};
+        result_t r = {.test = "getv", .size = ROWS * row, .rows = ROWS, .iters = iters_large};
         void **src = malloc(sizeof(void *) * ROWS), **dst = malloc(sizeof(void *) * ROWS);
         if (!src || !dst) ARMCI_Error("armci_bench: out of memory", 2);
         for (long k = 0; k < ROWS; k++) {
@@ -372,7 +394,7 @@ static void test_gets(long row, int seed)
 {
     remote_fill(seed);
     if (me == 0) {
-        result_t r = {"gets", ROWS * row, ROWS, iters_large, 0, 0, 0};
+        result_t r = {.test = "gets", .size = ROWS * row, .rows = ROWS, .iters = iters_large};
         strided_t s = {{(int)(2 * row)}, {(int)row}, {(int)row, ROWS}, 1.0};
         measure(&r, op_gets, &s);
         memset(local, 0, (size_t)(ROWS * row));
@@ -395,7 +417,7 @@ static void test_accs(long row)
     }
     ARMCI_Barrier();
     if (me == 0) {
-        result_t r = {"accs", ROWS * row, ROWS, iters_large, 0, 0, 0};
+        result_t r = {.test = "accs", .size = ROWS * row, .rows = ROWS, .iters = iters_large};
         strided_t s = {{(int)row}, {(int)(2 * row)}, {(int)row, ROWS}, 2.0};
         double *src = (double *)local;
         for (long k = 0; k < ROWS * per_row; k++) src[k] = (double)(k % 97 + 1);
@@ -419,7 +441,7 @@ static void test_mutex(void)
 {
     remote_zero_head();
     if (me == 0) {
-        result_t r = {"mutex", 0, 0, iters_small, 0, 0, 0};
+        result_t r = {.test = "mutex", .size = 0, .rows = 0, .iters = iters_small};
         measure(&r, op_mutex, NULL);
         /* check: a counter at rank 1 incremented under the lock, 100 times */
         for (int k = 0; k < 100; k++) {
