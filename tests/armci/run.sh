@@ -13,7 +13,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../prefix_tests.sh"
 prefix_setup armci
 build_and_run "test_contiguous test_strided test_vector test_accumulate test_rmw test_mutex test_values test_handles test_msg test_subgroups test_group_noncontig
-               test_consistency test_in_flight test_errors test_armcix" -lm
+               test_consistency test_in_flight test_errors test_armcix test_topology" -lm
 # counted_run WHAT N COUNTER "SETTINGS" PROG: PROG on N ranks under SETTINGS (NAME=VALUE ...)
 # with ACTIVERMA_COUNTERS=1 must pass, and a rank's counters printed at finalize must show a
 # non-zero COUNTER: the setting really took the path it names.

@@ -240,6 +240,15 @@ impl World {
         self.inner.proto.check_rank(rank)?;
         Ok(self.inner.conduit.node_of(rank))
     }
+    /// Whether `rank`'s segments are mapped in this process at the addresses their owner
+    /// uses, so that a program may load and store through an address `rank` handed out (the
+    /// smp conduit maps every heap at the same address in every process; MPI's shared
+    /// windows map them where MPI chooses, and other hosts' not at all). Always true for
+    /// this rank. `InvalidRank` past the job.
+    pub fn segments_at_owner_addresses(&self, rank: Rank) -> Result<bool> {
+        self.inner.proto.check_rank(rank)?;
+        Ok(rank == self.rank() || self.inner.proto.heap_at_owner_address(rank))
+    }
     /// The job's control memory on this host (every rank's queue, translation table and logs;
     /// on smp the collectives' areas) and the ranks it serves; None where the conduit cannot
     /// say.

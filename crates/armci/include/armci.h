@@ -211,7 +211,11 @@ MPI_Comm armci_group_comm(ARMCI_Group *group);
 
 #include <message.h>
 
-/* Topology: on the smp conduit every rank is on one node (one domain). */
+/* Topology: SMP domains. Every rank of my domain (ARMCI_Same_node) has ARMCI_Malloc addresses
+ * this process may load from and store to directly. On the smp conduit a domain is a host (the
+ * whole job, or an emulated host); on the mpi conduit every rank is its own domain (MPI maps
+ * other ranks' memory at other addresses), as in ARMCI-MPI. ARMCI_Uses_shm: 1 when a domain
+ * holds several ranks. */
 enum armci_domain_e { ARMCI_DOMAIN_SMP };
 typedef int armci_domain_t;
 int armci_domain_nprocs(armci_domain_t domain, int id);

@@ -9,7 +9,9 @@
 extern "C" {
 #endif
 
-/* Scopes of the *_scope calls; with one node every scope is all ranks. */
+/* Scopes of the *_scope calls (and armci_msg_bintree): SCOPE_ALL every rank, SCOPE_NODE the
+ * ranks of the caller's SMP domain (armci.h's topology), SCOPE_MASTERS the first rank of every
+ * domain (only they call). The group variants run over the group, whatever the scope. */
 enum armci_scope_e { SCOPE_ALL, SCOPE_NODE, SCOPE_MASTERS };
 /* Element types of armci_msg_gop_scope. */
 enum armci_type_e { ARMCI_INT, ARMCI_LONG, ARMCI_LONG_LONG, ARMCI_FLOAT, ARMCI_DOUBLE };
@@ -42,7 +44,8 @@ void armci_msg_group_bcast_scope(int scope, void *buf, int len, int root, ARMCI_
 void armci_msg_snd(int tag, void *buffer, int len, int to);
 void armci_msg_rcv(int tag, void *buffer, int buflen, int *msglen, int from);
 int armci_msg_rcvany(int tag, void *buffer, int buflen, int *msglen);
-/* The binary tree over the job: Root 0, Up the parent, Left / Right the children (-1: none). */
+/* The binary tree over the scope's ranks in rank order, as job ranks: Root its first rank, Up
+ * the parent, Left / Right the children (-1: none). */
 void armci_msg_bintree(int scope, int *Root, int *Up, int *Left, int *Right);
 /* Selection: among the ranks with `contribute` set, the one whose buffer x (n bytes) starts
  * with the smallest ("min") or largest ("max") value of `type`; every rank receives that

@@ -65,6 +65,11 @@ impl Over {
         })
     }
 
+    /// The ranks of a message.h scope (topology.rs: SCOPE_ALL, SCOPE_NODE, SCOPE_MASTERS).
+    fn scope(scope: c_int) -> R<Over> {
+        Ok(crate::topology::scope_ranks(scope)?.map_or(Over::Job, Over::Members))
+    }
+
     /// Every participant's `mine`, indexed by job rank for the job and by group rank for a
     /// group.
     fn allgather(&self, mine: &[u8]) -> R<Vec<Vec<u8>>> {
@@ -123,9 +128,13 @@ pub unsafe extern "C" fn armci_msg_brdcst(buffer: *mut c_void, len: c_int, root:
     entry("armci_msg_brdcst", || bcast(buffer, len, root))
 }
 
+/// Broadcast from job rank `root` over `scope`'s ranks (root among them).
 #[no_mangle]
-pub unsafe extern "C" fn armci_msg_bcast_scope(_scope: c_int, buffer: *mut c_void, len: c_int, root: c_int) {
-    entry("armci_msg_bcast_scope", || bcast(buffer, len, root))
+pub unsafe extern "C" fn armci_msg_bcast_scope(scope: c_int, buffer: *mut c_void, len: c_int, root: c_int) {
+    entry("armci_msg_bcast_scope", || {
+        let r = proc_arg(world()?, root, "root")?;
+        bcast_over(&Over::scope(scope)?, buffer, len, r)
+    })
 }
 
 #[derive(Clone, Copy)]
@@ -352,8 +361,8 @@ unsafe fn typed_gop(over: &Over, x: *mut c_void, n: c_int, op: *mut c_char, ty: 
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn armci_msg_gop_scope(_scope: c_int, x: *mut c_void, n: c_int, op: *mut c_char, ty: c_int) {
-    entry("armci_msg_gop_scope", || typed_gop(&Over::Job, x, n, op, ty))
+pub unsafe extern "C" fn armci_msg_gop_scope(scope: c_int, x: *mut c_void, n: c_int, op: *mut c_char, ty: c_int) {
+    entry("armci_msg_gop_scope", || typed_gop(&Over::scope(scope)?, x, n, op, ty))
 }
 
 /// A reduction whose result ARMCI promises at rank 0 only; every rank gets it here (the
@@ -364,8 +373,8 @@ pub unsafe extern "C" fn armci_msg_reduce(x: *mut c_void, n: c_int, op: *mut c_c
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn armci_msg_reduce_scope(_scope: c_int, x: *mut c_void, n: c_int, op: *mut c_char, ty: c_int) {
-    entry("armci_msg_reduce_scope", || typed_gop(&Over::Job, x, n, op, ty))
+pub unsafe extern "C" fn armci_msg_reduce_scope(scope: c_int, x: *mut c_void, n: c_int, op: *mut c_char, ty: c_int) {
+    entry("armci_msg_reduce_scope", || typed_gop(&Over::scope(scope)?, x, n, op, ty))
 }
 
 macro_rules! group_gop {
@@ -407,19 +416,21 @@ pub unsafe extern "C" fn armci_msg_group_gop_scope(
     entry("armci_msg_group_gop_scope", || typed_gop(&Over::group(group)?, x, n, op, ty))
 }
 
-/// The binary tree over the job that ARMCI's tree collectives use: rank r's parent is
-/// (r - 1) / 2, its children 2r + 1 and 2r + 2; -1 where there is none.
+/// The binary tree over a scope's ranks (the job for SCOPE_ALL) that ARMCI's tree collectives
+/// use: the i-th rank's parent is the ((i - 1) / 2)-th, its children the (2i + 1)-th and
+/// (2i + 2)-th; all given as job ranks, -1 where there is none.
 #[no_mangle]
-pub unsafe extern "C" fn armci_msg_bintree(_scope: c_int, root: *mut c_int, up: *mut c_int, left: *mut c_int, right: *mut c_int) {
+pub unsafe extern "C" fn armci_msg_bintree(scope: c_int, root: *mut c_int, up: *mut c_int, left: *mut c_int, right: *mut c_int) {
     entry("armci_msg_bintree", || {
         let w = world()?;
-        let (me, n) = (w.rank() as c_int, w.size() as c_int);
-        let child = |c: c_int| if c < n { c } else { -1 };
+        let ranks: Vec<usize> = crate::topology::scope_ranks(scope)?.unwrap_or_else(|| (0..w.size()).collect());
+        let i = ranks.iter().position(|&r| r == w.rank()).ok_or("this rank is not in the scope")?;
+        let at = |k: usize| ranks.get(k).map_or(-1, |&r| r as c_int);
         for (p, v, name) in [
-            (root, 0, "Root"),
-            (up, if me == 0 { -1 } else { (me - 1) / 2 }, "Up"),
-            (left, child(2 * me + 1), "Left"),
-            (right, child(2 * me + 2), "Right"),
+            (root, at(0), "Root"),
+            (up, if i == 0 { -1 } else { at((i - 1) / 2) }, "Up"),
+            (left, at(2 * i + 1), "Left"),
+            (right, at(2 * i + 2), "Right"),
         ] {
             *p.as_mut().ok_or(format!("argument {name} is NULL"))? = v;
         }
@@ -430,9 +441,8 @@ pub unsafe extern "C" fn armci_msg_bintree(_scope: c_int, root: *mut c_int, up: 
 /// Selection: among the ranks that `contribute`, the one whose buffer starts with the
 /// smallest ("min") or largest ("max") value of type `ty`; every rank gets that rank's `n`
 /// bytes in `x` (the lowest rank wins a tie; nothing changes if no rank contributes).
-unsafe fn sel(x: *mut c_void, n: c_int, op: *mut c_char, ty: c_int, contribute: c_int) -> R {
+unsafe fn sel(over: &Over, x: *mut c_void, n: c_int, op: *mut c_char, ty: c_int, contribute: c_int) -> R {
     {
-        let w = world()?;
         let n = nonneg(n.into(), "n")?;
         crate::state::local_arg(x, n, "x")?;
         let want_max = match parse_op(op)? {
@@ -449,7 +459,7 @@ unsafe fn sel(x: *mut c_void, n: c_int, op: *mut c_char, ty: c_int, contribute: 
             return Err(format!("argument n = {n} is smaller than the {width}-byte value the selection compares"));
         }
         let mine = if contribute != 0 { std::slice::from_raw_parts(x as *const u8, n) } else { &[] };
-        let all = w.allgather(mine).map_err(rt)?;
+        let all = over.allgather(mine)?;
         let value = |b: &[u8]| -> f64 {
             match ty {
                 0 => c_int::from_bytes(&b[..4]) as f64,
@@ -476,12 +486,12 @@ unsafe fn sel(x: *mut c_void, n: c_int, op: *mut c_char, ty: c_int, contribute: 
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn armci_msg_sel_scope(_scope: c_int, x: *mut c_void, n: c_int, op: *mut c_char, ty: c_int, contribute: c_int) {
-    entry("armci_msg_sel_scope", || sel(x, n, op, ty, contribute))
+pub unsafe extern "C" fn armci_msg_sel_scope(scope: c_int, x: *mut c_void, n: c_int, op: *mut c_char, ty: c_int, contribute: c_int) {
+    entry("armci_msg_sel_scope", || sel(&Over::scope(scope)?, x, n, op, ty, contribute))
 }
 
 /// armci_msg_sel_scope over all ranks.
 #[no_mangle]
 pub unsafe extern "C" fn armci_msg_sel(x: *mut c_void, n: c_int, op: *mut c_char, ty: c_int, contribute: c_int) {
-    entry("armci_msg_sel", || sel(x, n, op, ty, contribute))
+    entry("armci_msg_sel", || sel(&Over::Job, x, n, op, ty, contribute))
 }

@@ -312,6 +312,12 @@ impl Proto {
         Ok(())
     }
 
+    /// Whether `rank`'s heap is mapped here at the address its owner uses
+    /// (`World::segments_at_owner_addresses`).
+    pub fn heap_at_owner_address(&self, rank: Rank) -> bool {
+        self.heaps.get(rank).copied().flatten().is_some_and(|h| h.local as usize == h.remote_base)
+    }
+
     /// Blocking put: returns when `src` is in the target's memory.
     #[inline]
     pub fn put(&self, rank: Rank, addr: usize, src: &[u8]) -> Result<()> {
