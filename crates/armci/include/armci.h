@@ -212,7 +212,8 @@ MPI_Comm armci_group_comm(ARMCI_Group *group);
 #include <message.h>
 
 /* Topology: SMP domains. Every rank of my domain (ARMCI_Same_node) has ARMCI_Malloc addresses
- * this process may load from and store to directly. On the smp conduit a domain is a host (the
+ * this process may load from and store to directly (allocations over the whole job; a block of
+ * a group smaller than the job is private memory, reached through ARMCI calls only). On the smp conduit a domain is a host (the
  * whole job, or an emulated host); on the mpi conduit every rank is its own domain (MPI maps
  * other ranks' memory at other addresses), as in ARMCI-MPI. ARMCI_Uses_shm: 1 when a domain
  * holds several ranks. */
