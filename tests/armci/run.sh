@@ -57,6 +57,19 @@ for t in test_accumulate test_consistency; do
         counted_run "$t, ACTIVERMA_ARMCI_ACC=active ($n ranks)" "$n" log_entries_handled "ACTIVERMA_ARMCI_ACC=active" "$build/$t"
     done
 done
+# Emulated hosts (smp conduit, ACTIVERMA_SMP_EMULATE_REMOTE=1: every rank a host of its own,
+# so an SMP domain of its own; nothing reaches another rank's memory by the CPU): the programs
+# pass unchanged.
+if [ -z "${LAUNCH:-}" ]; then
+    for t in test_topology test_armcix test_accumulate test_contiguous test_vector; do
+        log=$build/$t.emulated.log
+        (
+            export ACTIVERMA_SMP_EMULATE_REMOTE=1
+            launch 3 "$log" "$build/$t"
+        )
+        report "$t, emulated hosts (3 ranks)" "$log" $?
+    done
+fi
 # job_fails WHAT MESSAGE LOG N PROG [ARGS]: the job on N ranks must end with a non-zero status
 # (not a timeout) and print MESSAGE.
 job_fails() {

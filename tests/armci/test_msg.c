@@ -134,9 +134,9 @@ int main(void) {
     ARMCI_Group_free(&rev);
     ARMCI_Group_free(&world);
 
-    EXPECT(armci_domain_count(ARMCI_DOMAIN_SMP) == 1 && armci_domain_nprocs(ARMCI_DOMAIN_SMP, 0) == n &&
-               armci_domain_my_id(ARMCI_DOMAIN_SMP) == 0 && armci_domain_id(ARMCI_DOMAIN_SMP, n - 1) == 0 &&
-               armci_domain_glob_proc_id(ARMCI_DOMAIN_SMP, 0, 1) == 1 && armci_domain_same_id(ARMCI_DOMAIN_SMP, 0) == 1,
+    /* The domains in detail: test_topology. */
+    EXPECT(armci_domain_id(ARMCI_DOMAIN_SMP, me) == armci_domain_my_id(ARMCI_DOMAIN_SMP) &&
+               armci_domain_same_id(ARMCI_DOMAIN_SMP, me) == 1 && armci_domain_count(ARMCI_DOMAIN_SMP) >= 1,
            "topology");
     ARMCI_Finalize();
     if (me == 0)
