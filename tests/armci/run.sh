@@ -36,7 +36,7 @@ counted_run() {
 # pass unchanged and the protocol moved their transfers.
 for proto in buffered pipelined dynamic-registration; do
     counter=transfer_$(echo "$proto" | sed 's/dynamic-registration/dynamic/')
-    for t in test_contiguous test_consistency test_values test_handles test_in_flight; do
+    for t in test_contiguous test_consistency test_values test_handles test_in_flight test_accumulate; do
         counted_run "$t, ACTIVERMA_TRANSFER=$proto (3 ranks)" 3 "$counter" \
             "ACTIVERMA_TRANSFER=$proto ACTIVERMA_PIPELINE_CHUNK=4K ACTIVERMA_PIPELINE_MIN=1" "$build/$t"
     done

@@ -14,7 +14,7 @@ use crate::strided::{extent, pattern_from_c};
 use crate::sync::{mark, ArmciHdl};
 use crate::ticket;
 use crate::vector::{pieces, ArmciGiov};
-use activerma::{RemotePtr, World};
+use activerma::{RemotePtr, Transfer, World};
 use std::ffi::{c_int, c_void};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -134,9 +134,11 @@ unsafe fn apply(w: &World, t: AccType, scale: Scale, p: usize, pieces: &[(usize,
     ticket::acquire(w, lock)?;
     let mut tmp = Vec::new();
     let mut r = Ok(());
+    // A protocol the run forces (ACTIVERMA_TRANSFER=buffered, ...) moves the accumulate's get
+    // and put too; otherwise plain segment memory of this host is combined where it lies.
+    let in_place = matches!(crate::contiguous::transfer(), Transfer::Auto | Transfer::ZeroCopy);
     for &(s, d, n) in pieces {
-        // Plain segment memory of this host: combined where it lies, one pass.
-        if w.update_plain(RemotePtr::new(p, d), n, |dst| combine_from(scale, dst, s as *const u8)) {
+        if in_place && w.update_plain(RemotePtr::new(p, d), n, |dst| combine_from(scale, dst, s as *const u8)) {
             continue;
         }
         let src = std::slice::from_raw_parts(s as *const u8, n);
