@@ -113,28 +113,26 @@ unsafe fn bcast_over(over: &Over, buf: *mut c_void, len: c_int, root: usize) -> 
     Ok(())
 }
 
-unsafe fn bcast(buf: *mut c_void, len: c_int, root: c_int) -> R {
+/// Broadcast from job rank `root` (checked) over `over`.
+unsafe fn bcast(over: &Over, buf: *mut c_void, len: c_int, root: c_int) -> R {
     let r = proc_arg(world()?, root, "root")?;
-    bcast_over(&Over::Job, buf, len, r)
+    bcast_over(over, buf, len, r)
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn armci_msg_bcast(buffer: *mut c_void, len: c_int, root: c_int) {
-    entry("armci_msg_bcast", || bcast(buffer, len, root))
+    entry("armci_msg_bcast", || bcast(&Over::Job, buffer, len, root))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn armci_msg_brdcst(buffer: *mut c_void, len: c_int, root: c_int) {
-    entry("armci_msg_brdcst", || bcast(buffer, len, root))
+    entry("armci_msg_brdcst", || bcast(&Over::Job, buffer, len, root))
 }
 
 /// Broadcast from job rank `root` over `scope`'s ranks (root among them).
 #[no_mangle]
 pub unsafe extern "C" fn armci_msg_bcast_scope(scope: c_int, buffer: *mut c_void, len: c_int, root: c_int) {
-    entry("armci_msg_bcast_scope", || {
-        let r = proc_arg(world()?, root, "root")?;
-        bcast_over(&Over::scope(scope)?, buffer, len, r)
-    })
+    entry("armci_msg_bcast_scope", || bcast(&Over::scope(scope)?, buffer, len, root))
 }
 
 #[derive(Clone, Copy)]
@@ -442,47 +440,45 @@ pub unsafe extern "C" fn armci_msg_bintree(scope: c_int, root: *mut c_int, up: *
 /// smallest ("min") or largest ("max") value of type `ty`; every rank gets that rank's `n`
 /// bytes in `x` (the lowest rank wins a tie; nothing changes if no rank contributes).
 unsafe fn sel(over: &Over, x: *mut c_void, n: c_int, op: *mut c_char, ty: c_int, contribute: c_int) -> R {
-    {
-        let n = nonneg(n.into(), "n")?;
-        crate::state::local_arg(x, n, "x")?;
-        let want_max = match parse_op(op)? {
-            Op::Max => true,
-            Op::Min => false,
-            _ => return Err("argument op must be \"min\" or \"max\" for a selection".into()),
-        };
-        let width = match ty {
-            0 | 3 => 4,
-            1 | 2 | 4 => 8,
-            _ => return Err(format!("argument type = {ty} is not ARMCI_INT, ARMCI_LONG, ARMCI_LONG_LONG, ARMCI_FLOAT or ARMCI_DOUBLE")),
-        };
-        if n < width {
-            return Err(format!("argument n = {n} is smaller than the {width}-byte value the selection compares"));
-        }
-        let mine = if contribute != 0 { std::slice::from_raw_parts(x as *const u8, n) } else { &[] };
-        let all = over.allgather(mine)?;
-        let value = |b: &[u8]| -> f64 {
-            match ty {
-                0 => c_int::from_bytes(&b[..4]) as f64,
-                3 => c_float::from_bytes(&b[..4]) as f64,
-                4 => c_double::from_bytes(&b[..8]),
-                _ => c_long::from_bytes(&b[..8]) as f64,
-            }
-        };
-        let mut best: Option<(usize, f64)> = None;
-        for (r, b) in all.iter().enumerate().filter(|(_, b)| !b.is_empty()) {
-            if b.len() != n {
-                return Err(format!("rank {r} selects over {} bytes but this rank n = {n}", b.len()));
-            }
-            let v = value(b);
-            if best.is_none_or(|(_, bv)| if want_max { v > bv } else { v < bv }) {
-                best = Some((r, v));
-            }
-        }
-        if let Some((r, _)) = best {
-            std::ptr::copy_nonoverlapping(all[r].as_ptr(), x as *mut u8, n);
-        }
-        Ok(())
+    let n = nonneg(n.into(), "n")?;
+    crate::state::local_arg(x, n, "x")?;
+    let want_max = match parse_op(op)? {
+        Op::Max => true,
+        Op::Min => false,
+        _ => return Err("argument op must be \"min\" or \"max\" for a selection".into()),
+    };
+    let width = match ty {
+        0 | 3 => 4,
+        1 | 2 | 4 => 8,
+        _ => return Err(format!("argument type = {ty} is not ARMCI_INT, ARMCI_LONG, ARMCI_LONG_LONG, ARMCI_FLOAT or ARMCI_DOUBLE")),
+    };
+    if n < width {
+        return Err(format!("argument n = {n} is smaller than the {width}-byte value the selection compares"));
     }
+    let mine = if contribute != 0 { std::slice::from_raw_parts(x as *const u8, n) } else { &[] };
+    let all = over.allgather(mine)?;
+    let value = |b: &[u8]| -> f64 {
+        match ty {
+            0 => c_int::from_bytes(&b[..4]) as f64,
+            3 => c_float::from_bytes(&b[..4]) as f64,
+            4 => c_double::from_bytes(&b[..8]),
+            _ => c_long::from_bytes(&b[..8]) as f64,
+        }
+    };
+    let mut best: Option<(usize, f64)> = None;
+    for (r, b) in all.iter().enumerate().filter(|(_, b)| !b.is_empty()) {
+        if b.len() != n {
+            return Err(format!("rank {r} selects over {} bytes but this rank n = {n}", b.len()));
+        }
+        let v = value(b);
+        if best.is_none_or(|(_, bv)| if want_max { v > bv } else { v < bv }) {
+            best = Some((r, v));
+        }
+    }
+    if let Some((r, _)) = best {
+        std::ptr::copy_nonoverlapping(all[r].as_ptr(), x as *mut u8, n);
+    }
+    Ok(())
 }
 
 #[no_mangle]

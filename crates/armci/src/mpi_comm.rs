@@ -86,18 +86,9 @@ pub(crate) fn group_comm(parent: MPI_Comm, members: &[c_int], me: c_int) -> R<MP
     if whole {
         return Ok(world);
     }
-    let (color, key) = match members.iter().position(|&m| m == me) {
-        Some(g) => (0, g as c_int),
-        // SAFETY: reading a constant mpi-sys exports.
-        None => (unsafe { RSMPI_UNDEFINED }, 0),
-    };
-    let mut comm: MPI_Comm = null();
-    // SAFETY: the parent's communicator; every rank of the parent calls this (collective).
-    check("MPI_Comm_split", unsafe { MPI_Comm_split(parent, color, key, &mut comm) })?;
-    if comm != null() {
-        crate::state::lock(&MADE).push(Comm(comm));
-    }
-    Ok(comm)
+    // Non-members pass a negative color (MPI_UNDEFINED): they get no communicator.
+    let (color, key) = members.iter().position(|&m| m == me).map_or((-1, 0), |g| (0, g as c_int));
+    split_comm(parent, color, key)
 }
 
 /// MPI_Comm_split of a group's communicator (collective over its ranks; a negative color is

@@ -34,9 +34,10 @@ fn domains() -> R<&'static Domains> {
     let n = w.size();
     let me = w.rank();
     let host = |r| w.node_of(r).map_err(rt);
+    let my_host = host(me)?;
     let mut shared = true;
     for r in 0..n {
-        if host(r)? == host(me)? && !w.segments_at_owner_addresses(r).map_err(rt)? {
+        if host(r)? == my_host && !w.segments_at_owner_addresses(r).map_err(rt)? {
             shared = false;
         }
     }
