@@ -13,7 +13,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../prefix_tests.sh"
 prefix_setup armci
 build_and_run "test_contiguous test_strided test_vector test_accumulate test_rmw test_mutex test_values test_handles test_msg test_subgroups test_group_noncontig
-               test_consistency test_in_flight test_errors test_armcix test_topology" -lm
+               test_consistency test_in_flight test_errors test_armcix test_topology test_profiling" -lm
 # counted_run WHAT N COUNTER "SETTINGS" PROG: PROG on N ranks under SETTINGS (NAME=VALUE ...)
 # with ACTIVERMA_COUNTERS=1 must pass, and a rank's counters printed at finalize must show a
 # non-zero COUNTER: the setting really took the path it names.
@@ -57,6 +57,15 @@ for t in test_accumulate test_consistency; do
         counted_run "$t, ACTIVERMA_ARMCI_ACC=active ($n ranks)" "$n" log_entries_handled "ACTIVERMA_ARMCI_ACC=active" "$build/$t"
     done
 done
+# MPI builds, ranks that do not map each other's heaps (as across hosts): every accumulate is
+# one MPI_Accumulate, those into a rank's own memory too; the tests pass unchanged.
+if [ -n "${LAUNCH:-}" ]; then
+    for t in test_accumulate test_consistency; do
+        for n in 2 4; do
+            counted_run "$t, ACTIVERMA_MPI_SHARED=off: MPI_Accumulate ($n ranks)" $n accumulate_rma "ACTIVERMA_MPI_SHARED=off" "$build/$t"
+        done
+    done
+fi
 # Emulated hosts (smp conduit, ACTIVERMA_SMP_EMULATE_REMOTE=1: every rank a host of its own,
 # so an SMP domain of its own; nothing reaches another rank's memory by the CPU): the programs
 # pass unchanged.

@@ -32,7 +32,7 @@ pub use activerma_core::{settings, Config, Error, Rank, Result};
 pub use activerma_mem::firehose::FirehoseStats;
 pub use activerma_mem::part::{PageIn, PartStats};
 pub use activerma_mem::{IotlbStats, Prot, RegistrationStats, Strategy};
-pub use activerma_proto::{AtomicOp, AtomicPath, Noncontig, OpHandle, PendingTransfer, Protocol, StridedPattern, Transfer};
+pub use activerma_proto::{AtomicOp, AtomicPath, Element, Noncontig, OpHandle, PendingTransfer, Protocol, StridedPattern, Transfer};
 #[cfg(feature = "mpi")]
 pub use activerma_transport::mpi::initialized_comm_size as mpi_comm_size;
 pub use activerma_transport::traffic::TrafficTo;

@@ -6,7 +6,9 @@ use activerma_core::counters::Counters;
 use activerma_core::{settings, Config, Error, Rank, Result};
 use activerma_mem::symheap::SymHeap;
 use activerma_mem::{AccessKind, Registrar, RegistrationStats, Strategy, TableLayout, TargetTable};
-use activerma_proto::{AtomicOp, AtomicPath, Noncontig, OpHandle, PendingTransfer, Proto, Protocol, StridedPattern, Transfer, Width};
+use activerma_proto::{
+    AtomicOp, AtomicPath, Element, Noncontig, OpHandle, PendingTransfer, Proto, Protocol, StridedPattern, Transfer, Width,
+};
 use activerma_transport::netmodel::NetModel;
 use activerma_transport::smp::SmpConduit;
 use activerma_transport::traffic::TrafficTo;
@@ -543,6 +545,22 @@ impl World {
     #[inline]
     pub fn update_plain(&self, dst: RemotePtr, len: usize, update: impl FnOnce(&mut [u8])) -> bool {
         !self.is_finalized() && self.inner.proto.update_plain(dst.rank, dst.addr, len, update)
+    }
+    /// Adds `packed` — whole elements of `elem`, the pieces' back to back — into the pieces
+    /// (address, bytes) of `rank`'s segment memory by the conduit's one-sided accumulate
+    /// (MPI_Accumulate with MPI_SUM; many pieces as one operation), complete at the target on
+    /// return: element-wise atomic among such accumulates only. Ok(false) when it added nothing
+    /// because the conduit adds nothing in this job (one host with every segment mapped; the
+    /// smp conduit) or a piece is not plain segment memory — the same answer on every rank, so
+    /// a layer that then adds by its own means (ARMCI: get, combine and put under a lock) does
+    /// so everywhere.
+    pub fn accumulate(&self, rank: Rank, elem: Element, pieces: &[(usize, usize)], packed: &[u8]) -> Result<bool> {
+        self.live()?.proto.accumulate(rank, elem, pieces, packed)
+    }
+    /// Whether `accumulate` adds by the conduit in this job (MPI across hosts): a layer that
+    /// must prepare its data first (ARMCI scales it) asks before it does.
+    pub fn accumulates_by_conduit(&self) -> bool {
+        !self.is_finalized() && self.inner.proto.accumulates_by_conduit()
     }
     /// Non-blocking `put_by`: `src` may be reused at once; the handle's `wait` returns when
     /// the bytes are at the target (and names the protocol). Buffered and pipelined puts

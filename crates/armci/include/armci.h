@@ -230,6 +230,74 @@ int ARMCI_Same_node(int proc);
 int ARMCI_Uses_shm(void);
 int ARMCI_Uses_shm_grp(ARMCI_Group *group);
 
+/* The profiling interface: every call above that ARMCI-MPI also exports under a PARMCI_ name
+ * (and the two barriers as parmci_msg_*), which runs this library's own function. A profiling
+ * layer defines ARMCI_Put itself, records the call and calls PARMCI_Put; calls inside the
+ * library never go through its ARMCI_ names, so the layer sees the program's calls only. */
+int PARMCI_Acc(int datatype, void *scale, void *src, void *dst, int bytes, int proc);
+int PARMCI_AccS(int datatype, void *scale, void *src_ptr, int src_stride_ar[], void *dst_ptr, int dst_stride_ar[], int count[], int stride_levels, int proc);
+int PARMCI_AccV(int datatype, void *scale, armci_giov_t *iov, int iov_len, int proc);
+void PARMCI_Access_begin(void *ptr);
+void PARMCI_Access_end(void *ptr);
+void PARMCI_AllFence(void);
+void PARMCI_Barrier(void);
+int PARMCI_Create_mutexes(int count);
+int PARMCI_Destroy_mutexes(void);
+void PARMCI_Fence(int proc);
+int PARMCI_Finalize(void);
+int PARMCI_Free(void *ptr);
+int PARMCI_Free_local(void *ptr);
+int PARMCI_Free_memdev(void *ptr);
+int PARMCI_Get(void *src, void *dst, int size, int target);
+int PARMCI_GetS(void *src_ptr, int src_stride_ar[], void *dst_ptr, int dst_stride_ar[], int count[], int stride_levels, int proc);
+int PARMCI_GetV(armci_giov_t *iov, int iov_len, int proc);
+double PARMCI_GetValueDouble(void *src, int proc);
+float PARMCI_GetValueFloat(void *src, int proc);
+int PARMCI_GetValueInt(void *src, int proc);
+long PARMCI_GetValueLong(void *src, int proc);
+int PARMCI_Init(void);
+int PARMCI_Init_args(int *argc, char ***argv);
+int PARMCI_Init_thread(int armci_requested);
+int PARMCI_Initialized(void);
+void PARMCI_Lock(int mutex, int proc);
+int PARMCI_Malloc(void **base_ptrs, armci_size_t size);
+int PARMCI_Malloc_group_memdev(void **ptr_arr, armci_size_t bytes, ARMCI_Group *group, const char *device);
+void *PARMCI_Malloc_local(armci_size_t size);
+int PARMCI_Malloc_memdev(void **base_ptrs, armci_size_t size, const char *device);
+int PARMCI_NbAcc(int datatype, void *scale, void *src, void *dst, int bytes, int proc, armci_hdl_t *hdl);
+int PARMCI_NbAccS(int datatype, void *scale, void *src_ptr, int src_stride_ar[], void *dst_ptr, int dst_stride_ar[], int count[], int stride_levels, int proc, armci_hdl_t *hdl);
+int PARMCI_NbAccV(int datatype, void *scale, armci_giov_t *iov, int iov_len, int proc, armci_hdl_t *handle);
+int PARMCI_NbGet(void *src, void *dst, int bytes, int proc, armci_hdl_t *hdl);
+int PARMCI_NbGetS(void *src_ptr, int src_stride_ar[], void *dst_ptr, int dst_stride_ar[], int count[], int stride_levels, int proc, armci_hdl_t *hdl);
+int PARMCI_NbGetV(armci_giov_t *iov, int iov_len, int proc, armci_hdl_t *handle);
+int PARMCI_NbPut(void *src, void *dst, int bytes, int proc, armci_hdl_t *hdl);
+int PARMCI_NbPutS(void *src_ptr, int src_stride_ar[], void *dst_ptr, int dst_stride_ar[], int count[], int stride_levels, int proc, armci_hdl_t *hdl);
+int PARMCI_NbPutV(armci_giov_t *iov, int iov_len, int proc, armci_hdl_t *handle);
+int PARMCI_NbPutValueDouble(double src, void *dst, int proc, armci_hdl_t *hdl);
+int PARMCI_NbPutValueFloat(float src, void *dst, int proc, armci_hdl_t *hdl);
+int PARMCI_NbPutValueInt(int src, void *dst, int proc, armci_hdl_t *hdl);
+int PARMCI_NbPutValueLong(long src, void *dst, int proc, armci_hdl_t *hdl);
+int PARMCI_Put(void *src, void *dst, int size, int target);
+int PARMCI_PutS(void *src_ptr, int src_stride_ar[], void *dst_ptr, int dst_stride_ar[], int count[], int stride_levels, int proc);
+int PARMCI_PutS_flag(void *src_ptr, int src_stride_ar[], void *dst_ptr, int dst_stride_ar[], int count[], int stride_levels, int *flag, int value, int proc);
+int PARMCI_PutV(armci_giov_t *iov, int iov_len, int proc);
+int PARMCI_PutValueDouble(double src, void *dst, int proc);
+int PARMCI_PutValueFloat(float src, void *dst, int proc);
+int PARMCI_PutValueInt(int src, void *dst, int proc);
+int PARMCI_PutValueLong(long src, void *dst, int proc);
+int PARMCI_Put_flag(void *src, void *dst, int size, int *flag, int value, int proc);
+int PARMCI_Rmw(int op, void *ploc, void *prem, int value, int proc);
+int PARMCI_Test(armci_hdl_t *hdl);
+void PARMCI_Unlock(int mutex, int proc);
+int PARMCI_Wait(armci_hdl_t *hdl);
+int PARMCI_WaitAll(void);
+int PARMCI_WaitProc(int proc);
+#if ARMCI_ACTIVERMA_MPI
+int PARMCI_Init_thread_comm(int armci_requested, MPI_Comm comm);
+#endif
+void parmci_msg_barrier(void);
+void parmci_msg_group_barrier(ARMCI_Group *group);
+
 #ifdef __cplusplus
 }
 #endif

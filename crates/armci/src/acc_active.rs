@@ -18,15 +18,13 @@
 //!
 //! Atomic per element across origins: a log's handler runs one entry at a time (its consumer
 //! guard), so accumulates into the same elements never interleave, and no lock is taken. The
-//! origin computes scale * src, so complex accumulates add (ar*sr - ai*si) to the real part
-//! rather than evaluating dr + ar*sr - ai*si left to right as the lock path does: the same up
-//! to the last bit's rounding.
+//! origin computes scale * src (`scale_into`, as for MPI_Accumulate).
 
-use crate::accumulate::{AccType, Scale};
+use crate::accumulate::{scale_into, AccType, Scale};
 use crate::errors::R;
 use crate::in_flight;
 use crate::state::{inside_allocation, rt};
-use activerma::{Actions, LogEntry, Notify, RemotePtr, Segment, World};
+use activerma::{Actions, Element, LogEntry, Notify, RemotePtr, Segment, World};
 use std::sync::{Arc, OnceLock};
 
 /// The domain of the accumulate log: the last one, out of the way of the program's own.
@@ -43,24 +41,13 @@ const LOG_BYTES: usize = 4 << 20;
 /// Each rank's mailbox segment, marked for logging: set by `setup` when the run asks for it.
 static MAILBOX: OnceLock<Segment> = OnceLock::new();
 
-/// The element kinds the target adds (complex types as pairs of their reals).
-#[derive(Clone, Copy)]
-#[repr(u32)]
-enum Kind {
-    I32 = 0,
-    I64 = 1,
-    F32 = 2,
-    F64 = 3,
-}
-
-impl Kind {
-    fn of(t: AccType) -> Kind {
-        match t {
-            AccType::Int => Kind::I32,
-            AccType::Long => Kind::I64,
-            AccType::Float | AccType::Complex => Kind::F32,
-            AccType::Double | AccType::DoubleComplex => Kind::F64,
-        }
+/// A record's element kind: Element as a number (complex types travel as pairs of their reals).
+fn kind_code(e: Element) -> u32 {
+    match e {
+        Element::I32 => 0,
+        Element::I64 => 1,
+        Element::F32 => 2,
+        Element::F64 => 3,
     }
 }
 
@@ -100,9 +87,11 @@ pub(crate) unsafe fn apply(w: &World, t: AccType, scale: Scale, p: usize, pieces
                 entry.clear();
             }
             entry.extend_from_slice(&((dst + k * CHUNK) as u64).to_ne_bytes());
-            entry.extend_from_slice(&(Kind::of(t) as u32).to_ne_bytes());
+            entry.extend_from_slice(&kind_code(t.element()).to_ne_bytes());
             entry.extend_from_slice(&(part.len() as u32).to_ne_bytes());
-            scaled(scale, part, &mut entry);
+            let at = entry.len();
+            entry.resize(at + part.len(), 0);
+            scale_into(scale, &mut entry[at..], part);
         }
     }
     if !entry.is_empty() {
@@ -110,31 +99,6 @@ pub(crate) unsafe fn apply(w: &World, t: AccType, scale: Scale, p: usize, pieces
     }
     in_flight::note_active_accumulate(p);
     Ok(())
-}
-
-/// Appends scale * src, element by element, to `out`.
-fn scaled(scale: Scale, src: &[u8], out: &mut Vec<u8>) {
-    fn each<const N: usize>(src: &[u8], out: &mut Vec<u8>, f: impl Fn([u8; N]) -> Vec<u8>) {
-        for s in src.chunks_exact(N) {
-            out.extend_from_slice(&f(s.try_into().unwrap()));
-        }
-    }
-    let f32_at = |b: &[u8], i: usize| f32::from_ne_bytes(b[i..i + 4].try_into().unwrap());
-    let f64_at = |b: &[u8], i: usize| f64::from_ne_bytes(b[i..i + 8].try_into().unwrap());
-    match scale {
-        Scale::Int(a) => each::<4>(src, out, |s| a.wrapping_mul(i32::from_ne_bytes(s)).to_ne_bytes().to_vec()),
-        Scale::Long(a) => each::<8>(src, out, |s| a.wrapping_mul(i64::from_ne_bytes(s)).to_ne_bytes().to_vec()),
-        Scale::Float(a) => each::<4>(src, out, |s| (a * f32::from_ne_bytes(s)).to_ne_bytes().to_vec()),
-        Scale::Double(a) => each::<8>(src, out, |s| (a * f64::from_ne_bytes(s)).to_ne_bytes().to_vec()),
-        Scale::Complex(ar, ai) => each::<8>(src, out, |s| {
-            let (sr, si) = (f32_at(&s, 0), f32_at(&s, 4));
-            [(ar * sr - ai * si).to_ne_bytes(), (ar * si + ai * sr).to_ne_bytes()].concat()
-        }),
-        Scale::DoubleComplex(ar, ai) => each::<16>(src, out, |s| {
-            let (sr, si) = (f64_at(&s, 0), f64_at(&s, 8));
-            [(ar * sr - ai * si).to_ne_bytes(), (ar * si + ai * sr).to_ne_bytes()].concat()
-        }),
-    }
 }
 
 /// The target's handler: adds each record of an entry to its destination, after checking that

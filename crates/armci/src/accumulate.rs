@@ -1,11 +1,21 @@
 //! Accumulate: dst += scale * src, element-wise, for ARMCI's six element types.
 //!
 //! ARMCI promises that accumulates from different origins into the same elements do not lose
-//! updates. activerma has no remote floating-point or complex atomics, so an accumulate is a
-//! get, a local combine and a put, made atomic by holding the target rank's accumulate lock
-//! (a fair ticket lock in ARMCI's RANK_WORDS segment, ticket.rs) around all of its pieces. One lock
-//! per target, not per element or per allocation: simple and enough for correctness; finer
-//! locks are a later optimisation.
+//! updates. Every rank of a job adds one of three ways, the same for every target:
+//!
+//! ```text
+//! ACTIVERMA_ARMCI_ACC=active          -> acc_active.rs: an active put, added by the target's handler
+//! the conduit adds (MPI across hosts) -> scale here, one MPI_Accumulate(SUM) of every piece
+//!                                        (an hindexed target type), atomic per element in MPI
+//! otherwise (one host, smp)           -> under p's lock (a fair ticket lock in RANK_WORDS):
+//!                                        per piece: plain memory mapped here? combine in place
+//!                                                   else get, combine, put
+//! ```
+//!
+//! The lock is one per target, not per element or allocation: simple and enough on one host,
+//! where holding it costs a few atomics; across hosts it cost four round trips or more per
+//! accumulate (1.7x ARMCI-MPI's 8-byte accumulate over TCP), hence MPI's own accumulate there.
+//! A job never mixes the ways: MPI's accumulates are atomic only among themselves.
 
 use crate::contiguous::{get_bytes, put_bytes};
 use crate::errors::{entry, R};
@@ -14,7 +24,7 @@ use crate::strided::{extent, pattern_from_c};
 use crate::sync::{mark, ArmciHdl};
 use crate::ticket;
 use crate::vector::{pieces, ArmciGiov};
-use activerma::{RemotePtr, Transfer, World};
+use activerma::{Element, RemotePtr, Transfer, World};
 use std::ffi::{c_int, c_void};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -46,6 +56,15 @@ impl AccType {
             AccType::DoubleComplex => 16,
         }
     }
+    /// The element a target adds, once the origin has scaled (complex types as pairs of reals).
+    pub(crate) fn element(self) -> Element {
+        match self {
+            AccType::Int => Element::I32,
+            AccType::Long => Element::I64,
+            AccType::Float | AccType::Complex => Element::F32,
+            AccType::Double | AccType::DoubleComplex => Element::F64,
+        }
+    }
 }
 
 /// The scale factor, read once from the caller's pointer.
@@ -75,20 +94,21 @@ pub(crate) unsafe fn read_scale(t: AccType, scale: *const c_void) -> R<Scale> {
     })
 }
 
+/// The element loop dst[i] = f(dst[i], src[i]) over unaligned elements of a plain-data type
+/// (every bit pattern is a value): simple enough for the compiler to vectorise.
+fn each<T: Copy>(dst: &mut [u8], src: &[u8], f: impl Fn(T, T) -> T) {
+    let n = dst.len().min(src.len()) / std::mem::size_of::<T>();
+    let (d, s) = (dst.as_mut_ptr() as *mut T, src.as_ptr() as *const T);
+    for i in 0..n {
+        // SAFETY: i < n elements lie inside both slices; T is i32, i64, f32, f64 or an
+        // array of them (any bytes are a value), read and written unaligned.
+        unsafe { d.add(i).write_unaligned(f(d.add(i).read_unaligned(), s.add(i).read_unaligned())) };
+    }
+}
+
 /// dst[i] += scale * src[i] over whole elements (the byte lengths are checked to be multiples).
 /// Integers wrap, as C's would without overflow checks.
 pub(crate) fn combine(scale: Scale, dst: &mut [u8], src: &[u8]) {
-    /// The element loop, over unaligned elements of a plain-data type (every bit pattern is a
-    /// value): simple enough for the compiler to vectorise.
-    fn each<T: Copy>(dst: &mut [u8], src: &[u8], f: impl Fn(T, T) -> T) {
-        let n = dst.len().min(src.len()) / std::mem::size_of::<T>();
-        let (d, s) = (dst.as_mut_ptr() as *mut T, src.as_ptr() as *const T);
-        for i in 0..n {
-            // SAFETY: i < n elements lie inside both slices; T is i32, i64, f32, f64 or an
-            // array of them (any bytes are a value), read and written unaligned.
-            unsafe { d.add(i).write_unaligned(f(d.add(i).read_unaligned(), s.add(i).read_unaligned())) };
-        }
-    }
     match scale {
         Scale::Int(a) => each::<i32>(dst, src, |d, s| d.wrapping_add(a.wrapping_mul(s))),
         Scale::Long(a) => each::<i64>(dst, src, |d, s| d.wrapping_add(a.wrapping_mul(s))),
@@ -96,6 +116,21 @@ pub(crate) fn combine(scale: Scale, dst: &mut [u8], src: &[u8]) {
         Scale::Double(a) => each::<f64>(dst, src, |d, s| d + a * s),
         Scale::Complex(ar, ai) => each::<[f32; 2]>(dst, src, |[dr, di], [sr, si]| [dr + ar * sr - ai * si, di + ar * si + ai * sr]),
         Scale::DoubleComplex(ar, ai) => each::<[f64; 2]>(dst, src, |[dr, di], [sr, si]| [dr + ar * sr - ai * si, di + ar * si + ai * sr]),
+    }
+}
+
+/// dst[i] = scale * src[i]: what an origin sends when the target adds (MPI_Accumulate, the
+/// Active Access handler). Complex products are formed here, so the target adds them as
+/// pairs of reals: (dr + (ar*sr - ai*si)) rather than the lock path's ((dr + ar*sr) - ai*si),
+/// the same up to the last bit's rounding.
+pub(crate) fn scale_into(scale: Scale, dst: &mut [u8], src: &[u8]) {
+    match scale {
+        Scale::Int(a) => each::<i32>(dst, src, |_, s| a.wrapping_mul(s)),
+        Scale::Long(a) => each::<i64>(dst, src, |_, s| a.wrapping_mul(s)),
+        Scale::Float(a) => each::<f32>(dst, src, |_, s| a * s),
+        Scale::Double(a) => each::<f64>(dst, src, |_, s| a * s),
+        Scale::Complex(ar, ai) => each::<[f32; 2]>(dst, src, |_, [sr, si]| [ar * sr - ai * si, ar * si + ai * sr]),
+        Scale::DoubleComplex(ar, ai) => each::<[f64; 2]>(dst, src, |_, [sr, si]| [ar * sr - ai * si, ar * si + ai * sr]),
     }
 }
 
@@ -121,8 +156,9 @@ fn whole_elements(t: AccType, bytes: usize, arg: &str) -> R {
     Ok(())
 }
 
-/// Accumulates already-checked pieces (local src, remote dst, bytes) into rank p: under its
-/// lock, or through Active Access when the run says so (acc_active.rs).
+/// Accumulates already-checked pieces (local src, remote dst, bytes) into rank p: through
+/// Active Access when the run says so (acc_active.rs); by the conduit's own accumulate where it
+/// adds (MPI_Accumulate in a job across hosts); otherwise under p's lock.
 unsafe fn apply(w: &World, t: AccType, scale: Scale, p: usize, pieces: &[(usize, usize, usize)]) -> R {
     if pieces.iter().all(|x| x.2 == 0) {
         return Ok(());
@@ -130,15 +166,19 @@ unsafe fn apply(w: &World, t: AccType, scale: Scale, p: usize, pieces: &[(usize,
     if crate::acc_active::enabled() {
         return crate::acc_active::apply(w, t, scale, p, pieces);
     }
+    // A protocol the run forces (ACTIVERMA_TRANSFER=buffered, ...) moves the accumulate's get
+    // and put; otherwise the data moves the cheapest way: added by the conduit, or combined
+    // where it lies when this host maps it.
+    let unforced = matches!(crate::contiguous::transfer(), Transfer::Auto | Transfer::ZeroCopy);
+    if unforced && w.accumulates_by_conduit() && by_conduit(w, t, scale, p, pieces)? {
+        return Ok(());
+    }
     let lock = RANK_WORDS.get().ok_or("ARMCI_Init has not been called")?.remote(p, ACC_LOCK);
     ticket::acquire(w, lock)?;
     let mut tmp = Vec::new();
     let mut r = Ok(());
-    // A protocol the run forces (ACTIVERMA_TRANSFER=buffered, ...) moves the accumulate's get
-    // and put too; otherwise plain segment memory of this host is combined where it lies.
-    let in_place = matches!(crate::contiguous::transfer(), Transfer::Auto | Transfer::ZeroCopy);
     for &(s, d, n) in pieces {
-        if in_place && w.update_plain(RemotePtr::new(p, d), n, |dst| combine_from(scale, dst, s as *const u8)) {
+        if unforced && w.update_plain(RemotePtr::new(p, d), n, |dst| combine_from(scale, dst, s as *const u8)) {
             continue;
         }
         let src = std::slice::from_raw_parts(s as *const u8, n);
@@ -155,6 +195,21 @@ unsafe fn apply(w: &World, t: AccType, scale: Scale, p: usize, pieces: &[(usize,
     }
     ticket::release(w, lock)?;
     r
+}
+
+/// Scales every piece here and has the conduit add them all at p as one operation; false when
+/// the conduit adds nothing in this job (the same answer on every rank: see World::accumulate).
+unsafe fn by_conduit(w: &World, t: AccType, scale: Scale, p: usize, pieces: &[(usize, usize, usize)]) -> R<bool> {
+    let total: usize = pieces.iter().map(|x| x.2).sum();
+    let mut packed = vec![0u8; total];
+    let mut at = 0;
+    let mut targets = Vec::with_capacity(pieces.len());
+    for &(s, d, n) in pieces {
+        scale_into(scale, &mut packed[at..at + n], std::slice::from_raw_parts(s as *const u8, n));
+        targets.push((d, n));
+        at += n;
+    }
+    w.accumulate(p, t.element(), &targets, &packed).map_err(crate::state::rt)
 }
 
 unsafe fn acc(datatype: c_int, scale: *mut c_void, src: *mut c_void, dst: *mut c_void, bytes: c_int, proc: c_int) -> R {

@@ -38,6 +38,7 @@ crate::counter_set! {
         atomic_direct: "atomics executed on shared memory by the origin",
         atomic_rma: "atomics by the conduit's one-sided engine",
         atomic_am: "atomics executed by the target on request (private memory)",
+        accumulate_rma: "accumulates added at the target by the conduit's one-sided engine (MPI_Accumulate)",
         am_sent: "active messages sent",
         am_received: "active messages handled",
         am_fragments: "active-message fragments sent",

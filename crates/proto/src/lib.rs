@@ -74,7 +74,7 @@ use activerma_transport::{Conduit, Window};
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 use std::sync::Arc;
 
-pub use activerma_transport::{AtomicOp, Width};
+pub use activerma_transport::{AtomicOp, Element, Width};
 
 pub struct Proto {
     conduit: Arc<dyn Conduit>,
@@ -464,6 +464,24 @@ impl Proto {
         fence(Ordering::SeqCst);
         // Posted puts (put_am.rs) are ordered among themselves, not with one-sided operations.
         put_am::wait_acknowledged(self, None)
+    }
+
+    /// Adds `packed` — whole elements of `elem`, the pieces' back to back — into the pieces
+    /// (address, bytes) of `rank`'s segment memory by the conduit's one-sided accumulate
+    /// (MPI_Accumulate; many pieces as one), complete at the target on return. Ok(false) adds
+    /// nothing: the conduit does not add in this job (one host, every segment mapped: an add
+    /// in place is cheaper), or a piece is not plain segment memory (pages marked for Active
+    /// Access, private memory); the caller adds by its own means, the same way on every rank.
+    /// Errors: a bad rank, a piece the target does not expose readable and writable, pieces
+    /// that are not whole elements or do not add up to `packed`.
+    pub fn accumulate(&self, rank: Rank, elem: Element, pieces: &[(usize, usize)], packed: &[u8]) -> Result<bool> {
+        rma_conduit::accumulate(self, rank, elem, pieces, packed)
+    }
+
+    /// Whether `accumulate` adds by the conduit in this job (see `Conduit::rma_accumulates`):
+    /// a layer that must scale its data first asks before it does.
+    pub fn accumulates_by_conduit(&self) -> bool {
+        self.conduit.rma_accumulates()
     }
 
     /// 64-bit atomic on the target; returns the previous value (for `Fetch`: the value).

@@ -1,11 +1,12 @@
-//! put_rma / get_rma / atomic_rma: the target's segment is registered with the conduit
+//! put_rma / get_rma / atomic_rma / accumulate: the target's segment is registered with the conduit
 //! (MPI: inside the heap's allocated window) but not mapped here; the conduit's one-sided engine
 //! moves the data. The origin has already checked the access against the segment map, which is
 //! the same on every rank because segment allocation is collective.
 
-use crate::{AtomicOp, Proto};
+use crate::{AtomicOp, Element, Proto, Protocol, Transfer};
 use activerma_core::counters::bump;
-use activerma_core::{Rank, Result};
+use activerma_core::{Error, Rank, Result};
+use activerma_mem::AccessKind;
 
 pub(crate) fn put(p: &Proto, rank: Rank, addr: usize, src: &[u8], complete: bool) -> Result<()> {
     p.conduit.rma_put(rank, addr, src, complete)?;
@@ -25,4 +26,41 @@ pub(crate) fn atomic(p: &Proto, rank: Rank, addr: usize, op: AtomicOp, width: ac
     let old = p.conduit.rma_atomic(rank, addr, op, width)?;
     bump(&p.counters.atomic_rma, 1);
     Ok(old)
+}
+
+/// See `Proto::accumulate`. Each piece is checked as an atomic (readable and writable); only
+/// plain segment memory is added by the conduit, so that every origin adds to a given element
+/// the same way (the conduit's adds are atomic only among themselves).
+pub(crate) fn accumulate(p: &Proto, rank: Rank, elem: Element, pieces: &[(usize, usize)], packed: &[u8]) -> Result<bool> {
+    p.check_rank(rank)?;
+    let total = pieces.iter().try_fold(0usize, |sum, &(_, len)| {
+        if len.is_multiple_of(elem.bytes()) {
+            Ok(sum + len)
+        } else {
+            Err(Error::InvalidArgument(format!("an accumulate piece of {len} bytes is not whole {}-byte elements", elem.bytes())))
+        }
+    })?;
+    if total != packed.len() {
+        return Err(Error::InvalidArgument(format!("an accumulate of {} bytes into pieces of {total} bytes", packed.len())));
+    }
+    if !p.conduit.rma_accumulates() {
+        return Ok(false);
+    }
+    if total == 0 {
+        return Ok(true);
+    }
+    let mut choices = Vec::with_capacity(pieces.len());
+    for &(addr, len) in pieces.iter().filter(|piece| piece.1 > 0) {
+        let choice = p.choose(rank, addr, len, AccessKind::Atomic)?;
+        if !matches!(choice.protocol, Protocol::AtomicDirect | Protocol::AtomicRma) {
+            return Ok(false);
+        }
+        choices.push(choice);
+    }
+    p.conduit.rma_accumulate(rank, elem, pieces, packed)?;
+    drop(choices);
+    bump(&p.counters.accumulate_rma, 1);
+    bump(&p.counters.bytes_put, total as u64);
+    p.count(Transfer::ZeroCopy, total);
+    Ok(true)
 }

@@ -156,10 +156,15 @@ impl Inbox {
         let ctl = self.ctl();
         let size = self.nslots as u64;
         let mut t = ctl.tail.load(Ordering::Relaxed);
+        // Full when t is S or more tickets past the head. The tail may also lag the head: a
+        // producer that died between its claim and its move of the tail, with nobody claiming
+        // after it, leaves the tail on its ticket, and the consumer steps past the hole. Such a
+        // t is no more than a few tickets behind, and the claim below moves the tail on.
+        let full = |t: u64, head: u64| (t.wrapping_sub(head) as i64) >= size as i64;
         loop {
-            if t.wrapping_sub(seen_head.load(Ordering::Relaxed)) >= size {
+            if full(t, seen_head.load(Ordering::Relaxed)) {
                 seen_head.store(ctl.head.load(Ordering::Acquire), Ordering::Relaxed);
-                if t.wrapping_sub(seen_head.load(Ordering::Relaxed)) >= size {
+                if full(t, seen_head.load(Ordering::Relaxed)) {
                     return false;
                 }
             }
@@ -484,6 +489,29 @@ mod tests {
         for i in 0..8 {
             assert!(inbox.try_push(1, &seen_head, [i, 0], &[], 0, 0) || i >= nslots as u64, "the skipped slot is reused");
         }
+    }
+
+    #[test]
+    fn a_dead_claim_at_the_tail_skipped_by_the_consumer_leaves_room() {
+        // The hang a respawn test found: rank 1 died right after claiming the last ticket
+        // (the tail still on it), the consumer stepped over the hole (head = tail + 1), and
+        // the replacement's pushes read head - tail as a full ring forever.
+        let (_mem, inbox) = small_inbox();
+        let seen_head = AtomicU64::new(0);
+        assert!(inbox.try_push(1, &seen_head, [10, 0], &[1], 0, 0));
+        inbox.header(1).claimer.store(claim(1, 1), Ordering::Relaxed);
+        let mut seen = vec![];
+        inbox.drain(10, &|rank, inc| rank == 1 && inc == 0, &mut |f| seen.push(f.am[0]));
+        assert_eq!(seen, vec![10]);
+        assert_eq!((inbox.ctl().head.load(Ordering::Relaxed), inbox.ctl().tail.load(Ordering::Relaxed)), (2, 1));
+        // The replacement's view of the head is the head itself (it read it).
+        let (replacement, its_head) = (1 << 16 | 1, AtomicU64::new(2));
+        for i in 0..4 {
+            assert!(inbox.try_push(replacement, &its_head, [20 + i, 0], &[], 0, 0), "push {i} after the hole");
+        }
+        assert!(!inbox.try_push(replacement, &its_head, [30, 0], &[], 0, 0), "and the ring is full after S more");
+        inbox.drain(10, NOBODY_DIED, &mut |f| seen.push(f.am[0]));
+        assert_eq!(seen, vec![10, 20, 21, 22, 23], "everything after the hole, in order");
     }
 
     #[test]

@@ -57,6 +57,25 @@ impl Width {
     }
 }
 
+/// The element type of a one-sided accumulate (`Conduit::rma_accumulate`): dst[i] += src[i],
+/// integers wrapping. Complex numbers add as pairs of their reals.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Element {
+    I32,
+    I64,
+    F32,
+    F64,
+}
+
+impl Element {
+    pub fn bytes(self) -> usize {
+        match self {
+            Element::I32 | Element::F32 => 4,
+            Element::I64 | Element::F64 => 8,
+        }
+    }
+}
+
 /// Applies `op` to the word of `width` at `p`; returns the previous value.
 ///
 /// # Safety
@@ -220,6 +239,21 @@ pub trait Conduit: Send + Sync {
     /// One-sided atomic on a word of `width` (addr aligned to it); returns the previous value.
     fn rma_atomic(&self, _rank: Rank, _addr: usize, _op: AtomicOp, _width: Width) -> Result<u64> {
         Err(activerma_core::Error::Unsupported(format!("conduit {} has no one-sided atomics", self.name())))
+    }
+    /// Whether accumulates of this job go through `rma_accumulate` — the same answer on every
+    /// rank. False: the conduit has no such operation, or every rank maps every segment, so an
+    /// add in place by the origin's CPU is cheaper; the caller adds by its own means.
+    fn rma_accumulates(&self) -> bool {
+        false
+    }
+    /// Adds `packed` — elements of `elem`, the pieces' back to back — into the pieces
+    /// (address, bytes: whole elements) of `rank`'s segment memory (MPI: one MPI_Accumulate
+    /// with MPI_SUM, an hindexed target datatype for many pieces), complete at the target on
+    /// return. Element-wise atomic with respect to every other `rma_accumulate` of the same
+    /// element type, and only to those: a job that adds this way (`rma_accumulates`) must add
+    /// every such element this way, from every rank, its own included.
+    fn rma_accumulate(&self, _rank: Rank, _elem: Element, _pieces: &[(usize, usize)], _packed: &[u8]) -> Result<()> {
+        Err(activerma_core::Error::Unsupported(format!("conduit {} has no one-sided accumulate", self.name())))
     }
     /// Completes every `rma_put` issued without `complete` to `rank` (all ranks: `None`).
     fn rma_flush(&self, _rank: Option<Rank>) -> Result<()> {

@@ -594,6 +594,33 @@ impl Conduit for MpiConduit {
         rma::atomic(&mut mpi, t, op, width)
     }
 
+    /// Every accumulate of a job that spans nodes (or keeps its heaps apart) goes through MPI,
+    /// those into our own segments too; a job whose every rank maps every heap adds in place.
+    fn rma_accumulates(&self) -> bool {
+        !self.all_mapped
+    }
+
+    fn rma_accumulate(&self, rank: Rank, elem: crate::Element, pieces: &[(usize, usize)], packed: &[u8]) -> Result<()> {
+        let mut mpi = self.live()?;
+        // MPI orders neither puts nor accumulates with each other: earlier puts land first.
+        self.flush_pending(&mut mpi, Some(rank))?;
+        self.traffic.rma(rank, packed.len());
+        if let [(addr, _)] = pieces {
+            let (t, _) = self.target(&mpi, rank, *addr);
+            rma::accumulate(&mut mpi, t, elem, packed)?;
+        } else if let Some((win, disps)) = self.list_target(&mpi, rank, pieces.iter().copied()) {
+            rma::accumulate_list(&mut mpi, win, rank, elem, &disps, packed)?;
+        } else {
+            let mut at = 0;
+            for &(addr, len) in pieces {
+                let (t, _) = self.target(&mpi, rank, addr);
+                rma::accumulate(&mut mpi, t, elem, &packed[at..at + len])?;
+                at += len;
+            }
+        }
+        Ok(())
+    }
+
     fn rma_flush(&self, rank: Option<Rank>) -> Result<()> {
         self.flush_pending(&mut *self.live()?, rank)
     }

@@ -6,7 +6,7 @@
 //! 0.69-0.76x plain MPI's), larger ones are completed locally before returning.
 
 use super::ffi::{check, Mpi};
-use crate::{AtomicOp, Width};
+use crate::{AtomicOp, Element, Width};
 use activerma_core::{Rank, Result};
 use mpi_sys::*;
 use std::os::raw::c_int;
@@ -79,6 +79,61 @@ pub fn get(m: &mut Mpi, t: Target, dst: &mut [u8]) -> Result<()> {
     m.flush(win, Some(rank))
 }
 
+/// MPI_Accumulate(MPI_SUM) of `src`, whole elements of `elem`, at `t`, in chunks whose element
+/// counts fit an `int`; complete at the target on return.
+pub fn accumulate(m: &mut Mpi, t: Target, elem: Element, src: &[u8]) -> Result<()> {
+    let size = elem.bytes();
+    let ty = element_datatype(elem);
+    let mut off = 0;
+    while off < src.len() {
+        let n = (src.len() - off).min(CHUNK);
+        let count = (n / size) as c_int;
+        // SAFETY: `src[off..off + n]` stays valid until the flush below completes the operation.
+        check("MPI_Accumulate", unsafe {
+            MPI_Accumulate(
+                src[off..].as_ptr() as *const _,
+                count,
+                ty,
+                t.rank as c_int,
+                (t.disp + off) as MPI_Aint,
+                count,
+                ty,
+                RSMPI_SUM,
+                t.win,
+            )
+        })?;
+        off += n;
+    }
+    m.flush(t.win, Some(t.rank))
+}
+
+/// One MPI_Accumulate(MPI_SUM) of `packed` (the pieces' elements back to back) into the pieces
+/// at `disps` (displacement, bytes: whole elements), whose target side is one hindexed datatype
+/// of `elem` (see `put_list`). Complete at the target on return.
+pub fn accumulate_list(m: &mut Mpi, win: MPI_Win, rank: Rank, elem: Element, disps: &[(usize, usize)], packed: &[u8]) -> Result<()> {
+    let ty = element_datatype(elem);
+    let count = (packed.len() / elem.bytes()) as c_int;
+    with_hindexed_of(disps, ty, elem.bytes(), |target| {
+        // SAFETY: `packed` holds every piece's elements and outlives the flush below.
+        check("MPI_Accumulate", unsafe {
+            MPI_Accumulate(packed.as_ptr() as *const _, count, ty, rank as c_int, 0, 1, target, RSMPI_SUM, win)
+        })
+    })?;
+    m.flush(win, Some(rank))
+}
+
+fn element_datatype(elem: Element) -> MPI_Datatype {
+    // SAFETY: the MPI library's predefined datatype handles, constant after MPI_Init.
+    unsafe {
+        match elem {
+            Element::I32 => RSMPI_INT32_T,
+            Element::I64 => RSMPI_INT64_T,
+            Element::F32 => RSMPI_FLOAT,
+            Element::F64 => RSMPI_DOUBLE,
+        }
+    }
+}
+
 /// One MPI_Put of `packed` (the pieces' bytes back to back) to the pieces at `disps` (each a
 /// displacement in `win` and a length): the target side is one hindexed datatype, so the
 /// library moves the whole list as one operation. Complete at the target on return.
@@ -105,13 +160,19 @@ pub fn get_list(m: &mut Mpi, win: MPI_Win, rank: Rank, disps: &[(usize, usize)],
 /// Runs `f` with a committed hindexed datatype of bytes at `disps`, freed afterwards (MPI keeps
 /// what pending operations need of it).
 fn with_hindexed(disps: &[(usize, usize)], f: impl FnOnce(MPI_Datatype) -> Result<()>) -> Result<()> {
-    let lens: Vec<c_int> = disps.iter().map(|d| d.1 as c_int).collect();
+    // SAFETY: a predefined datatype handle, constant after MPI_Init.
+    with_hindexed_of(disps, unsafe { RSMPI_UINT8_T }, 1, f)
+}
+
+/// `with_hindexed` over elements of `ty` (`size` bytes each; every piece holds whole elements).
+fn with_hindexed_of(disps: &[(usize, usize)], ty_of: MPI_Datatype, size: usize, f: impl FnOnce(MPI_Datatype) -> Result<()>) -> Result<()> {
+    let lens: Vec<c_int> = disps.iter().map(|d| (d.1 / size) as c_int).collect();
     let offs: Vec<MPI_Aint> = disps.iter().map(|d| d.0 as MPI_Aint).collect();
     // SAFETY: a handle MPI fills in; an all-zero value is never read before that.
     let mut ty: MPI_Datatype = unsafe { std::mem::zeroed() };
     // SAFETY: both arrays hold `disps.len()` entries and live across the call.
     check("MPI_Type_create_hindexed", unsafe {
-        MPI_Type_create_hindexed(lens.len() as c_int, lens.as_ptr(), offs.as_ptr(), RSMPI_UINT8_T, &mut ty)
+        MPI_Type_create_hindexed(lens.len() as c_int, lens.as_ptr(), offs.as_ptr(), ty_of, &mut ty)
     })?;
     // SAFETY: `ty` was just created.
     let committed = check("MPI_Type_commit", unsafe { MPI_Type_commit(&mut ty) });
