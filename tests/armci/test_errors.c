@@ -87,6 +87,11 @@ static void putv_null_piece(void) {
 static void forged_mutex_handle(void) { ARMCIX_Lock_hdl((armcix_mutex_hdl_t)buf, 0, 0); }
 static void notify_rank_too_big(void) { armci_notify(n); }
 static void user_error(void) { ARMCI_Error("the program gave up", 3); }
+static void unlock_not_held(void) { ARMCI_Unlock(1, 0); }
+static void unlock_again(void) { ARMCI_Unlock(0, me); }
+static void unlockmem_not_held(void) { armci_unlockmem(0); }
+static void lockmem_outside(void) { armci_lockmem(buf, buf + 8, 0); }
+static void lockmem_backwards(void) { armci_lockmem((char *)base[0] + 8, base[0], 0); }
 
 int main(int argc, char **argv) {
     ARMCI_Init();
@@ -119,8 +124,17 @@ int main(int argc, char **argv) {
     run_case("ARMCIX_Lock_hdl with a forged handle", "ARMCIX_Lock_hdl: argument hdl", forged_mutex_handle);
     run_case("armci_notify to rank n", "armci_notify: argument proc", notify_rank_too_big);
     run_case("ARMCI_Error", "the program gave up (code 3)", user_error);
+    run_case("armci_unlockmem without armci_lockmem", "armci_unlockmem: this rank holds no memory lock on rank 0", unlockmem_not_held);
+    run_case("armci_lockmem of a non-ARMCI range", "armci_lockmem: argument pstart", lockmem_outside);
+    run_case("armci_lockmem with pend before pstart", "armci_lockmem: argument pend", lockmem_backwards);
     ARMCI_Create_mutexes(2);
     run_case("ARMCI_Lock of mutex 5", "ARMCI_Lock: argument mutex = 5 is out of range", lock_out_of_range_after);
+    run_case("ARMCI_Unlock without ARMCI_Lock", "ARMCI_Unlock: mutex 1 of rank 0 is not held by this rank", unlock_not_held);
+    /* Locked and unlocked here; the child's second unlock is refused before any
+     * communication. */
+    ARMCI_Lock(0, me);
+    ARMCI_Unlock(0, me);
+    run_case("a second ARMCI_Unlock", "ARMCI_Unlock: mutex 0 of rank", unlock_again);
     ARMCI_Destroy_mutexes();
     ARMCI_Barrier();
     ARMCI_Free(base[me]);

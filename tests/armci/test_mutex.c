@@ -1,6 +1,7 @@
 /* ARMCI mutexes under contention from every rank: a non-atomic read-increment-write of a
  * counter on every rank, protected by mutex m of that rank, loses no update. Ranks create
- * different numbers of mutexes. */
+ * different numbers of mutexes. Then the same under armci_lockmem, of two different ranges
+ * of one rank. */
 #include "check.h"
 
 #define ITERS 100
@@ -44,6 +45,31 @@ int main(void) {
     ARMCI_Lock(0, (me + 1) % n);
     ARMCI_Unlock(0, (me + 1) % n);
     ARMCI_Destroy_mutexes();
+    /* armci_lockmem: counters [n-1] and [n] of rank n-1, each rank locking the range of one
+     * of them (alternately), incremented without atomics. Both ranges share rank n-1's lock. */
+    int last = n - 1;
+    if (me == last)
+        memset(base[me], 0, (n + 1) * sizeof(int));
+    ARMCI_Barrier();
+    for (int i = 0; i < ITERS; i++) {
+        int *cnt = (int *)base[last] + (n - 1) + (i + me) % 2;
+        armci_lockmem(cnt, (char *)cnt + sizeof(int) - 1, last);
+        int w = ARMCI_GetValueInt(cnt, last);
+        ARMCI_PutValueInt(w + 1, cnt, last);
+        /* The other counter, under the same lock, gets 2: every rank's lock of either range
+         * excludes every other rank's. */
+        int *other = (int *)base[last] + (n - 1) + (i + me + 1) % 2;
+        int o = ARMCI_GetValueInt(other, last);
+        ARMCI_PutValueInt(o + 2, other, last);
+        armci_unlockmem(last);
+    }
+    ARMCI_Barrier();
+    if (me == last) {
+        int *lc = base[me];
+        /* Per rank and counter: ITERS/2 locks of its range (+1), ITERS/2 of the other's (+2). */
+        int want = n * (ITERS / 2) * 3;
+        EXPECT(lc[n - 1] == want && lc[n] == want, "lockmem counters %d %d, want %d", lc[n - 1], lc[n], want);
+    }
     ARMCI_Free(base[me]);
     ARMCI_Finalize();
     if (me == 0)

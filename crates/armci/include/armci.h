@@ -158,11 +158,18 @@ float ARMCI_GetValueFloat(void *src, int proc);
 double ARMCI_GetValueDouble(void *src, int proc);
 
 /* Mutexes: ARMCI_Create_mutexes is collective (each rank creates `count` of its own);
- * ARMCI_Lock(m, proc) takes mutex m of rank proc. */
+ * ARMCI_Lock(m, proc) takes mutex m of rank proc. An ARMCI_Unlock of a mutex this rank does
+ * not hold ends the job with a message. */
 int ARMCI_Create_mutexes(int count);
 int ARMCI_Destroy_mutexes(void);
 void ARMCI_Lock(int mutex, int proc);
 void ARMCI_Unlock(int mutex, int proc);
+/* Locks rank proc's memory [pstart, pend] (inclusive, inside one of its ARMCI_Malloc
+ * allocations) against every other armci_lockmem of proc's memory, until armci_unlockmem(proc).
+ * One memory lock per rank: any two locked ranges of one rank exclude each other. A process
+ * holds at most one at a time on each rank. */
+void armci_lockmem(void *pstart, void *pend, int proc);
+void armci_unlockmem(int proc);
 
 /* Notifications (Global Arrays' ARMCI): armci_notify(proc) makes every write of this rank to
  * proc so far complete and visible, then signals proc; it returns how many it has sent to

@@ -11,12 +11,16 @@
 //! memory: the whole job -> one segment; part of it -> a group block (group_memory.rs,
 //!         whose atomics the owner's progress engine serves)
 //! trylock(m, p): t = next; t == serving and compare_swap(next, t, t + 1) == t -> taken
+//! armci_lockmem(start, end, p)         p's memory lock (RANK_WORDS at MEM_LOCK): one per
+//!                                      rank, so any two locked ranges of p exclude each
+//!                                      other (GA hashes addresses onto a few locks: finer,
+//!                                      the same guarantee); armci_unlockmem(p) releases it
 //! ```
 
 use crate::errors::{entry, R};
 use crate::groups::{check_group, members_of, ArmciGroup};
 use crate::point_to_point::group_allgather;
-use crate::state::{lock, nonneg, proc_arg, rt, world};
+use crate::state::{lock, nonneg, proc_arg, remote_arg, rt, world, MEM_LOCK, RANK_WORDS};
 use crate::ticket;
 use activerma::{RemotePtr, Segment};
 use std::ffi::{c_int, c_void};
@@ -100,12 +104,34 @@ impl MutexSet {
     }
 }
 
+/// The mutexes this process holds, by where their ticket words live: an unlock of one it does
+/// not hold would advance the lock's turn for a rank that still waits, or let two in at once;
+/// it is refused instead. (Per process, not per thread: ARMCI's mutexes are the rank's.)
+static HELD: Mutex<Vec<(usize, usize)>> = Mutex::new(Vec::new());
+
 fn lock_at(at: RemotePtr) -> R {
-    ticket::acquire(world()?, at)
+    ticket::acquire(world()?, at)?;
+    lock(&HELD).push((at.rank, at.addr));
+    Ok(())
 }
 
-fn unlock_at(at: RemotePtr) -> R {
+fn try_lock_at(at: RemotePtr) -> R<bool> {
+    let taken = ticket::try_acquire(world()?, at)?;
+    if taken {
+        lock(&HELD).push((at.rank, at.addr));
+    }
+    Ok(taken)
+}
+
+fn unlock_at(at: RemotePtr, mutex: c_int, proc: c_int) -> R {
     let w = world()?;
+    {
+        let mut held = lock(&HELD);
+        let Some(i) = held.iter().position(|&h| h == (at.rank, at.addr)) else {
+            return Err(format!("mutex {mutex} of rank {proc} is not held by this rank (an unlock without its lock)"));
+        };
+        held.swap_remove(i);
+    }
     // Data the holder put under the lock must be visible before the next holder enters.
     w.flush_all().map_err(rt)?;
     ticket::release(w, at)
@@ -149,7 +175,7 @@ pub extern "C" fn ARMCI_Lock(mutex: c_int, proc: c_int) {
 
 #[no_mangle]
 pub extern "C" fn ARMCI_Unlock(mutex: c_int, proc: c_int) {
-    entry("ARMCI_Unlock", || unlock_at(job_mutex(mutex, proc)?))
+    entry("ARMCI_Unlock", || unlock_at(job_mutex(mutex, proc)?, mutex, proc))
 }
 
 /// Sets made by ARMCIX_Create_mutexes_hdl and not destroyed: a handle is valid only if listed
@@ -200,11 +226,51 @@ pub unsafe extern "C" fn ARMCIX_Lock_hdl(hdl: *mut MutexSet, mutex: c_int, proc:
 pub unsafe extern "C" fn ARMCIX_Trylock_hdl(hdl: *mut MutexSet, mutex: c_int, proc: c_int) -> c_int {
     entry("ARMCIX_Trylock_hdl", || {
         let at = set_of(hdl)?.locate(mutex, proc)?;
-        Ok(if ticket::try_acquire(world()?, at)? { 0 } else { 1 })
+        Ok(if try_lock_at(at)? { 0 } else { 1 })
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn ARMCIX_Unlock_hdl(hdl: *mut MutexSet, mutex: c_int, proc: c_int) {
-    entry("ARMCIX_Unlock_hdl", || unlock_at(set_of(hdl)?.locate(mutex, proc)?))
+    entry("ARMCIX_Unlock_hdl", || unlock_at(set_of(hdl)?.locate(mutex, proc)?, mutex, proc))
+}
+
+/// Locks rank proc's memory [pstart, pend] (both inclusive, inside one of its ARMCI
+/// allocations) against every other armci_lockmem of that rank's memory, until
+/// armci_unlockmem(proc). A process holds at most one memory lock per rank: a second would
+/// wait for itself, and is refused.
+#[no_mangle]
+pub unsafe extern "C" fn armci_lockmem(pstart: *mut c_void, pend: *mut c_void, proc: c_int) {
+    entry("armci_lockmem", || {
+        let w = world()?;
+        let p = proc_arg(w, proc, "proc")?;
+        let (start, end) = (pstart as usize, pend as usize);
+        if end < start {
+            return Err(format!("argument pend = {pend:p} lies before pstart = {pstart:p}"));
+        }
+        remote_arg(p, start, end - start + 1, "pstart")?;
+        let at = mem_lock(p)?;
+        if lock(&HELD).contains(&(at.rank, at.addr)) {
+            return Err(format!("this rank already holds a memory lock on rank {proc} (call armci_unlockmem first)"));
+        }
+        lock_at(at)
+    })
+}
+
+/// Releases the memory lock this process took on rank proc with armci_lockmem.
+#[no_mangle]
+pub extern "C" fn armci_unlockmem(proc: c_int) {
+    entry("armci_unlockmem", || {
+        let p = proc_arg(world()?, proc, "proc")?;
+        let at = mem_lock(p)?;
+        if !lock(&HELD).contains(&(at.rank, at.addr)) {
+            return Err(format!("this rank holds no memory lock on rank {proc} (an armci_unlockmem without its armci_lockmem)"));
+        }
+        unlock_at(at, 0, proc)
+    })
+}
+
+/// Where rank p's memory lock lives.
+fn mem_lock(p: usize) -> R<RemotePtr> {
+    Ok(RANK_WORDS.get().ok_or("ARMCI_Init has not been called")?.remote(p, MEM_LOCK))
 }

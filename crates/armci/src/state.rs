@@ -22,13 +22,15 @@ static INIT: Mutex<()> = Mutex::new(());
 /// Put/Get passes it to the core, which chooses per call under `auto`.
 pub(crate) static TRANSFER: OnceLock<activerma::Transfer> = OnceLock::new();
 /// ARMCI's own words in every rank's memory, one segment made at init: the accumulate ticket
-/// lock at ACC_LOCK (accumulate.rs says why), then one notification counter per rank from
-/// NOTIFY_FROM (notify.rs).
+/// lock at ACC_LOCK (accumulate.rs says why), the memory lock of armci_lockmem at MEM_LOCK
+/// (mutexes.rs), then one notification counter per rank from NOTIFY_FROM (notify.rs).
 pub(crate) static RANK_WORDS: OnceLock<Segment> = OnceLock::new();
 /// Offset of the accumulate lock (16 bytes) in RANK_WORDS.
 pub(crate) const ACC_LOCK: usize = 0;
+/// Offset of armci_lockmem's lock (16 bytes) in RANK_WORDS.
+pub(crate) const MEM_LOCK: usize = 16;
 /// Offset of the notification counters in RANK_WORDS: 8 bytes per sending rank.
-pub(crate) const NOTIFY_FROM: usize = 16;
+pub(crate) const NOTIFY_FROM: usize = 32;
 
 /// One ARMCI_Malloc: the segment (None when every rank asked for 0 bytes, or over a group
 /// smaller than the job) and every rank's

@@ -41,8 +41,8 @@ fn declared(header: &str) -> BTreeSet<String> {
     names
 }
 
-/// Names the library exports: `#[no_mangle]` fns, and the names passed to the macros that
-/// generate exported fns.
+/// Names the library exports: `#[no_mangle]` fns, the names passed to the macros that
+/// generate exported fns, and the profiling names (`PARMCI_X => ARMCI_X(..)` in profiling.rs).
 fn exported(src: &Path) -> BTreeSet<String> {
     let mut names = BTreeSet::new();
     for e in std::fs::read_dir(src).unwrap() {
@@ -56,6 +56,11 @@ fn exported(src: &Path) -> BTreeSet<String> {
                 let name: String = after.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
                 if !name.starts_with('$') && !name.is_empty() {
                     names.insert(name);
+                }
+            }
+            if let Some((name, _)) = t.split_once(" => ") {
+                if name.starts_with("PARMCI_") || name.starts_with("parmci_") {
+                    names.insert(name.to_string());
                 }
             }
             for mac in ["put_value!(", "get_value!(", "group_gop!("] {
