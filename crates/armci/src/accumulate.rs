@@ -174,7 +174,7 @@ unsafe fn apply(w: &World, t: AccType, scale: Scale, p: usize, pieces: &[(usize,
         return Ok(());
     }
     let lock = RANK_WORDS.get().ok_or("ARMCI_Init has not been called")?.remote(p, ACC_LOCK);
-    ticket::acquire(w, lock)?;
+    let held = ticket::acquire(w, lock)?;
     let mut tmp = Vec::new();
     let mut r = Ok(());
     for &(s, d, n) in pieces {
@@ -193,7 +193,7 @@ unsafe fn apply(w: &World, t: AccType, scale: Scale, p: usize, pieces: &[(usize,
             break;
         }
     }
-    ticket::release(w, lock)?;
+    ticket::release(w, lock, held)?;
     r
 }
 

@@ -10,7 +10,7 @@
 //!                                      name the owner by group rank
 //! memory: the whole job -> one segment; part of it -> a group block (group_memory.rs,
 //!         whose atomics the owner's progress engine serves)
-//! trylock(m, p): t = next; t == serving and compare_swap(next, t, t + 1) == t -> taken
+//! trylock(m, p): ticket.rs's try: free (tickets == turn) and the compare-and-swap wins
 //! armci_lockmem(start, end, p)         p's memory lock (RANK_WORDS at MEM_LOCK): one per
 //!                                      rank, so any two locked ranges of p exclude each
 //!                                      other (GA hashes addresses onto a few locks: finer,
@@ -21,12 +21,12 @@ use crate::errors::{entry, R};
 use crate::groups::{check_group, members_of, ArmciGroup};
 use crate::point_to_point::group_allgather;
 use crate::state::{lock, nonneg, proc_arg, remote_arg, rt, world, MEM_LOCK, RANK_WORDS};
-use crate::ticket;
+use crate::ticket::{self, Ticket};
 use activerma::{RemotePtr, Segment};
 use std::ffi::{c_int, c_void};
 use std::sync::Mutex;
 
-/// Bytes per mutex: the ticket word and the serving word.
+/// Bytes per mutex: the lock word (ticket.rs), padded to 16.
 const SLOT: usize = 16;
 
 /// Where a set's mutexes live.
@@ -104,37 +104,43 @@ impl MutexSet {
     }
 }
 
-/// The mutexes this process holds, by where their ticket words live: an unlock of one it does
-/// not hold would advance the lock's turn for a rank that still waits, or let two in at once;
-/// it is refused instead. (Per process, not per thread: ARMCI's mutexes are the rank's.)
-static HELD: Mutex<Vec<(usize, usize)>> = Mutex::new(Vec::new());
+/// The mutexes this process holds, by where their lock words live, with the tickets that
+/// release them: an unlock of one it does not hold would advance the lock's turn for a rank
+/// that still waits, or let two in at once; it is refused instead. (Per process, not per
+/// thread: ARMCI's mutexes are the rank's.)
+static HELD: Mutex<Vec<(usize, usize, Ticket)>> = Mutex::new(Vec::new());
 
 fn lock_at(at: RemotePtr) -> R {
-    ticket::acquire(world()?, at)?;
-    lock(&HELD).push((at.rank, at.addr));
+    let t = ticket::acquire(world()?, at)?;
+    lock(&HELD).push((at.rank, at.addr, t));
     Ok(())
 }
 
 fn try_lock_at(at: RemotePtr) -> R<bool> {
     let taken = ticket::try_acquire(world()?, at)?;
-    if taken {
-        lock(&HELD).push((at.rank, at.addr));
+    if let Some(t) = taken {
+        lock(&HELD).push((at.rank, at.addr, t));
     }
-    Ok(taken)
+    Ok(taken.is_some())
+}
+
+/// Whether this process holds the lock at `at`.
+fn holds(at: RemotePtr) -> bool {
+    lock(&HELD).iter().any(|h| (h.0, h.1) == (at.rank, at.addr))
 }
 
 fn unlock_at(at: RemotePtr, mutex: c_int, proc: c_int) -> R {
     let w = world()?;
-    {
+    let t = {
         let mut held = lock(&HELD);
-        let Some(i) = held.iter().position(|&h| h == (at.rank, at.addr)) else {
+        let Some(i) = held.iter().position(|h| (h.0, h.1) == (at.rank, at.addr)) else {
             return Err(format!("mutex {mutex} of rank {proc} is not held by this rank (an unlock without its lock)"));
         };
-        held.swap_remove(i);
-    }
+        held.swap_remove(i).2
+    };
     // Data the holder put under the lock must be visible before the next holder enters.
     w.flush_all().map_err(rt)?;
-    ticket::release(w, at)
+    ticket::release(w, at, t)
 }
 
 /// The job set's mutex `mutex` of job rank `proc`.
@@ -250,7 +256,7 @@ pub unsafe extern "C" fn armci_lockmem(pstart: *mut c_void, pend: *mut c_void, p
         }
         remote_arg(p, start, end - start + 1, "pstart")?;
         let at = mem_lock(p)?;
-        if lock(&HELD).contains(&(at.rank, at.addr)) {
+        if holds(at) {
             return Err(format!("this rank already holds a memory lock on rank {proc} (call armci_unlockmem first)"));
         }
         lock_at(at)
@@ -263,7 +269,7 @@ pub extern "C" fn armci_unlockmem(proc: c_int) {
     entry("armci_unlockmem", || {
         let p = proc_arg(world()?, proc, "proc")?;
         let at = mem_lock(p)?;
-        if !lock(&HELD).contains(&(at.rank, at.addr)) {
+        if !holds(at) {
             return Err(format!("this rank holds no memory lock on rank {proc} (an armci_unlockmem without its armci_lockmem)"));
         }
         unlock_at(at, 0, proc)
