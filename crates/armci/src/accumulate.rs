@@ -19,7 +19,7 @@
 
 use crate::contiguous::{get_bytes, put_bytes};
 use crate::errors::{entry, R};
-use crate::state::{local_arg, nonneg, proc_arg, remote_arg, world, ACC_LOCK, RANK_WORDS};
+use crate::state::{local_arg, nonneg, proc_arg, rank_word, remote_arg, world, ACC_LOCK};
 use crate::strided::{extent, pattern_from_c};
 use crate::sync::{mark, ArmciHdl};
 use crate::ticket;
@@ -173,7 +173,7 @@ unsafe fn apply(w: &World, t: AccType, scale: Scale, p: usize, pieces: &[(usize,
     if unforced && w.accumulates_by_conduit() && by_conduit(w, t, scale, p, pieces)? {
         return Ok(());
     }
-    let lock = RANK_WORDS.get().ok_or("ARMCI_Init has not been called")?.remote(p, ACC_LOCK);
+    let lock = rank_word(p, ACC_LOCK)?;
     let held = ticket::acquire(w, lock)?;
     let mut tmp = Vec::new();
     let mut r = Ok(());

@@ -20,7 +20,7 @@
 use crate::errors::{entry, R};
 use crate::groups::{check_group, members_of, ArmciGroup};
 use crate::point_to_point::group_allgather;
-use crate::state::{lock, nonneg, proc_arg, remote_arg, rt, world, MEM_LOCK, RANK_WORDS};
+use crate::state::{lock, nonneg, proc_arg, rank_word, remote_arg, rt, world, MEM_LOCK};
 use crate::ticket::{self, Ticket};
 use activerma::{RemotePtr, Segment};
 use std::ffi::{c_int, c_void};
@@ -129,18 +129,23 @@ fn holds(at: RemotePtr) -> bool {
     lock(&HELD).iter().any(|h| (h.0, h.1) == (at.rank, at.addr))
 }
 
-fn unlock_at(at: RemotePtr, mutex: c_int, proc: c_int) -> R {
+/// Releases the lock at `at` if this process holds it; `not_held` says why not otherwise.
+fn unlock_at(at: RemotePtr, not_held: impl FnOnce() -> String) -> R {
     let w = world()?;
     let t = {
         let mut held = lock(&HELD);
         let Some(i) = held.iter().position(|h| (h.0, h.1) == (at.rank, at.addr)) else {
-            return Err(format!("mutex {mutex} of rank {proc} is not held by this rank (an unlock without its lock)"));
+            return Err(not_held());
         };
         held.swap_remove(i).2
     };
     // Data the holder put under the lock must be visible before the next holder enters.
     w.flush_all().map_err(rt)?;
     ticket::release(w, at, t)
+}
+
+fn not_held(mutex: c_int, proc: c_int) -> String {
+    format!("mutex {mutex} of rank {proc} is not held by this rank (an unlock without its lock)")
 }
 
 /// The job set's mutex `mutex` of job rank `proc`.
@@ -181,7 +186,7 @@ pub extern "C" fn ARMCI_Lock(mutex: c_int, proc: c_int) {
 
 #[no_mangle]
 pub extern "C" fn ARMCI_Unlock(mutex: c_int, proc: c_int) {
-    entry("ARMCI_Unlock", || unlock_at(job_mutex(mutex, proc)?, mutex, proc))
+    entry("ARMCI_Unlock", || unlock_at(job_mutex(mutex, proc)?, || not_held(mutex, proc)))
 }
 
 /// Sets made by ARMCIX_Create_mutexes_hdl and not destroyed: a handle is valid only if listed
@@ -238,7 +243,7 @@ pub unsafe extern "C" fn ARMCIX_Trylock_hdl(hdl: *mut MutexSet, mutex: c_int, pr
 
 #[no_mangle]
 pub unsafe extern "C" fn ARMCIX_Unlock_hdl(hdl: *mut MutexSet, mutex: c_int, proc: c_int) {
-    entry("ARMCIX_Unlock_hdl", || unlock_at(set_of(hdl)?.locate(mutex, proc)?, mutex, proc))
+    entry("ARMCIX_Unlock_hdl", || unlock_at(set_of(hdl)?.locate(mutex, proc)?, || not_held(mutex, proc)))
 }
 
 /// Locks rank proc's memory [pstart, pend] (both inclusive, inside one of its ARMCI
@@ -255,7 +260,7 @@ pub unsafe extern "C" fn armci_lockmem(pstart: *mut c_void, pend: *mut c_void, p
             return Err(format!("argument pend = {pend:p} lies before pstart = {pstart:p}"));
         }
         remote_arg(p, start, end - start + 1, "pstart")?;
-        let at = mem_lock(p)?;
+        let at = rank_word(p, MEM_LOCK)?;
         if holds(at) {
             return Err(format!("this rank already holds a memory lock on rank {proc} (call armci_unlockmem first)"));
         }
@@ -268,15 +273,8 @@ pub unsafe extern "C" fn armci_lockmem(pstart: *mut c_void, pend: *mut c_void, p
 pub extern "C" fn armci_unlockmem(proc: c_int) {
     entry("armci_unlockmem", || {
         let p = proc_arg(world()?, proc, "proc")?;
-        let at = mem_lock(p)?;
-        if !holds(at) {
-            return Err(format!("this rank holds no memory lock on rank {proc} (an armci_unlockmem without its armci_lockmem)"));
-        }
-        unlock_at(at, 0, proc)
+        unlock_at(rank_word(p, MEM_LOCK)?, || {
+            format!("this rank holds no memory lock on rank {proc} (an armci_unlockmem without its armci_lockmem)")
+        })
     })
-}
-
-/// Where rank p's memory lock lives.
-fn mem_lock(p: usize) -> R<RemotePtr> {
-    Ok(RANK_WORDS.get().ok_or("ARMCI_Init has not been called")?.remote(p, MEM_LOCK))
 }

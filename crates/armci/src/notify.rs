@@ -11,7 +11,7 @@
 //! ```
 
 use crate::errors::{entry, R};
-use crate::state::{lock, proc_arg, rt, world, NOTIFY_FROM, RANK_WORDS};
+use crate::state::{lock, proc_arg, rank_word, rt, world, NOTIFY_FROM};
 use std::ffi::c_int;
 use std::sync::atomic::{fence, Ordering};
 use std::sync::Mutex;
@@ -23,22 +23,20 @@ fn notify(proc: c_int) -> R<c_int> {
     let w = world()?;
     let p = proc_arg(w, proc, "proc")?;
     crate::in_flight::complete_to(p)?;
-    let words = RANK_WORDS.get().ok_or("ARMCI_Init has not been called")?;
-    let before = w.fetch_add(words.remote(p, NOTIFY_FROM + 8 * w.rank()), 1).map_err(rt)?;
+    let before = w.fetch_add(rank_word(p, NOTIFY_FROM + 8 * w.rank())?, 1).map_err(rt)?;
     Ok((before + 1) as c_int)
 }
 
 fn notify_wait(proc: c_int, pval: *mut c_int) -> R<c_int> {
     let w = world()?;
     let p = proc_arg(w, proc, "proc")?;
-    let words = RANK_WORDS.get().ok_or("ARMCI_Init has not been called")?;
     let waited = {
         let mut all = lock(&WAITED);
         all.resize(w.size(), 0);
         all[p] += 1;
         all[p]
     };
-    let counter = words.remote(w.rank(), NOTIFY_FROM + 8 * p);
+    let counter = rank_word(w.rank(), NOTIFY_FROM + 8 * p)?;
     let mut spins = 0u32;
     let received = loop {
         let now = w.fetch(counter).map_err(rt)?;

@@ -32,6 +32,11 @@ pub(crate) const MEM_LOCK: usize = 16;
 /// Offset of the notification counters in RANK_WORDS: 8 bytes per sending rank.
 pub(crate) const NOTIFY_FROM: usize = 32;
 
+/// The word at `offset` of rank p's RANK_WORDS.
+pub(crate) fn rank_word(p: usize, offset: usize) -> R<RemotePtr> {
+    Ok(RANK_WORDS.get().ok_or("ARMCI_Init has not been called")?.remote(p, offset))
+}
+
 /// One ARMCI_Malloc: the segment (None when every rank asked for 0 bytes, or over a group
 /// smaller than the job) and every rank's
 /// [base, base + size) so remote addresses can be checked without asking the target.

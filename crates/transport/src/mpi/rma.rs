@@ -82,28 +82,17 @@ pub fn get(m: &mut Mpi, t: Target, dst: &mut [u8]) -> Result<()> {
 /// MPI_Accumulate(MPI_SUM) of `src`, whole elements of `elem`, at `t`, in chunks whose element
 /// counts fit an `int`; complete at the target on return.
 pub fn accumulate(m: &mut Mpi, t: Target, elem: Element, src: &[u8]) -> Result<()> {
-    let size = elem.bytes();
-    let ty = element_datatype(elem);
-    let mut off = 0;
-    while off < src.len() {
-        let n = (src.len() - off).min(CHUNK);
-        let count = (n / size) as c_int;
-        // SAFETY: `src[off..off + n]` stays valid until the flush below completes the operation.
-        check("MPI_Accumulate", unsafe {
-            MPI_Accumulate(
-                src[off..].as_ptr() as *const _,
-                count,
-                ty,
-                t.rank as c_int,
-                (t.disp + off) as MPI_Aint,
-                count,
-                ty,
-                RSMPI_SUM,
-                t.win,
-            )
-        })?;
-        off += n;
-    }
+    let (ty, size) = (element_datatype(elem), elem.bytes() as c_int);
+    // SAFETY: `src` stays valid until the flush below completes the operations; CHUNK is a
+    // multiple of every element size, so each chunk holds whole elements.
+    by_chunks(
+        t.disp,
+        src.len(),
+        |off, disp, n| unsafe {
+            MPI_Accumulate(src[off..].as_ptr() as *const _, n / size, ty, t.rank as c_int, disp, n / size, ty, RSMPI_SUM, t.win)
+        },
+        "MPI_Accumulate",
+    )?;
     m.flush(t.win, Some(t.rank))
 }
 
