@@ -1,6 +1,12 @@
 //! How a waiting rank spends its time: spin briefly (a hand-off between cores takes ~0.1 us),
-//! then yield the CPU on every round, so that when ranks outnumber cores the rank being waited
-//! for gets to run instead of losing its time slice to our spinning.
+//! then keep spinning but yield the CPU on every 64th round, so that when ranks outnumber cores
+//! the rank being waited for gets to run instead of losing its time slice to our spinning.
+//!
+//! Not a yield on every round: under CFS a sched_yield beside a runnable process of another job
+//! (a CPU hog, a compiler) gives that process a whole slice, milliseconds. A rank waiting in a
+//! barrier that way over TCP, where every operation needs the target's MPI progress, turned an
+//! 8-byte put into 6.8 ms with two hogs on 2 CPUs; yielding every 64th round made it 0.24 ms,
+//! ARMCI-MPI's time (bench/armci_peers/run.sh --tcp --quick beside two `yes > /dev/null`).
 
 pub struct Backoff {
     rounds: u32,
@@ -8,6 +14,9 @@ pub struct Backoff {
 
 /// Rounds spent spinning before yielding (a few microseconds).
 const SPIN_ROUNDS: u32 = 2000;
+
+/// After SPIN_ROUNDS, one round in this many yields (a power of two: the test is a mask).
+const YIELD_EVERY: u32 = 64;
 
 impl Backoff {
     pub fn new() -> Backoff {
@@ -19,7 +28,7 @@ impl Backoff {
     #[inline]
     pub fn snooze(&mut self) -> bool {
         self.rounds = self.rounds.wrapping_add(1);
-        if self.rounds < SPIN_ROUNDS {
+        if self.rounds < SPIN_ROUNDS || !self.rounds.is_multiple_of(YIELD_EVERY) {
             std::hint::spin_loop();
         } else {
             std::thread::yield_now();
