@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """Ratio table: activerma's ARMCI vs ARMCI-MPI (Open MPI), from the JSON lines of one run.
 
-usage: compare.py OURS.jsonl THEIRS.jsonl [--commit HASH] [--load-start TEXT] [--load-end TEXT]
-                  [--rows-out FILE] [--across-hosts] [--layer-round OURS CORE]...
+usage: compare.py OURS.jsonl THEIRS.jsonl [--pair OURS THEIRS]... [--commit HASH]
+                  [--load-start TEXT] [--load-end TEXT] [--rows-out FILE] [--across-hosts]
+                  [--layer-round OURS CORE]...
 
 Both files come from bench/armci_peers/armci_bench.c (run.sh runs it). Every value is a median
 over timed batches. Ratios are ours / theirs: latencies (lower is better) as latency ratios,
 transfers of 1 MiB and strided transfers as bandwidth ratios (higher is better). The targets are
-issue 16's. Exit status: 0 when the table was printed (MISS included: benchmarks report, they
+issue 16's. --pair adds more rounds, each a pair of jobs run one right after the other (ours,
+then theirs): each metric's ratio is then the median of the pairs' ratios, their range printed
+beside it (the columns are medians of each side); over TCP on a small VM one pair moves by 2x. Exit status: 0 when the table was printed (MISS included: benchmarks report, they
 don't gate; missing rows show as n/a), 2 when our file cannot be read or holds no rows.
 --rows-out appends every compared ratio as a row of activerma's report schema (benchmark
 "armci-check", case the metric, params impl / target / what / ours / theirs), which
@@ -65,6 +68,22 @@ LAYER = [
 LAYER_TARGET = 1.1
 
 
+def paired(both):
+    """From (ours, base) values of pairs of jobs (None where a job lacks the row): the sorted
+    ratios of the pairs, their median, and the medians of each side (None when no pair has both)."""
+    both = [(m, b) for m, b in both if m is not None and b]
+    ratios = sorted(m / b for m, b in both)
+    if not ratios:
+        return ratios, None, None, None
+    return (ratios, statistics.median(ratios), statistics.median(m for m, _ in both),
+            statistics.median(b for _, b in both))
+
+
+def spread(ratios):
+    """The range column: the pairs' smallest and largest ratio ("-" for a single pair)."""
+    return f"{fmt_ratio(ratios[0])}-{fmt_ratio(ratios[-1])}" if len(ratios) > 1 else "-"
+
+
 def layer_table(rounds, machine, commit):
     """Prints the ARMCI-layer table from `rounds`, pairs (our ARMCI rows, the core's rows) run one
     right after the other; each metric's ratio is the median of the pairs' ratios (the columns:
@@ -86,12 +105,7 @@ def layer_table(rounds, machine, commit):
     counts = {"PASS": 0, "MISS": 0, "info": 0, "n/a": 0}
     rows = []
     for label, test, bench, size in LAYER:
-        both = [(o.get((test, size)), c.get((bench, size))) for o, c in pairs]
-        both = [(m, b) for m, b in both if m is not None and b]
-        ratios = sorted(m / b for m, b in both)
-        ratio = statistics.median(ratios) if ratios else None
-        mine = statistics.median(m for m, _ in both) if both else None
-        base = statistics.median(b for _, b in both) if both else None
+        ratios, ratio, mine, base = paired((o.get((test, size)), c.get((bench, size))) for o, c in pairs)
         status = "n/a" if ratio is None else ("PASS" if ratio <= LAYER_TARGET else "MISS")
         counts[status] += 1
         if ratio is not None and machine:
@@ -102,9 +116,8 @@ def layer_table(rounds, machine, commit):
                 "value": ratio, "unit": "x", "reps": len(ratios), "min": ratios[0], "median": ratio,
                 "max": ratios[-1], "machine": machine, "commit": commit, "settings": {},
             })
-        spread = f"{fmt_ratio(ratios[0])}-{fmt_ratio(ratios[-1])}" if len(ratios) > 1 else "-"
         print(f"{label + ' (us)':<46}{fmt(mine, 'lat'):>10}{fmt(base, 'lat'):>10}{fmt_ratio(ratio):>9}"
-              f"{spread:>13}{'<= ' + format(LAYER_TARGET, 'g'):>10}{status:>8}")
+              f"{spread(ratios):>13}{'<= ' + format(LAYER_TARGET, 'g'):>10}{status:>8}")
     print_tally(counts, len(hdr))
     return rows
 
@@ -118,6 +131,8 @@ def main():
     ap.add_argument("--load-end", default="")
     ap.add_argument("--rows-out", default=None)
     ap.add_argument("--across-hosts", action="store_true")
+    ap.add_argument("--pair", nargs=2, action="append", default=[], metavar=("OURS", "THEIRS"),
+                    help="one more round: our rows and ARMCI-MPI's, run one right after the other")
     ap.add_argument("--layer-round", nargs=2, action="append", default=[], metavar=("OURS", "CORE"),
                     help="one pair of jobs for the layer table: our ARMCI rows and the core's, run"
                          " one right after the other (repeat for more pairs)")
@@ -133,9 +148,13 @@ def main():
         return 2
     theirs_rows = read_jsonl(a.theirs) or []
     machine = next((r["machine"] for r in ours_rows if "machine" in r), None)
-    ours = {(r.get("test"), r.get("size")): r for r in ours_rows if "test" in r}
-    theirs = {(r.get("test"), r.get("size")): r for r in theirs_rows if "test" in r}
     impl = next((r.get("impl") for r in theirs_rows if "impl" in r), "armci-mpi-openmpi")
+
+    def by_test(rows):
+        return {(r.get("test"), r.get("size")): r for r in rows if "test" in r}
+
+    pairs = [(by_test(ours_rows), by_test(theirs_rows))]
+    pairs += [(by_test(read_jsonl(o) or []), by_test(read_jsonl(t) or [])) for o, t in a.pair]
 
     print()
     if a.across_hosts:
@@ -148,19 +167,18 @@ def main():
               f"{machine.get('memcpy_gbs', '?')} GB/s (measured in this run)")
     print(f"# load average: start {a.load_start or '?'}, end {a.load_end or '?'}  (activerma commit {a.commit})")
     print("# ratio = ours / theirs: latency (us, lower is better) or bandwidth (MB/s, higher is better);"
-          " medians on both sides")
+          f" medians on both sides; {len(pairs)} pair(s) of jobs, ours right before theirs, ratio ="
+          " median of the pairs' ratios (range beside it)")
     if not theirs_rows:
         print("# no ARMCI-MPI rows (did its run fail?): every comparison is n/a")
-    hdr = f"{'metric':<32}{'activerma':>12}{'ARMCI-MPI':>12}{'ratio':>9}{'target':>10}{'status':>8}"
+    hdr = f"{'metric':<32}{'activerma':>12}{'ARMCI-MPI':>12}{'ratio':>9}{'range':>13}{'target':>10}{'status':>8}"
     print(hdr)
     print("-" * len(hdr))
     counts = {"PASS": 0, "MISS": 0, "info": 0, "n/a": 0}
     report_rows = []
     for label, key, kind, tgt in metrics:
         field = "median_mbs" if kind == "bw" else "median_us"
-        mine = ours.get(key, {}).get(field)
-        other = theirs.get(key, {}).get(field)
-        ratio = mine / other if mine is not None and other else None
+        ratios, ratio, mine, other = paired((o.get(key, {}).get(field), t.get(key, {}).get(field)) for o, t in pairs)
         if ratio is None:
             status, tgt_text = "n/a", "-"
         elif tgt is None:
@@ -179,12 +197,11 @@ def main():
                 params["target"] = f"{'>=' if kind == 'bw' else '<='} {tgt:g}"
             report_rows.append({
                 "benchmark": "armci-check-tcp" if a.across_hosts else "armci-check", "case": label, "params": params,
-                "value": ratio, "unit": "x", "reps": 1, "min": ratio, "median": ratio, "max": ratio,
-                "machine": machine, "commit": a.commit, "settings": {},
+                "value": ratio, "unit": "x", "reps": len(ratios), "min": ratios[0], "median": ratio,
+                "max": ratios[-1], "machine": machine, "commit": a.commit, "settings": {},
             })
-        ratio_text = fmt_ratio(ratio)
-        print(f"{label + ' (' + unit + ')':<32}{fmt(mine, kind):>12}{fmt(other, kind):>12}{ratio_text:>9}"
-              f"{tgt_text:>10}{status:>8}")
+        print(f"{label + ' (' + unit + ')':<32}{fmt(mine, kind):>12}{fmt(other, kind):>12}{fmt_ratio(ratio):>9}"
+              f"{spread(ratios):>13}{tgt_text:>10}{status:>8}")
     print_tally(counts, len(hdr))
     if a.layer_round:
         rounds = [(read_jsonl(o) or [], read_jsonl(c) or []) for o, c in a.layer_round]

@@ -4,8 +4,11 @@
 # and ARMCI-MPI under `mpirun.openmpi -n 2` back to back, then prints the ratio table
 # (bench/armci_peers/compare.py) with PASS/MISS per target.
 #
-# usage: bench/armci_peers/run.sh [--quick] [--tcp] [--json FILE]
+# usage: bench/armci_peers/run.sh [--quick] [--tcp] [--rounds N] [--json FILE]
 #   --quick      smoke run: fewer iterations and repetitions (a few seconds)
+#   --rounds N   pairs of jobs (ours, then ARMCI-MPI right after): each ratio is the median of
+#                the pairs' ratios, with their range (default 3 with --tcp, where one pair moves
+#                by 2x on a small VM; 1 otherwise and with --quick)
 #   --tcp        across hosts: ours from an Open MPI build of libarmci (scripts/install.sh --mpi
 #                openmpi, into a temporary prefix) on the mpi conduit with ACTIVERMA_MPI_SHARED=off,
 #                both under mpirun.openmpi with every byte through TCP (pml ob1, btl tcp, osc ucx
@@ -28,13 +31,17 @@ root="$(cd "$here/../.." && pwd)"
 quick=()
 rows=""
 tcp=0
+rounds_arg=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick) quick=(--quick) ;;
         --tcp) tcp=1 ;;
         --json) [ $# -ge 2 ] || { echo "run.sh: --json needs a file" >&2; exit 2; }
                 rows="$2"; shift ;;
-        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+        --rounds) [ $# -ge 2 ] && [ "$2" -ge 1 ] 2>/dev/null ||
+                      { echo "run.sh: --rounds needs a count of at least 1" >&2; exit 2; }
+                  rounds_arg="$2"; shift ;;
+        -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
         *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -104,25 +111,32 @@ log "load average at start: $load_start"
 # the multi-process suite's TCP run); ours also keeps every access on MPI (no shared heap).
 mpirun=(mpirun.openmpi --allow-run-as-root --oversubscribe)
 [ $tcp = 1 ] && mpirun+=(-x OMPI_MCA_pml=ob1 -x OMPI_MCA_btl=tcp,self -x OMPI_MCA_osc=ucx -x UCX_TLS=tcp,self)
-if [ -x "$work/armci_bench.activerma" ]; then
-    if [ $tcp = 1 ]; then
-        log "running ours: ${mpirun[*]} -x ACTIVERMA_MPI_SHARED=off -n 2 armci_bench ${quick[*]} (timeout ${limit}s)"
-        timeout -k 5 "$limit" "${mpirun[@]}" -x ACTIVERMA_MPI_SHARED=off -n 2 \
-            "$work/armci_bench.activerma" "${quick[@]}" -i activerma >"$work/activerma.jsonl" ||
-            { log "ERROR: the activerma run failed"; fail=1; }
-    else
-        log "running ours: activerma run -n 2 armci_bench ${quick[*]} (timeout ${limit}s)"
-        timeout -k 5 "$limit" "$bin" run -n 2 --timeout "$((limit - 5))" -- \
-            "$work/armci_bench.activerma" "${quick[@]}" -i activerma >"$work/activerma.jsonl" ||
-            { log "ERROR: the activerma run failed"; fail=1; }
+peer_rounds="${rounds_arg:-$([ $tcp = 1 ] && [ ${#quick[@]} = 0 ] && echo 3 || echo 1)}"
+pairs=()
+for r in $(seq 1 "$peer_rounds"); do
+    ours_out="$work/activerma.jsonl" theirs_out="$work/armci-mpi.jsonl"
+    [ "$r" -gt 1 ] && ours_out="$work/activerma.$r.jsonl" theirs_out="$work/armci-mpi.$r.jsonl"
+    if [ -x "$work/armci_bench.activerma" ]; then
+        if [ $tcp = 1 ]; then
+            log "round $r: running ours: ${mpirun[*]} -x ACTIVERMA_MPI_SHARED=off -n 2 armci_bench ${quick[*]} (timeout ${limit}s)"
+            timeout -k 5 "$limit" "${mpirun[@]}" -x ACTIVERMA_MPI_SHARED=off -n 2 \
+                "$work/armci_bench.activerma" "${quick[@]}" -i activerma >"$ours_out" ||
+                { log "ERROR: the activerma run failed"; fail=1; }
+        else
+            log "round $r: running ours: activerma run -n 2 armci_bench ${quick[*]} (timeout ${limit}s)"
+            timeout -k 5 "$limit" "$bin" run -n 2 --timeout "$((limit - 5))" -- \
+                "$work/armci_bench.activerma" "${quick[@]}" -i activerma >"$ours_out" ||
+                { log "ERROR: the activerma run failed"; fail=1; }
+        fi
     fi
-fi
-if [ -x "$work/armci_bench.armci-mpi" ]; then
-    log "running ARMCI-MPI: ${mpirun[*]} -n 2 armci_bench ${quick[*]} (timeout ${limit}s)"
-    timeout -k 5 "$limit" "${mpirun[@]}" -n 2 \
-        "$work/armci_bench.armci-mpi" "${quick[@]}" -i armci-mpi-openmpi >"$work/armci-mpi.jsonl" ||
-        { log "ERROR: the ARMCI-MPI run failed"; fail=1; }
-fi
+    if [ -x "$work/armci_bench.armci-mpi" ]; then
+        log "round $r: running ARMCI-MPI: ${mpirun[*]} -n 2 armci_bench ${quick[*]} (timeout ${limit}s)"
+        timeout -k 5 "$limit" "${mpirun[@]}" -n 2 \
+            "$work/armci_bench.armci-mpi" "${quick[@]}" -i armci-mpi-openmpi >"$theirs_out" ||
+            { log "ERROR: the ARMCI-MPI run failed"; fail=1; }
+    fi
+    [ "$r" -gt 1 ] && pairs+=(--pair "$ours_out" "$theirs_out")
+done
 # The ARMCI layer's own cost: the core's blocking put / get latency on the same conduit, in
 # the same run (one host only: across hosts both sides are MPI's latency). Its 8-byte figures
 # are 10-30 ns and this kind of VM moves them by up to 2x from one job to the next, so the
@@ -156,7 +170,7 @@ rows_out=()
 [ $tcp = 1 ] && rows_out+=(--across-hosts)
 commit="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
 if ! python3 "$here/compare.py" "$work/activerma.jsonl" "$work/armci-mpi.jsonl" --commit "$commit" \
-        --load-start "$load_start" --load-end "$load_end" "${rows_out[@]}" "${core[@]}"; then
+        --load-start "$load_start" --load-end "$load_end" "${pairs[@]}" "${rows_out[@]}" "${core[@]}"; then
     log "ERROR: the comparison failed"; fail=1
 fi
 exit $fail

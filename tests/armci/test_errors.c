@@ -92,6 +92,11 @@ static void unlock_again(void) { ARMCI_Unlock(0, me); }
 static void unlockmem_not_held(void) { armci_unlockmem(0); }
 static void lockmem_outside(void) { armci_lockmem(buf, buf + 8, 0); }
 static void lockmem_backwards(void) { armci_lockmem((char *)base[0] + 8, base[0], 0); }
+static void grp_clus_brdcst_past_the_group(void) {
+    ARMCI_Group world;
+    ARMCI_Group_get_world(&world);
+    armci_grp_clus_brdcst(buf, 8, n - 1, 2, &world);
+}
 
 int main(int argc, char **argv) {
     ARMCI_Init();
@@ -127,6 +132,7 @@ int main(int argc, char **argv) {
     run_case("armci_unlockmem without armci_lockmem", "armci_unlockmem: this rank holds no memory lock on rank 0", unlockmem_not_held);
     run_case("armci_lockmem of a non-ARMCI range", "armci_lockmem: argument pstart", lockmem_outside);
     run_case("armci_lockmem with pend before pstart", "armci_lockmem: argument pend", lockmem_backwards);
+    run_case("armci_grp_clus_brdcst past the group", "armci_grp_clus_brdcst: arguments grp_master", grp_clus_brdcst_past_the_group);
     ARMCI_Create_mutexes(2);
     run_case("ARMCI_Lock of mutex 5", "ARMCI_Lock: argument mutex = 5 is out of range", lock_out_of_range_after);
     run_case("ARMCI_Unlock without ARMCI_Lock", "ARMCI_Unlock: mutex 1 of rank 0 is not held by this rank", unlock_not_held);

@@ -75,6 +75,35 @@ int main(void) {
     armci_msg_gop_scope(SCOPE_ALL, &all, 1, "+", ARMCI_INT);
     EXPECT(all == n, "SCOPE_ALL sum %d", all);
 
+    /* Classic ARMCI's cluster calls: over my domain, from its first rank. */
+    long c = me == master ? 77 : -1;
+    armci_msg_clus_brdcst(&c, sizeof c);
+    EXPECT(c == 77, "clus_brdcst from the domain's first rank: %ld", c);
+    int ci = me + 1;
+    armci_msg_clus_igop(&ci, 1, "max");
+    int last = armci_domain_glob_proc_id(ARMCI_DOMAIN_SMP, mine, armci_domain_nprocs(ARMCI_DOMAIN_SMP, mine) - 1);
+    EXPECT(ci == last + 1, "clus_igop max %d, the domain's last rank is %d", ci, last);
+    long cl[2] = {1, me};
+    armci_msg_clus_lgop(cl, 2, "+");
+    EXPECT(cl[0] == armci_domain_nprocs(ARMCI_DOMAIN_SMP, mine), "clus_lgop count %ld", cl[0]);
+    long long cll = 2;
+    armci_msg_clus_llgop(&cll, 1, "*");
+    EXPECT(cll == 1LL << armci_domain_nprocs(ARMCI_DOMAIN_SMP, mine), "clus_llgop product %lld", cll);
+    float cf = me == master ? -3.0f : 1.0f;
+    armci_msg_clus_fgop(&cf, 1, "absmax");
+    EXPECT(cf == 3.0f, "clus_fgop absmax %f", cf);
+    double cd = 0.5;
+    armci_msg_clus_dgop(&cd, 1, "+");
+    EXPECT(cd == 0.5 * armci_domain_nprocs(ARMCI_DOMAIN_SMP, mine), "clus_dgop %f", cd);
+    /* armci_grp_clus_brdcst over pairs of world-group ranks {0,1}, {2,3}, ... from the even one. */
+    ARMCI_Group world;
+    ARMCI_Group_get_world(&world);
+    int pair = me & ~1, pair_n = pair + 1 < n ? 2 : 1;
+    int pv[3] = {me, me * 10, -me};
+    armci_grp_clus_brdcst(pv, sizeof pv, pair, pair_n, &world);
+    EXPECT(pv[0] == pair && pv[1] == pair * 10 && pv[2] == -pair, "grp_clus_brdcst from %d: %d %d %d", pair, pv[0], pv[1],
+           pv[2]);
+
     int shm = ARMCI_Uses_shm();
     ARMCI_Barrier();
     ARMCI_Free(base[me]);

@@ -67,6 +67,17 @@ void armci_msg_group_llgop(long long *x, int n, char *op, ARMCI_Group *group);
 void armci_msg_group_fgop(float *x, int n, char *op, ARMCI_Group *group);
 void armci_msg_group_dgop(double *x, int n, char *op, ARMCI_Group *group);
 void armci_msg_group_gop_scope(int scope, void *x, int n, char *op, int type, ARMCI_Group *group);
+/* Classic ARMCI's "cluster" calls, over the caller's SMP domain (SCOPE_NODE): every rank of the
+ * domain calls; clus_brdcst sends the domain's first rank's len bytes to the others.
+ * armci_grp_clus_brdcst broadcasts among group ranks grp_master .. grp_master + grp_clus_nproc
+ * - 1 of mastergroup, from grp_master; only those ranks call. */
+void armci_msg_clus_brdcst(void *buf, int len);
+void armci_msg_clus_igop(int *x, int n, char *op);
+void armci_msg_clus_fgop(float *x, int n, char *op);
+void armci_msg_clus_lgop(long *x, int n, char *op);
+void armci_msg_clus_llgop(long long *x, int n, char *op);
+void armci_msg_clus_dgop(double *x, int n, char *op);
+void armci_grp_clus_brdcst(void *buf, int len, int grp_master, int grp_clus_nproc, ARMCI_Group *mastergroup);
 /* Reductions whose result ARMCI promises at rank 0; here every rank receives it. */
 void armci_msg_reduce(void *x, int n, char *op, int type);
 void armci_msg_reduce_scope(int scope, void *x, int n, char *op, int type);

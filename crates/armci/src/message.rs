@@ -5,6 +5,7 @@
 use crate::errors::{entry, R};
 use crate::groups::{member_of, members_of, ArmciGroup};
 use crate::state::{nonneg, proc_arg, rt, world};
+use crate::topology::SCOPE_NODE;
 use std::ffi::{c_char, c_double, c_float, c_int, c_long, c_longlong, c_void, CStr};
 use std::sync::OnceLock;
 use std::time::Instant;
@@ -133,6 +134,57 @@ pub unsafe extern "C" fn armci_msg_brdcst(buffer: *mut c_void, len: c_int, root:
 #[no_mangle]
 pub unsafe extern "C" fn armci_msg_bcast_scope(scope: c_int, buffer: *mut c_void, len: c_int, root: c_int) {
     entry("armci_msg_bcast_scope", || bcast(&Over::scope(scope)?, buffer, len, root))
+}
+
+/// Classic ARMCI's cluster broadcast: the first rank of the caller's SMP domain (its "cluster
+/// node") sends `len` bytes to the domain's other ranks; every rank of the domain calls.
+#[no_mangle]
+pub unsafe extern "C" fn armci_msg_clus_brdcst(buffer: *mut c_void, len: c_int) {
+    entry("armci_msg_clus_brdcst", || {
+        let over = Over::scope(SCOPE_NODE)?;
+        let master = match &over {
+            Over::Job => 0,
+            Over::Members(m) => m[0],
+        };
+        bcast_over(&over, buffer, len, master)
+    })
+}
+
+/// Classic ARMCI's broadcast inside part of a group: group ranks `grp_master` ..
+/// `grp_master + grp_clus_nproc - 1` of `mastergroup` (the processes of one node, in its
+/// callers), from `grp_master`; only those ranks call.
+#[no_mangle]
+pub unsafe extern "C" fn armci_grp_clus_brdcst(
+    buffer: *mut c_void,
+    len: c_int,
+    grp_master: c_int,
+    grp_clus_nproc: c_int,
+    mastergroup: *mut ArmciGroup,
+) {
+    entry("armci_grp_clus_brdcst", || {
+        let members = members_of(member_of(mastergroup)?);
+        let (first, count) = (usize::try_from(grp_master), usize::try_from(grp_clus_nproc));
+        let part = match (first, count) {
+            (Ok(f), Ok(c)) if c >= 1 && f + c <= members.len() => &members[f..f + c],
+            _ => {
+                return Err(format!(
+                    "arguments grp_master = {grp_master}, grp_clus_nproc = {grp_clus_nproc} do not name ranks of the group (0 to {})",
+                    members.len() - 1
+                ))
+            }
+        };
+        let me = world()?.rank();
+        let part: Vec<usize> = part.iter().map(|&r| r as usize).collect();
+        if !part.contains(&me) {
+            return Err(format!(
+                "rank {me} is not among the group ranks {grp_master} .. {} it broadcasts over",
+                grp_master + grp_clus_nproc - 1
+            ));
+        }
+        let root = part[0];
+        let over = if part.len() == world()?.size() { Over::Job } else { Over::Members(part) };
+        bcast_over(&over, buffer, len, root)
+    })
 }
 
 #[derive(Clone, Copy)]
@@ -346,6 +398,24 @@ pub unsafe extern "C" fn armci_msg_dgop(x: *mut c_double, n: c_int, op: *mut c_c
     entry("armci_msg_dgop", || gop(x, n, op))
 }
 
+/// Exports a typed reduction `$name(x, n, op, extra args...)` over the ranks `$over` names
+/// (an expression of the extra arguments): the group variants and classic ARMCI's cluster ones.
+macro_rules! gop_export {
+    ($name:ident, $t:ty, $as:ty, [$($arg:ident: $at:ty),*] $over:expr) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(x: *mut $t, n: c_int, op: *mut c_char $(, $arg: $at)*) {
+            entry(stringify!($name), || gop_over(&$over, x as *mut $as, n, op))
+        }
+    };
+}
+// Classic ARMCI's reductions over the caller's SMP domain (SCOPE_NODE), the result on every
+// rank of it.
+gop_export!(armci_msg_clus_igop, c_int, c_int, [] Over::scope(SCOPE_NODE)?);
+gop_export!(armci_msg_clus_lgop, c_long, c_long, [] Over::scope(SCOPE_NODE)?);
+gop_export!(armci_msg_clus_llgop, c_longlong, c_long, [] Over::scope(SCOPE_NODE)?);
+gop_export!(armci_msg_clus_fgop, c_float, c_float, [] Over::scope(SCOPE_NODE)?);
+gop_export!(armci_msg_clus_dgop, c_double, c_double, [] Over::scope(SCOPE_NODE)?);
+
 /// A reduction of elements of message.h's `type` (ARMCI_INT, ARMCI_LONG, ARMCI_LONG_LONG,
 /// ARMCI_FLOAT, ARMCI_DOUBLE).
 unsafe fn typed_gop(over: &Over, x: *mut c_void, n: c_int, op: *mut c_char, ty: c_int) -> R {
@@ -375,19 +445,11 @@ pub unsafe extern "C" fn armci_msg_reduce_scope(scope: c_int, x: *mut c_void, n:
     entry("armci_msg_reduce_scope", || typed_gop(&Over::scope(scope)?, x, n, op, ty))
 }
 
-macro_rules! group_gop {
-    ($name:ident, $t:ty, $as:ty) => {
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(x: *mut $t, n: c_int, op: *mut c_char, group: *mut ArmciGroup) {
-            entry(stringify!($name), || gop_over(&Over::group(group)?, x as *mut $as, n, op))
-        }
-    };
-}
-group_gop!(armci_msg_group_igop, c_int, c_int);
-group_gop!(armci_msg_group_lgop, c_long, c_long);
-group_gop!(armci_msg_group_llgop, c_longlong, c_long);
-group_gop!(armci_msg_group_fgop, c_float, c_float);
-group_gop!(armci_msg_group_dgop, c_double, c_double);
+gop_export!(armci_msg_group_igop, c_int, c_int, [group: *mut ArmciGroup] Over::group(group)?);
+gop_export!(armci_msg_group_lgop, c_long, c_long, [group: *mut ArmciGroup] Over::group(group)?);
+gop_export!(armci_msg_group_llgop, c_longlong, c_long, [group: *mut ArmciGroup] Over::group(group)?);
+gop_export!(armci_msg_group_fgop, c_float, c_float, [group: *mut ArmciGroup] Over::group(group)?);
+gop_export!(armci_msg_group_dgop, c_double, c_double, [group: *mut ArmciGroup] Over::group(group)?);
 
 /// Broadcast over `group` from its rank `root` (a group rank).
 #[no_mangle]

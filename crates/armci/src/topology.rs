@@ -140,6 +140,11 @@ pub extern "C" fn ARMCI_Uses_shm() -> c_int {
     entry("ARMCI_Uses_shm", || Ok(domains()?.shared as c_int))
 }
 
+/// message.h's scopes (enum armci_scope_e).
+pub(crate) const SCOPE_ALL: c_int = 0;
+pub(crate) const SCOPE_NODE: c_int = 1;
+pub(crate) const SCOPE_MASTERS: c_int = 2;
+
 /// The ranks a `_scope` call of message.h runs over, in rank order: SCOPE_ALL (0) the job,
 /// SCOPE_NODE (1) this rank's domain, SCOPE_MASTERS (2) the first rank of every domain (only
 /// they may call). None when that is the whole job.
@@ -147,9 +152,9 @@ pub(crate) fn scope_ranks(scope: c_int) -> R<Option<Vec<usize>>> {
     let ds = domains()?;
     let w = world()?;
     let ranks = match scope {
-        0 => return Ok(None),
-        1 => ds.members[ds.of[w.rank()]].clone(),
-        2 => ds.members.iter().map(|m| m[0]).collect(),
+        SCOPE_ALL => return Ok(None),
+        SCOPE_NODE => ds.members[ds.of[w.rank()]].clone(),
+        SCOPE_MASTERS => ds.members.iter().map(|m| m[0]).collect(),
         _ => return Err(format!("argument scope = {scope} is not SCOPE_ALL (0), SCOPE_NODE (1) or SCOPE_MASTERS (2)")),
     };
     if !ranks.contains(&w.rank()) {

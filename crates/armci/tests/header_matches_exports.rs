@@ -63,7 +63,7 @@ fn exported(src: &Path) -> BTreeSet<String> {
                     names.insert(name.to_string());
                 }
             }
-            for mac in ["put_value!(", "get_value!(", "group_gop!("] {
+            for mac in ["put_value!(", "get_value!(", "gop_export!("] {
                 if let Some(args) = t.strip_prefix(mac) {
                     for arg in args.split(',') {
                         let a = arg.trim();
