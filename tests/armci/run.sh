@@ -70,7 +70,7 @@ fi
 # so an SMP domain of its own; nothing reaches another rank's memory by the CPU): the programs
 # pass unchanged.
 if [ -z "${LAUNCH:-}" ]; then
-    for t in test_topology test_armcix test_accumulate test_contiguous test_vector; do
+    for t in test_topology test_armcix test_accumulate test_contiguous test_vector test_subgroups; do
         log=$build/$t.emulated.log
         (
             export ACTIVERMA_SMP_EMULATE_REMOTE=1
@@ -97,6 +97,16 @@ job_fails() {
 for n in 2 4; do
     job_fails "ARMCI_Error on one rank fails the job ($n ranks)" "deliberate failure of rank 1 (code 7)" \
         "$build/abort.$n.log" "$n" "$build/test_errors" abort
+done
+# Group blocks in their old home, private memory each member maps and exposes
+# (ACTIVERMA_ARMCI_GROUP_POOL=0): reached through the owner's CPU or cross-memory attach.
+for t in test_subgroups test_group_noncontig; do
+    counted_run "$t, ACTIVERMA_ARMCI_GROUP_POOL=0 (3 ranks)" 3 bytes_put "ACTIVERMA_ARMCI_GROUP_POOL=0" "$build/$t"
+done
+# A group allocation that does not fit in the group pool fails on every member, with a message.
+for n in 2 3; do
+    job_fails "a group allocation past the group pool fails the job ($n ranks)" "does not fit in what is left of its group pool" \
+        "$build/pool_full.$n.log" "$n" "$build/test_errors" pool_full
 done
 # The MPI builds (armci.h with ARMCI_ACTIVERMA_MPI 1): the program's own MPI beside ARMCI.
 if printf '#include <armci.h>\nARMCI_ACTIVERMA_MPI\n' >"$build/is_mpi.c" &&

@@ -2,7 +2,8 @@
  * argument. Each case runs in a forked child (the checks happen before any communication, so
  * the child needs none of the runtime's threads); the parent checks the child's exit status and
  * its stderr. `test_errors abort` instead makes rank 1 call ARMCI_Error while the others wait
- * in a barrier: run.sh checks that the whole job then fails. */
+ * in a barrier, and `test_errors pool_full` makes the even ranks allocate more than the group
+ * pool over their group: run.sh checks that the whole job then fails with the message. */
 #define _POSIX_C_SOURCE 200809L
 #include "check.h"
 #include <armcix.h>
@@ -107,6 +108,18 @@ int main(int argc, char **argv) {
             ARMCI_Error("deliberate failure of rank 1", 7);
         ARMCI_Barrier();
         return 0; /* not reached: the launcher ends the job */
+    }
+    if (argc > 1 && strcmp(argv[1], "pool_full") == 0) {
+        /* A group allocation larger than the group pool: every member fails with the message
+         * (none waits for the others), and the job ends. */
+        int evens = (n + 1) / 2, list[64];
+        for (int i = 0; i < evens; i++) list[i] = 2 * i;
+        ARMCI_Group even;
+        ARMCI_Group_create(evens, list, &even);
+        void *b[64];
+        if (me % 2 == 0) ARMCI_Malloc_group(b, 1L << 40, &even);
+        ARMCI_Barrier();
+        return 0; /* not reached */
     }
     base = malloc(sizeof(void *) * n);
     ARMCI_Malloc(base, 1024);

@@ -1,5 +1,6 @@
-/* Strided and vector transfers into group memory (ARMCI_Malloc_group over part of the job is
- * private memory of each member, reached by scatter/gather lists on one host): every member
+/* Strided and vector transfers into group memory (ARMCI_Malloc_group over part of the job: the
+ * group pool's segment memory, or with ACTIVERMA_ARMCI_GROUP_POOL=0 private memory of each
+ * member, reached by scatter/gather lists on one host): every member
  * writes a strided patch and a vector of scattered pieces into its right neighbour's block,
  * reads them back, and the owner checks that the pieces hold the writer's bytes and the gaps
  * between them were never written. */

@@ -31,6 +31,25 @@ int main(int argc, char **argv) {
         for (int i = 0; i < 16; i++)
             EXPECT(((long *)b[grank])[i] == 100 * left_job + i, "element %d: %ld", i, ((long *)b[grank])[i]);
 
+        /* Group blocks are segment memory (the group pool, unless ACTIVERMA_ARMCI_GROUP_POOL=0):
+         * a rank of the owner's node loads and stores through the owner's address, as Global
+         * Arrays does with any array whose owner is ARMCI_Same_node. */
+        const char *pool = getenv("ACTIVERMA_ARMCI_GROUP_POOL");
+        if (!pool || strcmp(pool, "0") != 0) {
+            for (int g = 0; g < gsize; g++) {
+                int r = ARMCI_Absolute_id(&even, g), w = ARMCI_Absolute_id(&even, (g + gsize - 1) % gsize);
+                if (ARMCI_Same_node(r))
+                    EXPECT(((volatile long *)b[g])[5] == 100 * w + 5, "direct load from rank %d's group block: %ld", r,
+                           ((volatile long *)b[g])[5]);
+            }
+            armci_msg_group_barrier(&even);
+            if (ARMCI_Same_node(ARMCI_Absolute_id(&even, right))) ((volatile long *)b[right])[15] = -me;
+            armci_msg_group_barrier(&even);
+            int from = ARMCI_Absolute_id(&even, (grank + gsize - 1) % gsize);
+            if (ARMCI_Same_node(from))
+                EXPECT(((volatile long *)b[grank])[15] == -from, "direct store from rank %d: %ld", from, ((long *)b[grank])[15]);
+        }
+
         /* Reductions and a broadcast over the group only. */
         long sum = me;
         armci_msg_group_lgop(&sum, 1, "+", &even);

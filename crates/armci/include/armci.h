@@ -218,10 +218,12 @@ MPI_Comm armci_group_comm(ARMCI_Group *group);
 
 #include <message.h>
 
-/* Topology: SMP domains. Every rank of my domain (ARMCI_Same_node) has ARMCI_Malloc addresses
- * this process may load from and store to directly (allocations over the whole job; a block of
- * a group smaller than the job is private memory, reached through ARMCI calls only). On the smp conduit a domain is a host (the
- * whole job, or an emulated host); on the mpi conduit every rank is its own domain (MPI maps
+/* Topology: SMP domains. Every rank of my domain (ARMCI_Same_node) has ARMCI_Malloc and
+ * ARMCI_Malloc_group addresses this process may load from and store to directly (group blocks
+ * come from each rank's group pool, ACTIVERMA_ARMCI_GROUP_POOL bytes set aside at ARMCI_Init;
+ * with the setting 0 they are private memory, reached through ARMCI calls only, and a group
+ * allocation that does not fit in the pool fails with a message). On the smp conduit a domain
+ * is a host (the whole job, or an emulated host); on the mpi conduit every rank is its own domain (MPI maps
  * other ranks' memory at other addresses), as in ARMCI-MPI. ARMCI_Uses_shm: 1 when a domain
  * holds several ranks. */
 enum armci_domain_e { ARMCI_DOMAIN_SMP };

@@ -15,6 +15,7 @@ mod atomics;
 mod contiguous;
 mod errors;
 mod group_memory;
+mod group_pool;
 mod groups;
 mod in_flight;
 mod memory;

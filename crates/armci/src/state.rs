@@ -296,6 +296,7 @@ fn init_job(join: impl FnOnce() -> activerma::Result<activerma::World>) -> R<()>
     // armci_msg_snd's messages).
     let words = w.alloc_segment(NOTIFY_FROM + 8 * w.size()).map_err(rt)?;
     let _ = RANK_WORDS.set(words);
+    crate::group_pool::setup(&w)?;
     JOB_SIZE.store(w.size(), Ordering::Relaxed);
     let transfer = w.transfer().map_err(rt)?;
     let _ = TRANSFER.set(transfer);

@@ -143,6 +143,7 @@ pub const ATOMICS: &str = "ACTIVERMA_ATOMICS";
 pub const SGE_MAX: &str = "ACTIVERMA_SGE_MAX";
 pub const TRANSFER: &str = "ACTIVERMA_TRANSFER";
 pub const ARMCI_ACC: &str = "ACTIVERMA_ARMCI_ACC";
+pub const ARMCI_GROUP_POOL: &str = "ACTIVERMA_ARMCI_GROUP_POOL";
 pub const PIPELINE_CHUNK: &str = "ACTIVERMA_PIPELINE_CHUNK";
 pub const PIPELINE_MIN: &str = "ACTIVERMA_PIPELINE_MIN";
 pub const FIREHOSE_M: &str = "ACTIVERMA_FIREHOSE_M";
@@ -258,6 +259,8 @@ pub static TABLE: &[Setting] = &[
         description: "how a contiguous put/get of the transfer-protocol API (World::put_by, ARMCI's Put/Get) moves: zero-copy = the origin's engine between the user buffer and registered target memory (CPU copy, cross-memory attach, the conduit's one-sided engine); buffered = one active message, the target's CPU copies (needs target progress); pipelined = buffered in chunks of PIPELINE_CHUNK, several in flight; dynamic-registration = the user buffer is pinned for the call, then zero-copy; auto = zero-copy where the target memory is registered, else what the registration strategy does (pipelined from PIPELINE_MIN on when it goes through the target)" },
     Setting { name: ARMCI_ACC, layer: Layer::ActiveAccess, kind: Kind::Enum(&["lock", "active"]), default: "lock",
         description: "ARMCI accumulates: lock = get, add, put under the target rank's accumulate lock; active = an active put into a mailbox the target marked for logging, whose handler (a thread woken per entry) adds the data there: no lock, and the target's CPU does the adding; every rank must use the same" },
+    Setting { name: ARMCI_GROUP_POOL, layer: Layer::Memory, kind: Kind::Size, default: "128M",
+        description: "ARMCI: bytes of each rank's segment heap set aside at ARMCI_Init for allocations over part of the job (ARMCI_Malloc_group, ARMCI_Malloc over a smaller default group), so that their blocks are segment memory like ARMCI_Malloc's: one-sided atomics and transfers, and addressable directly by the ranks of the owner's node; a group allocation that does not fit fails with a message; 0 = no pool: such blocks are private memory each member exposes (reached through its CPU or cross-memory attach, not addressable by other ranks)" },
     Setting { name: PIPELINE_CHUNK, layer: Layer::Memory, kind: Kind::Size, default: "64K",
         description: "pipelined transfers: bytes per chunk (each one active message the target copies while the next travels)" },
     Setting { name: PIPELINE_MIN, layer: Layer::Memory, kind: Kind::Size, default: "256K",
