@@ -58,12 +58,13 @@ enum Over {
 impl Over {
     /// The group's members, or the job when the group is all of it.
     unsafe fn group(group: *mut ArmciGroup) -> R<Over> {
-        let members = members_of(member_of(group)?);
-        Ok(if crate::groups::is_whole_job(&members)? {
-            Over::Job
-        } else {
-            Over::Members(members.into_iter().map(|m| m as usize).collect())
-        })
+        Over::ranks(members_of(member_of(group)?).into_iter().map(|m| m as usize).collect())
+    }
+
+    /// Job ranks in the order a collective over them indexes them; the job's own collectives
+    /// when they are all of it.
+    fn ranks(ranks: Vec<usize>) -> R<Over> {
+        Ok(if ranks.len() == world()?.size() { Over::Job } else { Over::Members(ranks) })
     }
 
     /// The ranks of a message.h scope (topology.rs: SCOPE_ALL, SCOPE_NODE, SCOPE_MASTERS).
@@ -182,8 +183,7 @@ pub unsafe extern "C" fn armci_grp_clus_brdcst(
             ));
         }
         let root = part[0];
-        let over = if part.len() == world()?.size() { Over::Job } else { Over::Members(part) };
-        bcast_over(&over, buffer, len, root)
+        bcast_over(&Over::ranks(part)?, buffer, len, root)
     })
 }
 
