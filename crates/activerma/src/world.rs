@@ -75,7 +75,7 @@ type JobComm = activerma_transport::mpi::MpiComm;
 type JobComm = std::convert::Infallible;
 
 fn init_over(cfg: Config, comm: Option<JobComm>) -> Result<World> {
-    let heap_size = activerma_core::page::page_ceil(cfg.get_u64(settings::SEGMENT_SIZE)? as usize);
+    let heap_size = cfg.heap_bytes()?;
     let table_bytes = TableLayout::from_config(&cfg, heap_size)?.bytes();
     let use_mpi = comm.is_some()
         || match cfg.get_enum(settings::CONDUIT)? {
@@ -94,7 +94,7 @@ fn init_over(cfg: Config, comm: Option<JobComm>) -> Result<World> {
     let counters = Arc::new(Counters::default());
     let net = Arc::new(NetModel::from_config(&cfg)?);
     let am = Arc::new(Am::new(conduit.clone(), net.clone(), counters.clone(), &cfg)?);
-    let handlers = Proto::register_handlers(&am)?;
+    let handlers = Proto::register_handlers(&am, &cfg)?;
 
     let me = conduit.rank();
     let recovering = conduit.incarnation() > 0;
@@ -114,6 +114,12 @@ fn init_over(cfg: Config, comm: Option<JobComm>) -> Result<World> {
     // The registration strategy (a reserved or unknown one is refused here, at init).
     let reg_stats = Arc::new(RegistrationStats::default());
     table.set_registrar(Registrar::from_config(&cfg, reg_stats.clone())?);
+    // The landing zone of buffered transfers (proto's landing.rs), above the segments' part of
+    // the heap, is segment memory of every rank from the start.
+    let segment_heap = cfg.segment_heap_bytes()?;
+    if heap.len > segment_heap {
+        table.map_segment(segment_heap, heap.len - segment_heap);
+    }
     let table = Arc::new(table);
     // The access-log arena is made when this rank first logs, and named in the table then.
     let log_bytes = cfg.get_u64(settings::LOG_ARENA)? as usize;
@@ -137,7 +143,7 @@ fn init_over(cfg: Config, comm: Option<JobComm>) -> Result<World> {
     let world = World {
         inner: Arc::new(Inner {
             access,
-            heap: Mutex::new(SymHeap::new(heap.len)),
+            heap: Mutex::new(SymHeap::new(segment_heap)),
             heap_bases,
             proto,
             table,

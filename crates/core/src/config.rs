@@ -86,6 +86,23 @@ impl Config {
     pub fn get_enum(&self, name: &str) -> Result<&'static str> {
         settings::parse_enum(settings::lookup(name), self.raw(name))
     }
+
+    /// Bytes of every rank's symmetric heap: the segments' part (ACTIVERMA_SEGMENT_SIZE) and,
+    /// above it, the landing zone of buffered transfers (ACTIVERMA_LANDING_ZONE), each a whole
+    /// number of pages. The conduits map this much; segments are allocated from the first part.
+    pub fn heap_bytes(&self) -> Result<usize> {
+        Ok(self.segment_heap_bytes()? + self.landing_zone_bytes()?)
+    }
+
+    /// The segments' part of the symmetric heap, from its start.
+    pub fn segment_heap_bytes(&self) -> Result<usize> {
+        Ok(crate::page::page_ceil(self.get_u64(settings::SEGMENT_SIZE)? as usize))
+    }
+
+    /// The landing zone, right after the segments' part.
+    pub fn landing_zone_bytes(&self) -> Result<usize> {
+        Ok(crate::page::page_ceil(self.get_u64(settings::LANDING_ZONE)? as usize))
+    }
 }
 
 #[cfg(test)]

@@ -60,10 +60,12 @@ crate::counter_set! {
         noncontig_pieces: "pieces in all strided/vector transfers",
         transfer_zero_copy: "contiguous transfers of the protocol API (put_by/get_by, ARMCI) moved zero-copy by the origin's engine",
         transfer_zero_copy_bytes: "bytes those moved",
-        transfer_buffered: "contiguous transfers moved in one message through the target's CPU (buffered)",
+        transfer_buffered: "contiguous transfers moved through the target's CPU one chunk at a time (buffered)",
         transfer_buffered_bytes: "bytes those moved",
         transfer_pipelined: "contiguous transfers moved in chunks through the target's CPU (pipelined buffered)",
         transfer_pipelined_bytes: "bytes those moved",
+        landed_put: "buffered/pipelined chunks put into a target's landing zone, then copied into place by its CPU",
+        landed_get: "buffered/pipelined chunks a target copied into its landing zone, then got from there",
         transfer_dynamic: "contiguous transfers that registered memory for the call (the user buffer here, or the target's range by the registration strategy)",
         transfer_dynamic_bytes: "bytes those moved",
     }

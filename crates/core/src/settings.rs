@@ -146,6 +146,7 @@ pub const ARMCI_ACC: &str = "ACTIVERMA_ARMCI_ACC";
 pub const ARMCI_GROUP_POOL: &str = "ACTIVERMA_ARMCI_GROUP_POOL";
 pub const PIPELINE_CHUNK: &str = "ACTIVERMA_PIPELINE_CHUNK";
 pub const PIPELINE_MIN: &str = "ACTIVERMA_PIPELINE_MIN";
+pub const LANDING_ZONE: &str = "ACTIVERMA_LANDING_ZONE";
 pub const FIREHOSE_M: &str = "ACTIVERMA_FIREHOSE_M";
 pub const FIREHOSE_MAXVICTIM: &str = "ACTIVERMA_FIREHOSE_MAXVICTIM";
 pub const FIREHOSE_BUCKET: &str = "ACTIVERMA_FIREHOSE_BUCKET";
@@ -265,6 +266,8 @@ pub static TABLE: &[Setting] = &[
         description: "pipelined transfers: bytes per chunk (each one active message the target copies while the next travels)" },
     Setting { name: PIPELINE_MIN, layer: Layer::Memory, kind: Kind::Size, default: "256K",
         description: "ACTIVERMA_TRANSFER=auto: transfers that go through the target's CPU are pipelined from this size on (smaller ones travel in one message)" },
+    Setting { name: LANDING_ZONE, layer: Layer::Memory, kind: Kind::Size, default: "4M",
+        description: "buffered and pipelined transfers: bytes at the top of every rank's symmetric heap (beyond ACTIVERMA_SEGMENT_SIZE) set aside as pre-registered landing buffers, an equal part for every origin rank; an origin puts a chunk there zero-copy and the target's CPU copies it into place (gets: the other way), so those protocols move chunks of up to PIPELINE_CHUNK per message instead of active-message fragments; virtual, pages cost memory only when touched; 0 = none (buffered transfers travel inside active messages)" },
     Setting { name: PIN_LIMIT, layer: Layer::Memory, kind: Kind::Size, default: "0",
         description: "bytes a rank may keep pinned by its registration strategy, checked before mlock; 0 = no budget of our own (the kernel's RLIMIT_MEMLOCK, `ulimit -l`, still applies; root ignores it)" },
     Setting { name: FIREHOSE_M, layer: Layer::Firehose, kind: Kind::Size, default: "64M",

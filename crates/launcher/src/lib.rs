@@ -217,7 +217,7 @@ pub fn run(args: RunArgs) -> i32 {
         Err(e) => return fail(e),
     };
     let files = match (|| {
-        let heap = activerma_core::page::page_ceil(cfg.get_u64(settings::SEGMENT_SIZE)? as usize);
+        let heap = cfg.heap_bytes()?;
         let mut params = JobFiles::params_from_config(&cfg, args.n, activerma::table_bytes(&cfg, heap)?)?;
         params.respawn = args.respawn > 0;
         JobFiles::create(params, true)

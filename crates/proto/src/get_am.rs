@@ -24,18 +24,7 @@ pub(crate) fn register(am: &Am) -> Result<()> {
                 let addr = u64::from_le_bytes(msg[..8].try_into().unwrap()) as usize;
                 let len = u64::from_le_bytes(msg[8..16].try_into().unwrap()) as usize;
                 let seq = u64::from_le_bytes(msg[16..].try_into().unwrap());
-                let lookup = table.check(addr, len, AccessKind::Get)?;
-                // SAFETY: the table says [addr, addr+len) is our memory, exposed readable.
-                let bytes = unsafe { std::slice::from_raw_parts(addr as *const u8, len) };
-                if lookup.active {
-                    let l = Logged::at_target(table.get(), &lookup, ctx.am().conduit().rank(), ctx.src, seq);
-                    if !log_append::has_room(&l, LogOp::Get, addr, len)? {
-                        return Ok(None);
-                    }
-                    let mut w = activerma_am::Waiter::default();
-                    log_append::get(&l, addr, bytes, &mut || w.step_in_handler(ctx.am(), ctx.src, "room in an access log"))?;
-                }
-                Ok(Some((0, bytes)))
+                Ok(serve(&table, ctx, addr, len, seq)?.map(|bytes| (0, bytes)))
             })();
             match outcome.transpose() {
                 None => ctx.retry_later(),
@@ -43,6 +32,25 @@ pub(crate) fn register(am: &Am) -> Result<()> {
             }
         }),
     )
+}
+
+/// The target's side of a get of `len` bytes at `addr` for `ctx.src`: checked against our
+/// table, and on Active Access pages logged as served (`seq`: the origin's sequence number);
+/// the bytes to answer with, or None when a log to append to is full (the handler then asks
+/// to be retried, see put_am::apply).
+pub(crate) fn serve<'m>(table: &OwnTable, ctx: &AmCtx, addr: usize, len: usize, seq: u64) -> Result<Option<&'m [u8]>> {
+    let lookup = table.check(addr, len, AccessKind::Get)?;
+    // SAFETY: the table says [addr, addr+len) is our memory, exposed readable.
+    let bytes = unsafe { std::slice::from_raw_parts(addr as *const u8, len) };
+    if lookup.active {
+        let l = Logged::at_target(table.get(), &lookup, ctx.am().conduit().rank(), ctx.src, seq);
+        if !log_append::has_room(&l, LogOp::Get, addr, len)? {
+            return Ok(None);
+        }
+        let mut w = activerma_am::Waiter::default();
+        log_append::get(&l, addr, bytes, &mut || w.step_in_handler(ctx.am(), ctx.src, "room in an access log"))?;
+    }
+    Ok(Some(bytes))
 }
 
 pub(crate) fn run(p: &Proto, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<()> {

@@ -12,6 +12,7 @@
 //! | atomic_am     | request to the target, which runs the atomic on its private memory |
 //! | rma_conduit   | put_rma/get_rma/atomic_rma: the conduit's one-sided engine (segment on another host) |
 //! | put_am/get_am | the data travels in an active message; the target checks and copies |
+//! | landing       | buffered/pipelined transfers: the data waits in the target's landing zone; the target checks and copies |
 //! | put_active/get_active | Active Access pages: write/read and log per the page bits (log_append) |
 //! | rendezvous    | registration miss: the target pins the pages, then put_cma/get_cma   |
 //! | part          | PART (nothing pinned): cross-memory attach block by block; NACK, page-in, ERR, resend |
@@ -38,6 +39,7 @@ mod get_am;
 mod get_cma;
 mod get_direct;
 mod keyed_rma;
+mod landing;
 mod noncontig;
 mod noncontig_target;
 mod part;
@@ -116,6 +118,8 @@ pub struct Proto {
     marks: Arc<RemoteMarks>,
     /// Implicit puts sent through targets and not acknowledged yet (put_am.rs).
     posted: Arc<put_am::PostedPuts>,
+    /// The landing zone of buffered and pipelined transfers, if the job has one (landing.rs).
+    landing: Option<Arc<landing::Landing>>,
     /// The job's registration strategy: which slow path a registration miss takes.
     strategy: Strategy,
     /// Registration counters of this rank (shared with its table's Registrar).
@@ -154,6 +158,7 @@ struct ImplicitWindow {
 pub struct ProtoHandlers {
     marks: Arc<RemoteMarks>,
     posted: Arc<put_am::PostedPuts>,
+    landing: Option<Arc<landing::Landing>>,
 }
 
 /// State the table's handlers share with the origin side, made before the job's first
@@ -168,7 +173,7 @@ pub struct TableHandlers {
 
 impl Proto {
     /// Registers the protocol handlers; call before the job's first barrier.
-    pub fn register_handlers(am: &Am) -> Result<ProtoHandlers> {
+    pub fn register_handlers(am: &Am, cfg: &Config) -> Result<ProtoHandlers> {
         let n = am.conduit().size();
         let (marks, posted) = (Arc::new(RemoteMarks::new(n)), Arc::new(put_am::PostedPuts::new(n)));
         remote_marks::register(am, marks.clone())?;
@@ -178,7 +183,11 @@ impl Proto {
         am_request::register_active_flush(am)?;
         get_am::register(am)?;
         noncontig::register(am)?;
-        Ok(ProtoHandlers { marks, posted })
+        let landing = landing::Landing::from_config(cfg, am)?;
+        if let Some(l) = &landing {
+            landing::register(am, l.clone(), posted.clone())?;
+        }
+        Ok(ProtoHandlers { marks, posted, landing })
     }
 
     /// Registers the handlers that need this rank's own table (rendezvous registration; under
@@ -271,6 +280,7 @@ impl Proto {
             liveness: conduit.liveness(),
             marks: handlers.marks,
             posted: handlers.posted,
+            landing: handlers.landing,
             strategy: Strategy::from_config(cfg)?,
             reg_stats,
             part: None,
@@ -426,6 +436,9 @@ impl Proto {
             return;
         }
         self.posted.forget(rank);
+        if let Some(l) = &self.landing {
+            l.forget(rank);
+        }
         self.pending_until[rank].store(0, Ordering::Release);
         self.touched[rank].store(0, Ordering::Release);
         self.active_via_target[rank].store(false, Ordering::Release);

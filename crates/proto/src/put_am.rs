@@ -72,7 +72,12 @@ fn apply(table: &OwnTable, ctx: &AmCtx, msg: &[u8]) -> Result<bool> {
     let head = msg.get(..16).ok_or_else(|| Error::InvalidArgument("malformed put request".into()))?;
     let addr = u64::from_le_bytes(head[..8].try_into().unwrap()) as usize;
     let seq = u64::from_le_bytes(head[8..].try_into().unwrap());
-    let data = &msg[16..];
+    apply_at(table, ctx, addr, seq, &msg[16..])
+}
+
+/// `apply` of `data` to `addr`, wherever the bytes wait (in the message, or in the landing
+/// zone: landing.rs); `seq` is the origin's sequence number for Active Access logs.
+pub(crate) fn apply_at(table: &OwnTable, ctx: &AmCtx, addr: usize, seq: u64, data: &[u8]) -> Result<bool> {
     let lookup = table.check(addr, data.len(), AccessKind::Put)?;
     let mut write = |at: usize, bytes: &[u8]| {
         // SAFETY: the table says this range is our memory, exposed writable.
@@ -109,31 +114,36 @@ pub(crate) fn register(am: &Am, posted: Arc<PostedPuts>) -> Result<()> {
             if let Ok(false) = outcome {
                 return ctx.retry_later();
             }
-            let said = outcome.as_ref().err().map(|e| e.to_string()).unwrap_or_default();
-            let (status, bits) = am_request::status_of(outcome);
-            // The address and length go back too, for the origin's error.
-            let mut addr = [0u8; 8];
-            addr[..msg.len().min(8)].copy_from_slice(&msg[..msg.len().min(8)]);
-            let len = (msg.len().saturating_sub(16) as u64).to_le_bytes();
-            ctx.reply(PUT_POSTED_ACK, 0, &am_request::encode_outcome(status, bits, &[&addr, &len, said.as_bytes()]));
+            let addr = msg.get(..8).map_or(0, |a| u64::from_le_bytes(a.try_into().unwrap()) as usize);
+            acknowledge(ctx, PUT_POSTED_ACK, 0, outcome.map(drop), addr, msg.len().saturating_sub(16));
         }),
     )?;
-    am.register(
-        PUT_POSTED_ACK,
-        Arc::new(move |ctx: &AmCtx, ack: &[u8]| {
-            let (status, bits, rest) = am_request::decode_outcome(ack);
-            if status != 0 {
-                let word = |i: usize| rest.get(i..i + 8).map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap()));
-                let asked = Asked { rank: ctx.src, addr: word(0) as usize, len: word(8) as usize, op: "put" };
-                let mut first = posted.first_error[ctx.src].lock().unwrap();
-                let said = String::from_utf8_lossy(rest.get(16..).unwrap_or_default());
-                first.get_or_insert(am_request::rebuild_error(status, bits, &asked, &said));
-            }
-            // Saturating: after `forget` (the target died) a late acknowledgement of the dead
-            // process finds nothing outstanding.
-            let _ = posted.outstanding[ctx.src].fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
-        }),
-    )
+    am.register(PUT_POSTED_ACK, Arc::new(move |ctx: &AmCtx, ack: &[u8]| acknowledged(&posted, ctx.src, ack)))
+}
+
+/// The target's acknowledgement of a posted put of `len` bytes at `addr` (its outcome; the
+/// address and length go back too, for the origin's error), sent to `handler` with `token`.
+pub(crate) fn acknowledge(ctx: &AmCtx, handler: HandlerId, token: u64, outcome: Result<()>, addr: usize, len: usize) {
+    let said = outcome.as_ref().err().map(|e| e.to_string()).unwrap_or_default();
+    let (status, bits) = am_request::status_of(outcome);
+    let (addr, len) = ((addr as u64).to_le_bytes(), (len as u64).to_le_bytes());
+    ctx.reply(handler, token, &am_request::encode_outcome(status, bits, &[&addr, &len, said.as_bytes()]));
+}
+
+/// The origin's side of `acknowledge`: one posted put to `src` fewer outstanding, and its
+/// refusal kept for the next flush if it is the first.
+pub(crate) fn acknowledged(posted: &PostedPuts, src: Rank, ack: &[u8]) {
+    let (status, bits, rest) = am_request::decode_outcome(ack);
+    if status != 0 {
+        let word = |i: usize| rest.get(i..i + 8).map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap()));
+        let asked = Asked { rank: src, addr: word(0) as usize, len: word(8) as usize, op: "put" };
+        let mut first = posted.first_error[src].lock().unwrap();
+        let said = String::from_utf8_lossy(rest.get(16..).unwrap_or_default());
+        first.get_or_insert(am_request::rebuild_error(status, bits, &asked, &said));
+    }
+    // Saturating: after `forget` (the target died) a late acknowledgement of the dead
+    // process finds nothing outstanding.
+    let _ = posted.outstanding[src].fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
 }
 
 fn message(p: &Proto, rank: Rank, addr: usize, src: &[u8]) -> Vec<u8> {
@@ -153,18 +163,24 @@ pub(crate) fn run(p: &Proto, rank: Rank, addr: usize, src: &[u8]) -> Result<()> 
 
 /// An implicit non-blocking put: sent, not waited for (see the module doc).
 pub(crate) fn post(p: &Proto, rank: Rank, addr: usize, src: &[u8]) -> Result<()> {
-    let msg = message(p, rank, addr, src);
+    send_posted(p, rank, PUT_POSTED, 0, &message(p, rank, addr, src))?;
+    bump(&p.counters.put_am, 1);
+    bump(&p.counters.bytes_put, src.len() as u64);
+    Ok(())
+}
+
+/// Sends a message whose handler acknowledges it as a posted put (`acknowledge`), counted
+/// outstanding until then, at most MAX_POSTED_PER_TARGET per target.
+pub(crate) fn send_posted(p: &Proto, rank: Rank, handler: HandlerId, token: u64, msg: &[u8]) -> Result<()> {
     let outstanding = &p.posted.outstanding[rank];
     if outstanding.load(Ordering::Acquire) >= MAX_POSTED_PER_TARGET {
         p.am.wait_until(|| outstanding.load(Ordering::Acquire) < MAX_POSTED_PER_TARGET, rank, "acknowledgements of posted puts")?;
     }
     outstanding.fetch_add(1, Ordering::AcqRel);
-    if let Err(e) = p.am.send(rank, PUT_POSTED, 0, &msg) {
+    if let Err(e) = p.am.send(rank, handler, token, msg) {
         outstanding.fetch_sub(1, Ordering::AcqRel);
         return Err(e);
     }
-    bump(&p.counters.put_am, 1);
-    bump(&p.counters.bytes_put, src.len() as u64);
     Ok(())
 }
 

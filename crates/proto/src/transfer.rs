@@ -7,10 +7,13 @@
 //!                       target memory: CPU copy into a segment mapped here, process_vm_writev/
 //!                       readv into private memory on this host, the conduit's one-sided engine
 //!                       (MPI RMA) across hosts. No CPU of the target is involved.
-//! buffered              one active message: the origin copies into its message buffers, the
-//!                       target's CPU copies out of them into place (gets: the other way).
-//! pipelined             buffered in chunks of ACTIVERMA_PIPELINE_CHUNK with up to PIPELINE_DEPTH
-//!                       in flight, so the target copies one chunk while the next travels.
+//! buffered              through the target's landing zone (landing.rs), one chunk at a time:
+//!                       the origin puts a chunk into its slot there zero-copy, the target's CPU
+//!                       copies it into place (gets: the other way). Without a landing zone
+//!                       (ACTIVERMA_LANDING_ZONE=0) the bytes travel inside one active message.
+//! pipelined             buffered with up to PIPELINE_DEPTH chunks (landing slots, or chunks of
+//!                       ACTIVERMA_PIPELINE_CHUNK in active messages) in flight, so the target
+//!                       copies one chunk while the next travels.
 //! dynamic-registration  the user buffer is pinned here for the call (this rank's Registrar:
 //!                       mlock, counted per page), moved zero-copy, then released.
 //!
@@ -188,7 +191,10 @@ impl Proto {
         let state = match run {
             Run::Core => Pending::At(self.put_nb(rank, addr, src)?.into_raw()),
             Run::Buffered => {
-                put_am::post(self, rank, addr, src)?;
+                match self.landing() {
+                    Some(l) => self.post_landed_chunks(l, rank, addr, src, true)?,
+                    None => put_am::post(self, rank, addr, src)?,
+                }
                 Pending::Posted
             }
             Run::Pipelined => {
@@ -223,8 +229,8 @@ impl Proto {
         let (run, mut used) = self.resolve(t, rank, addr, len, AccessKind::Get)?;
         let state = match run {
             Run::Core => Pending::At(self.get_nb(rank, addr, dst)?.into_raw()),
-            Run::Buffered => Pending::gets(addr, dst, len),
-            Run::Pipelined => Pending::gets(addr, dst, self.transfer.chunk),
+            Run::Buffered => self.pending_gets(addr, dst, false),
+            Run::Pipelined => self.pending_gets(addr, dst, true),
             Run::PinUserBuffer => {
                 used = self.pinning_user_buffer(dst.as_ptr() as usize, len, |pinned| {
                     if pinned {
@@ -234,7 +240,7 @@ impl Proto {
                             p: self,
                             rank,
                             used: Transfer::Pipelined,
-                            state: Pending::gets(addr, dst, self.transfer.chunk),
+                            state: self.pending_gets(addr, dst, true),
                             not_before: 0,
                         }
                         .wait()
@@ -281,12 +287,40 @@ impl Proto {
         })
     }
 
-    /// Posts `src` to the target in chunks of ACTIVERMA_PIPELINE_CHUNK (acknowledged later).
+    /// Posts `src` to the target in chunks, several in flight (acknowledged later): through
+    /// the landing zone, else in active messages of ACTIVERMA_PIPELINE_CHUNK.
     fn post_chunks(&self, rank: Rank, addr: usize, src: &[u8]) -> Result<()> {
+        if let Some(l) = self.landing() {
+            return self.post_landed_chunks(l, rank, addr, src, false);
+        }
         for (i, chunk) in src.chunks(self.transfer.chunk).enumerate() {
             put_am::post(self, rank, addr + i * self.transfer.chunk, chunk)?;
         }
         Ok(())
+    }
+
+    /// Posts `src` through the landing zone, a slot at a time; `one_at_a_time` (buffered):
+    /// each chunk after the previous one was copied into place.
+    fn post_landed_chunks(&self, l: &crate::landing::Landing, rank: Rank, addr: usize, src: &[u8], one_at_a_time: bool) -> Result<()> {
+        for (i, chunk) in src.chunks(l.slot_bytes()).enumerate() {
+            self.post_landed(l, rank, addr + i * l.slot_bytes(), chunk, one_at_a_time)?;
+        }
+        Ok(())
+    }
+
+    /// The requests of a get through the target's CPU: landing slots (one in flight, or
+    /// `pipelined`: PIPELINE_DEPTH), else active-message answers (the whole get in one, or
+    /// `pipelined`: chunks of ACTIVERMA_PIPELINE_CHUNK).
+    fn pending_gets<'a>(&self, addr: usize, dst: &'a mut [u8], pipelined: bool) -> Pending<'a> {
+        let depth = if pipelined { PIPELINE_DEPTH } else { 1 };
+        match self.landing() {
+            Some(l) => Pending::asking(
+                dst.chunks_mut(l.slot_bytes()).enumerate().map(|(i, piece)| Ask::Landed(addr + i * l.slot_bytes(), piece, None)).collect(),
+                depth,
+            ),
+            None if pipelined => Pending::gets(addr, dst, self.transfer.chunk),
+            None => Pending::gets(addr, dst, dst.len()),
+        }
     }
 
     /// Runs `moved(true)` with this rank's pages under `[addr, addr + len)` (the user buffer)
@@ -356,21 +390,22 @@ enum Pending<'a> {
     /// Puts posted to the target: complete when it acknowledged every one.
     Posted,
     /// Requests through the target's CPU in flight (cell, request) and those not sent yet, at
-    /// most PIPELINE_DEPTH in flight; the first refusal, kept until all are answered.
+    /// most `depth` in flight; the first refusal, kept until all are answered.
     Asking {
         asked: VecDeque<(u32, Ask<'a>)>,
         rest: VecDeque<Ask<'a>>,
         failed: Option<Error>,
+        depth: usize,
     },
 }
 
 impl<'a> Pending<'a> {
     fn gets(addr: usize, dst: &'a mut [u8], chunk: usize) -> Pending<'a> {
-        Pending::asking(dst.chunks_mut(chunk).enumerate().map(|(i, piece)| Ask::Range(addr + i * chunk, piece)).collect())
+        Pending::asking(dst.chunks_mut(chunk).enumerate().map(|(i, piece)| Ask::Range(addr + i * chunk, piece)).collect(), PIPELINE_DEPTH)
     }
 
-    fn asking(rest: VecDeque<Ask<'a>>) -> Pending<'a> {
-        Pending::Asking { asked: VecDeque::with_capacity(PIPELINE_DEPTH), rest, failed: None }
+    fn asking(rest: VecDeque<Ask<'a>>, depth: usize) -> Pending<'a> {
+        Pending::Asking { asked: VecDeque::with_capacity(depth), rest, failed: None, depth }
     }
 }
 
@@ -379,6 +414,9 @@ impl<'a> Pending<'a> {
 /// a list, its bytes in the message (a strided put's rows).
 pub(crate) enum Ask<'a> {
     Range(usize, &'a mut [u8]),
+    /// A get of a contiguous range through a slot of the target's landing zone (landing.rs):
+    /// the slot once asked; None with a request, for a plain `Range` request instead.
+    Landed(usize, &'a mut [u8], Option<u32>),
     Pieces(crate::strided::Pieces<'a>),
     PutPieces(Vec<(usize, &'a [u8])>),
     /// A list the target moves into (get) or out of (put) our buffers itself.
@@ -390,9 +428,24 @@ pub(crate) enum Ask<'a> {
 }
 
 impl Ask<'_> {
-    fn try_send(&self, p: &Proto, rank: Rank) -> Result<Option<u32>> {
+    /// Sends the request, or None (nothing sent) while no completion cell (or landing slot) is
+    /// free. `alone`: no other request of this transfer is in flight — then a landed get that
+    /// finds every slot taken asks without one, since the slots may be held by this thread's
+    /// own transfers that it has not waited for yet.
+    fn try_send(&mut self, p: &Proto, rank: Rank, alone: bool) -> Result<Option<u32>> {
         match self {
             Ask::Range(at, piece) => get_am::try_ask(p, rank, *at, piece.len()),
+            Ask::Landed(at, piece, slot) => {
+                let l = p.landing().expect("landed gets only where there is a landing zone");
+                match p.try_ask_landed(l, rank, *at, piece.len())? {
+                    Some((cell, s)) => {
+                        *slot = Some(s);
+                        Ok(Some(cell))
+                    }
+                    None if alone => get_am::try_ask(p, rank, *at, piece.len()),
+                    None => Ok(None),
+                }
+            }
             Ask::Pieces(pieces) => {
                 let list: Vec<(usize, usize)> = pieces.iter().map(|(at, piece)| (*at, piece.len())).collect();
                 noncontig::try_ask_packed_get(p, rank, &list)
@@ -411,7 +464,11 @@ impl Ask<'_> {
 
     fn receive(&mut self, p: &Proto, rank: Rank, cell: u32) -> Result<()> {
         match self {
-            Ask::Range(at, piece) => get_am::receive(p, rank, *at, cell, piece),
+            Ask::Range(at, piece) | Ask::Landed(at, piece, None) => get_am::receive(p, rank, *at, cell, piece),
+            Ask::Landed(at, piece, Some(s)) => {
+                let l = p.landing().expect("landed gets only where there is a landing zone");
+                p.receive_landed(l, rank, *at, cell, *s, piece)
+            }
             Ask::Pieces(pieces) => noncontig::receive_packed_get(p, rank, cell, pieces),
             Ask::PutPieces(pieces) => noncontig::receive_packed_put(p, rank, cell, pieces),
             Ask::TargetGet(pieces) => {
@@ -441,7 +498,7 @@ impl<'a> PendingTransfer<'a> {
     /// Gets through the target's CPU: `asks` are sent, at most PIPELINE_DEPTH in flight, and
     /// their answers copied out by `test` and `wait`.
     pub(crate) fn asking(p: &'a Proto, rank: Rank, used: Transfer, asks: VecDeque<Ask<'a>>) -> PendingTransfer<'a> {
-        let mut pending = PendingTransfer { p, rank, used, state: Pending::asking(asks), not_before: 0 };
+        let mut pending = PendingTransfer { p, rank, used, state: Pending::asking(asks, PIPELINE_DEPTH), not_before: 0 };
         pending.ask_more(false);
         pending
     }
@@ -449,7 +506,7 @@ impl<'a> PendingTransfer<'a> {
     /// A list the target moves itself (`Ask::TargetGet` / `TargetPut`, one request), complete
     /// once it answered and the modelled network would have carried `bytes` after the request.
     pub(crate) fn target_moving(p: &'a Proto, rank: Rank, used: Transfer, ask: Ask<'a>, bytes: usize) -> PendingTransfer<'a> {
-        let mut pending = PendingTransfer { p, rank, used, state: Pending::asking(VecDeque::from([ask])), not_before: 0 };
+        let mut pending = PendingTransfer { p, rank, used, state: Pending::asking(VecDeque::from([ask]), 1), not_before: 0 };
         pending.ask_more(false);
         // Booked once the request is on the link (a request still waiting for a cell books
         // the bytes now: later, not sooner, than the network would carry them).
@@ -467,17 +524,17 @@ impl<'a> PendingTransfer<'a> {
         self.rank
     }
 
-    /// Sends requests until PIPELINE_DEPTH are in flight, none is left or one failed. While
+    /// Sends requests until `depth` are in flight, none is left or one failed. While
     /// every completion cell is taken the rest wait for a later call, except in `finish` with
     /// none of ours in flight (`must`): then it makes progress for up to a second (other
     /// threads' requests give cells back within microseconds) and otherwise fails — the cells
     /// are held by transfers this thread has not waited for, and waiting could never end.
     fn ask_more(&mut self, must: bool) {
-        let Pending::Asking { asked, rest, failed } = &mut self.state else { return };
+        let Pending::Asking { asked, rest, failed, depth } = &mut self.state else { return };
         let mut since: Option<std::time::Instant> = None;
-        while failed.is_none() && asked.len() < PIPELINE_DEPTH {
-            let Some(ask) = rest.pop_front() else { break };
-            match ask.try_send(self.p, self.rank) {
+        while failed.is_none() && asked.len() < *depth {
+            let Some(mut ask) = rest.pop_front() else { break };
+            match ask.try_send(self.p, self.rank, asked.is_empty()) {
                 Ok(Some(cell)) => asked.push_back((cell, ask)),
                 Ok(None) if must && asked.is_empty() => {
                     rest.push_front(ask);
@@ -507,7 +564,7 @@ impl<'a> PendingTransfer<'a> {
             Pending::Done => true,
             Pending::At(at) => *at == 0 || activerma_core::clock::now_ns() >= *at,
             Pending::Posted => !p.posted.any_to(rank),
-            Pending::Asking { asked, rest, failed } => {
+            Pending::Asking { asked, rest, failed, .. } => {
                 while let Some((cell, _)) = asked.front() {
                     if !p.am.completions.get(*cell as u64).is_some_and(|c| c.is_done()) {
                         break;

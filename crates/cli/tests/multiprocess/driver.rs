@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 pub const LAUNCHER: &str = env!("CARGO_BIN_EXE_activerma");
 
 /// The cases every conduit runs with 2, 3 and 4 ranks.
-const CORE_CASES: [&str; 11] = [
+const CORE_CASES: [&str; 12] = [
     "put_get_segment",
     "nonblocking_and_flush",
     "passive_target_spins",
@@ -19,6 +19,7 @@ const CORE_CASES: [&str; 11] = [
     "randomized",
     "lists_of_pieces",
     "transfer_protocols",
+    "landing_zone",
 ];
 
 /// Every value of ACTIVERMA_NONCONTIG: how strided and vector transfers move.
@@ -421,6 +422,17 @@ pub fn main() -> i32 {
         ranks: 2,
         env: vec![("ACTIVERMA_PIPELINE_CHUNK", "1000"), ("ACTIVERMA_PIPELINE_MIN", "1")],
     });
+    // The landing zone: none (buffered transfers inside active messages), one so small that an
+    // origin has a page per slot (every transfer crosses many slots), with target progress by a
+    // thread and between emulated hosts.
+    for zone in ["0", "64K"] {
+        for ranks in [2, 4] {
+            jobs.push(Job { case: "landing_zone", ranks, env: vec![("ACTIVERMA_LANDING_ZONE", zone)] });
+        }
+        jobs.push(Job { case: "transfer_protocols", ranks: 3, env: vec![("ACTIVERMA_LANDING_ZONE", zone)] });
+    }
+    jobs.push(Job { case: "landing_zone", ranks: 3, env: vec![("ACTIVERMA_PROGRESS", "thread")] });
+    jobs.push(Job { case: "landing_zone", ranks: 3, env: vec![("ACTIVERMA_PROGRESS", "wake"), ("ACTIVERMA_SMP_EMULATE_REMOTE", "1")] });
     // Completion at the modelled network's time (non-blocking zero-copy handles wait for it).
     jobs.push(Job {
         case: "transfer_protocols",
@@ -676,6 +688,10 @@ fn run_under_mpi(mpi: &str, filter: Option<&str>, t: &mut Tally) -> i32 {
             ranks: 3,
             env: vec![("ACTIVERMA_MPI_SHARED", "off"), ("ACTIVERMA_REGISTRATION", strategy)],
         });
+    }
+    // The landing zone reached by MPI_Put / MPI_Get, with slots of a page.
+    for zone in ["4M", "64K"] {
+        jobs.push(Job { case: "landing_zone", ranks: 3, env: vec![("ACTIVERMA_MPI_SHARED", "off"), ("ACTIVERMA_LANDING_ZONE", zone)] });
     }
     // Firehose between hosts (MPI's dynamic window: a key per exposure, the firehoses' moves as
     // messages, hits one-sided), with a small M and MAXVICTIM; with the node's shared memory

@@ -77,7 +77,7 @@ impl JobFiles {
     pub fn params_from_config(cfg: &Config, nranks: u32, table_bytes: u64) -> Result<JobParams> {
         Ok(JobParams {
             nranks,
-            heap_size: activerma_core::page::page_ceil(cfg.get_u64(settings::SEGMENT_SIZE)? as usize) as u64,
+            heap_size: cfg.heap_bytes()? as u64,
             am_slots: cfg.get_u64(settings::AM_SLOTS)? as u32,
             am_slot_size: cfg.get_u64(settings::AM_SLOT_SIZE)? as u32,
             table_bytes,

@@ -11,6 +11,7 @@ mod faults;
 mod firehose;
 mod ft_sort;
 mod keyed_rma;
+mod landing;
 mod nodes;
 mod noncontig;
 pub mod output;
@@ -38,6 +39,7 @@ pub fn run(case: &str) -> i32 {
         "randomized" => randomized::run(),
         "lists_of_pieces" => noncontig::lists_of_pieces(),
         "transfer_protocols" => transfer::transfer_protocols(),
+        "landing_zone" => landing::landing_zone(),
         "settings_without_environment" => config::settings_without_environment(),
         "bad_input" => faults::bad_input(),
         "modelled_network" => faults::modelled_network(),

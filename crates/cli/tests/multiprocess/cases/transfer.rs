@@ -258,7 +258,7 @@ pub fn transfer_protocols() -> Result<()> {
         // An address in none of t's exposures: past its private buffer — unless its heap
         // (segments are exposed memory) was mapped right there, as an MPI may place it.
         let heap = seg.remote(t, 0).addr - seg.heap_offset();
-        let heap_len = activerma_core::page::page_ceil(w.config().get_u64(activerma::settings::SEGMENT_SIZE)? as usize);
+        let heap_len = w.config().heap_bytes()?;
         let exposed_ranges = [(priv_addr[t] as usize, n * REGION), (ro_addr[t] as usize, 4096), (heap, heap_len)];
         let outside = [priv_addr[t] as usize + n * REGION, heap + heap_len, priv_addr[t] as usize - (1 << 20), heap - (1 << 20)]
             .into_iter()

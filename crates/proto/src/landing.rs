@@ -1,0 +1,303 @@
+//! The landing zone: pre-registered buffers at every target through which the buffered and
+//! pipelined transfer protocols (transfer.rs; the ARMCI paper's host-based protocol, §4) move
+//! their bytes. Without it those protocols carried the data inside active messages, which the
+//! queues cut into slot-sized fragments (256 bytes by default): a 1 MiB buffered put moved at
+//! about 130 MB/s. Here the bytes take the core's zero-copy path into the target's landing
+//! zone (a memcpy into a segment mapped here, or one MPI_Put), and one small message asks the
+//! target's CPU to copy them into place: two copies and a message per chunk, as in the paper.
+//!
+//! ```text
+//! layout (every rank alike): heap = [segments: SEGMENT_SIZE][landing zone: LANDING_ZONE]
+//!     landing zone = one part per origin rank; a part = SLOTS put slots, then SLOTS get slots
+//!
+//! put chunk (origin o -> target t, at most one slot):
+//!     s = a free put slot of o's part at t   # waiting (making progress) while all are busy
+//!     put(t, slot(t, o, put, s), chunk)      # the core's zero-copy path
+//!     posted[t] += 1; send LANDED_PUT(addr, seq, len) with token s
+//! t:  apply(addr, its slot(o, put, s))        # put_am's table check and Active Access logging
+//!     send LANDED_PUT_ACK(outcome) with token s
+//! o:  free s; posted[t] -= 1 (a refusal is kept for the next flush, as for posted puts)
+//!
+//! get chunk:
+//!     s = a free get slot of o's part at t   # none free and none of this transfer's chunks
+//!                                            # in flight: a plain get request instead (get_am),
+//!                                            # so a thread never waits for slots that its own
+//!                                            # handles, not waited for yet, hold
+//!     request LANDED_GET(addr, len, seq, s)
+//! t:  check, log if Active Access, copy addr -> its slot(o, get, s); answer
+//! o:  get(t, slot(t, o, get, s), dst)         # zero-copy; then free s
+//! ```
+//!
+//! Messages of one pair run in order, so landed puts apply in the order they were issued, and
+//! a get after a put to the same place (both through the target) reads the new bytes. Slots
+//! are this origin's alone at each target (its part), so claiming one is a bit in this
+//! process: the target keeps no state. A target that dies takes its acknowledgements with it:
+//! `forget` frees every slot at it.
+
+use crate::am_request::{self, Asked, OwnTable};
+use crate::{get_am, put_am, Proto};
+use activerma_am::{Am, AmCtx, HandlerId};
+use activerma_core::counters::bump;
+use activerma_core::page::{page_ceil, page_floor, page_size};
+use activerma_core::{settings, Config, Error, Rank, Result};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+pub const LANDED_PUT: HandlerId = 27;
+pub const LANDED_PUT_ACK: HandlerId = 28;
+pub const LANDED_GET: HandlerId = 29;
+
+/// Slots per direction in an origin's part: enough for the pipeline (transfer.rs keeps 4
+/// chunks in flight), few enough that a part stays small when there are many ranks.
+const SLOTS: usize = 4;
+
+/// Put or get slots.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dir {
+    Put = 0,
+    Get = 1,
+}
+
+/// Where the landing zone lies and how it is cut, and which of this origin's slots at each
+/// target are busy.
+pub(crate) struct Landing {
+    /// Offset of the landing zone in every rank's heap.
+    offset: usize,
+    /// Bytes of one origin's part, of one slot, and slots per direction.
+    part: usize,
+    slot: usize,
+    slots: usize,
+    /// Per target and direction: bit i set while slot i is in use.
+    busy: Vec<[AtomicU32; 2]>,
+    me: Rank,
+    /// This rank's heap as its own process maps it (the target's side copies there).
+    own_heap: usize,
+}
+
+impl Landing {
+    /// The job's landing zone (the same layout on every rank), or None when
+    /// ACTIVERMA_LANDING_ZONE is 0 or too small to give every origin a page per slot.
+    pub fn from_config(cfg: &Config, am: &Am) -> Result<Option<Arc<Landing>>> {
+        let (zone, offset) = (cfg.landing_zone_bytes()?, cfg.segment_heap_bytes()?);
+        let conduit = am.conduit();
+        let n = conduit.size();
+        let part = page_floor(zone / n);
+        let slots = SLOTS.min(part / 2 / page_size());
+        if slots == 0 {
+            return Ok(None);
+        }
+        let chunk = page_ceil(cfg.get_u64(settings::PIPELINE_CHUNK)?.max(1) as usize);
+        let slot = chunk.min(page_floor(part / 2 / slots));
+        let own_heap = conduit.heap_window(conduit.rank()).ok_or_else(|| Error::Unsupported("conduit without a local heap".into()))?;
+        if own_heap.len < offset + zone {
+            return Err(Error::InvalidArgument(format!(
+                "the heap maps {} bytes, short of the segments' {offset} and the landing zone's {zone}",
+                own_heap.len
+            )));
+        }
+        Ok(Some(Arc::new(Landing {
+            offset,
+            part,
+            slot,
+            slots,
+            busy: (0..n).map(|_| [AtomicU32::new(0), AtomicU32::new(0)]).collect(),
+            me: conduit.rank(),
+            own_heap: own_heap.local as usize,
+        })))
+    }
+
+    /// Bytes one slot holds: the largest chunk a landed transfer moves per message.
+    pub fn slot_bytes(&self) -> usize {
+        self.slot
+    }
+
+    /// Offset of slot `s` of `origin`'s part, direction `dir`, from the heap's start.
+    fn slot_offset(&self, origin: Rank, dir: Dir, s: u32) -> usize {
+        self.offset + origin * self.part + (dir as usize * self.slots + s as usize) * self.slot
+    }
+
+    /// Takes a free slot of ours at `target`, or None while all are busy.
+    fn try_claim(&self, target: Rank, dir: Dir) -> Option<u32> {
+        let busy = &self.busy[target][dir as usize];
+        let all = (1u32 << self.slots) - 1;
+        let mut now = busy.load(Ordering::Acquire);
+        loop {
+            let free = !now & all;
+            if free == 0 {
+                return None;
+            }
+            let s = free.trailing_zeros();
+            match busy.compare_exchange_weak(now, now | 1 << s, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return Some(s),
+                Err(seen) => now = seen,
+            }
+        }
+    }
+
+    fn free(&self, target: Rank, dir: Dir, s: u32) {
+        self.busy[target][dir as usize].fetch_and(!(1 << s), Ordering::AcqRel);
+    }
+
+    fn any_busy(&self, target: Rank, dir: Dir) -> bool {
+        self.busy[target][dir as usize].load(Ordering::Acquire) != 0
+    }
+
+    /// Frees every slot at `target` (it died: its acknowledgements and answers never come).
+    pub fn forget(&self, target: Rank) {
+        for b in &self.busy[target] {
+            b.store(0, Ordering::Release);
+        }
+    }
+
+    /// Where `origin`'s slot lies here, as this (target) process sees it. Only the target's
+    /// handler for a message of `origin` naming slot `s` may touch it, and only until it
+    /// answers (then the origin may reuse the slot).
+    fn own_slot(&self, origin: Rank, dir: Dir, s: u32) -> *mut u8 {
+        (self.own_heap + self.slot_offset(origin, dir, s)) as *mut u8
+    }
+
+    /// Checks a message's slot and length against the layout (a forged message must not make
+    /// the target copy outside the origin's part).
+    fn checked(&self, s: u64, len: usize) -> Result<u32> {
+        if (s as usize) < self.slots && len <= self.slot {
+            Ok(s as u32)
+        } else {
+            Err(Error::InvalidArgument(format!(
+                "a landed transfer names slot {s} and {len} bytes (slots: {} of {} bytes)",
+                self.slots, self.slot
+            )))
+        }
+    }
+}
+
+pub(crate) fn register(am: &Am, landing: Arc<Landing>, posted: Arc<put_am::PostedPuts>) -> Result<()> {
+    let table = Arc::new(OwnTable::new(am.conduit().clone()));
+    let (l, t) = (landing.clone(), table.clone());
+    am.register(
+        LANDED_PUT,
+        Arc::new(move |ctx: &AmCtx, msg: &[u8]| {
+            let (addr, seq, len) = (word(msg, 0) as usize, word(msg, 8), word(msg, 16) as usize);
+            let outcome = l.checked(ctx.token, len).and_then(|s| {
+                // SAFETY: the origin put the chunk into this slot (`checked`: inside its part)
+                // and leaves it alone until we answer.
+                let data = unsafe { std::slice::from_raw_parts(l.own_slot(ctx.src, Dir::Put, s), len) };
+                put_am::apply_at(&t, ctx, addr, seq, data)
+            });
+            if let Ok(false) = outcome {
+                return ctx.retry_later(); // a full access log: the slot keeps the bytes
+            }
+            put_am::acknowledge(ctx, LANDED_PUT_ACK, ctx.token, outcome.map(drop), addr, len);
+        }),
+    )?;
+    let l = landing.clone();
+    am.register(
+        LANDED_PUT_ACK,
+        Arc::new(move |ctx: &AmCtx, ack: &[u8]| {
+            if (ctx.token as usize) < l.slots {
+                l.free(ctx.src, Dir::Put, ctx.token as u32);
+            }
+            put_am::acknowledged(&posted, ctx.src, ack);
+        }),
+    )?;
+    am.register(
+        LANDED_GET,
+        Arc::new(move |ctx: &AmCtx, msg: &[u8]| {
+            // Some(()), or None: a log to append to is full, retry later (see put_am::apply).
+            let outcome = (|| {
+                let (addr, len, seq) = (word(msg, 0) as usize, word(msg, 8) as usize, word(msg, 16));
+                let s = landing.checked(word(msg, 24), len)?;
+                let Some(bytes) = get_am::serve(&table, ctx, addr, len, seq)? else { return Ok(None) };
+                // SAFETY: the origin's slot (`checked`: len fits it), which it reads only after
+                // our answer.
+                unsafe { activerma_core::copy::copy_bytes(bytes.as_ptr(), landing.own_slot(ctx.src, Dir::Get, s), len) };
+                Ok(Some(()))
+            })();
+            match outcome.transpose() {
+                None => ctx.retry_later(),
+                Some(answer) => am_request::respond(ctx, answer.map(|_| (0, &[][..]))),
+            }
+        }),
+    )
+}
+
+/// A little-endian word of a message at `at` (0 past its end: the checks refuse what follows).
+fn word(msg: &[u8], at: usize) -> u64 {
+    msg.get(at..at + 8).map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap()))
+}
+
+impl Proto {
+    /// The job's landing zone, if it has one (ACTIVERMA_LANDING_ZONE).
+    pub(crate) fn landing(&self) -> Option<&Landing> {
+        self.landing.as_deref()
+    }
+
+    /// Address of slot `s` of our part at `target`, direction `dir`.
+    fn landing_slot(&self, l: &Landing, target: Rank, dir: Dir, s: u32) -> usize {
+        self.conduit.heap_base(target) + l.slot_offset(l.me, dir, s)
+    }
+
+    /// Posts `src` (at most one slot) to `target`'s `addr` through the landing zone: it is in
+    /// the target's slot when this returns (`src` may be reused), and applied when the
+    /// target acknowledges it (`put_am::wait_acknowledged`, as posted puts). `one_at_a_time`
+    /// (the buffered protocol) first waits until every earlier landed put to `target` is
+    /// acknowledged: no chunk overlaps another's copy.
+    pub(crate) fn post_landed(&self, l: &Landing, target: Rank, addr: usize, src: &[u8], one_at_a_time: bool) -> Result<()> {
+        debug_assert!(src.len() <= l.slot);
+        if one_at_a_time && l.any_busy(target, Dir::Put) {
+            self.am.wait_until(|| !l.any_busy(target, Dir::Put), target, "the acknowledgement of a buffered put")?;
+        }
+        let mut claimed = None;
+        self.am.wait_until(
+            || {
+                claimed = l.try_claim(target, Dir::Put);
+                claimed.is_some()
+            },
+            target,
+            "a free landing slot (acknowledgements of landed puts)",
+        )?;
+        let s = claimed.expect("claimed when the wait ended");
+        let sent = (|| {
+            self.put(target, self.landing_slot(l, target, Dir::Put, s), src)?;
+            let mut msg = [0u8; 24];
+            msg[..8].copy_from_slice(&(addr as u64).to_le_bytes());
+            msg[8..16].copy_from_slice(&self.next_seq(target).to_le_bytes());
+            msg[16..].copy_from_slice(&(src.len() as u64).to_le_bytes());
+            put_am::send_posted(self, target, LANDED_PUT, s as u64, &msg)
+        })();
+        match sent {
+            Ok(()) => bump(&self.counters.landed_put, 1),
+            Err(_) => l.free(target, Dir::Put, s),
+        }
+        sent
+    }
+
+    /// Asks `target` to copy `len` bytes at `addr` into a landing slot of ours: Some((cell,
+    /// slot)) when sent, None (nothing sent) while no slot or no completion cell is free.
+    pub(crate) fn try_ask_landed(&self, l: &Landing, target: Rank, addr: usize, len: usize) -> Result<Option<(u32, u32)>> {
+        debug_assert!(len <= l.slot);
+        let Some(s) = l.try_claim(target, Dir::Get) else { return Ok(None) };
+        let mut msg = [0u8; 32];
+        msg[..8].copy_from_slice(&(addr as u64).to_le_bytes());
+        msg[8..16].copy_from_slice(&(len as u64).to_le_bytes());
+        msg[16..24].copy_from_slice(&self.next_seq(target).to_le_bytes());
+        msg[24..].copy_from_slice(&(s as u64).to_le_bytes());
+        match am_request::try_send(self, LANDED_GET, &msg, target) {
+            Ok(Some(cell)) => Ok(Some((cell, s))),
+            other => {
+                l.free(target, Dir::Get, s);
+                other.map(|_| None)
+            }
+        }
+    }
+
+    /// Waits for the answer to `try_ask_landed`'s request, then reads the slot into `dst` and
+    /// frees it (also when the target refused).
+    pub(crate) fn receive_landed(&self, l: &Landing, target: Rank, addr: usize, cell: u32, s: u32, dst: &mut [u8]) -> Result<()> {
+        let outcome = am_request::answer(self, cell, &Asked { rank: target, addr, len: dst.len(), op: "get" })
+            .and_then(|_| self.get(target, self.landing_slot(l, target, Dir::Get, s), dst));
+        l.free(target, Dir::Get, s);
+        outcome?;
+        bump(&self.counters.landed_get, 1);
+        Ok(())
+    }
+}
