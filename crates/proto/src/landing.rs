@@ -26,6 +26,15 @@
 //!     request LANDED_GET(addr, len, seq, s)
 //! t:  check, log if Active Access, copy addr -> its slot(o, get, s); answer
 //! o:  get(t, slot(t, o, get, s), dst)         # zero-copy; then free s
+//!
+//! lists of pieces (strided and vector transfers by the buffered protocols, the packed
+//! method), in groups of at most one slot of bytes:
+//!     get: request LANDED_GET_PIECES(s, the list); t checks every piece, gathers them into
+//!          its slot(o, get, s), answers; o gets the slot and scatters it
+//!     put: o packs the pieces' bytes, puts them into slot(t, o, put, s), requests
+//!          LANDED_PUT_PIECES(s, the list); t checks every piece, scatters the slot, answers;
+//!          o frees s at the answer
+//!     (no slot free and nothing of the transfer in flight: the packed message of before)
 //! ```
 //!
 //! Messages of one pair run in order, so landed puts apply in the order they were issued, and
@@ -35,7 +44,8 @@
 //! `forget` frees every slot at it.
 
 use crate::am_request::{self, Asked, OwnTable};
-use crate::{get_am, put_am, Proto};
+use crate::{get_am, noncontig, put_am, Proto};
+use activerma_access::LogOp;
 use activerma_am::{Am, AmCtx, HandlerId};
 use activerma_core::counters::bump;
 use activerma_core::page::{page_ceil, page_floor, page_size};
@@ -46,6 +56,8 @@ use std::sync::Arc;
 pub const LANDED_PUT: HandlerId = 27;
 pub const LANDED_PUT_ACK: HandlerId = 28;
 pub const LANDED_GET: HandlerId = 29;
+pub const LANDED_GET_PIECES: HandlerId = 30;
+pub const LANDED_PUT_PIECES: HandlerId = 31;
 
 /// Slots per direction in an origin's part: enough for the pipeline (transfer.rs keeps 4
 /// chunks in flight), few enough that a part stays small when there are many ranks.
@@ -138,10 +150,6 @@ impl Landing {
         self.busy[target][dir as usize].fetch_and(!(1 << s), Ordering::AcqRel);
     }
 
-    fn any_busy(&self, target: Rank, dir: Dir) -> bool {
-        self.busy[target][dir as usize].load(Ordering::Acquire) != 0
-    }
-
     /// Frees every slot at `target` (it died: its acknowledgements and answers never come).
     pub fn forget(&self, target: Rank) {
         for b in &self.busy[target] {
@@ -189,6 +197,7 @@ pub(crate) fn register(am: &Am, landing: Arc<Landing>, posted: Arc<put_am::Poste
             put_am::acknowledge(ctx, LANDED_PUT_ACK, ctx.token, outcome.map(drop), addr, len);
         }),
     )?;
+    register_pieces(am, landing.clone())?;
     let l = landing.clone();
     am.register(
         LANDED_PUT_ACK,
@@ -220,6 +229,71 @@ pub(crate) fn register(am: &Am, landing: Arc<Landing>, posted: Arc<put_am::Poste
     )
 }
 
+/// A landed list request: the slot, then a packed request (noncontig::encode_request) without
+/// bytes; the slot checked against the list's bytes.
+fn decode_pieces_request<'m>(l: &Landing, msg: &'m [u8]) -> Result<(u32, noncontig::Request<'m>, usize)> {
+    let (seq, pieces, rest) = noncontig::decode_request(msg.get(8..).unwrap_or_default())?;
+    let total = pieces.iter().try_fold(0usize, |sum, p| sum.checked_add(p.1)).unwrap_or(usize::MAX);
+    let s = l.checked(word(msg, 0), total)?;
+    Ok((s, (seq, pieces, rest), total))
+}
+
+/// A landed list request decoded and every piece checked (noncontig::check_pieces): (slot,
+/// sequence number, pieces, their lookups, their bytes); None when it has been answered (a
+/// malformed request, a refused piece) or is to be retried (a full log).
+#[allow(clippy::type_complexity)]
+fn checked_list<'t>(
+    l: &Landing,
+    table: &'t OwnTable,
+    ctx: &AmCtx,
+    msg: &[u8],
+    op: LogOp,
+) -> Option<(u32, u64, Vec<(usize, usize)>, Vec<activerma_mem::Lookup<'t>>, usize)> {
+    let (s, (seq, pieces, _), total) = match decode_pieces_request(l, msg) {
+        Ok(r) => r,
+        Err(e) => {
+            am_request::respond(ctx, Err(e));
+            return None;
+        }
+    };
+    let lookups = noncontig::check_pieces(table, ctx, seq, &pieces, op)?;
+    Some((s, seq, pieces, lookups, total))
+}
+
+fn register_pieces(am: &Am, l: Arc<Landing>) -> Result<()> {
+    let table = Arc::new(OwnTable::new(am.conduit().clone()));
+    let (gl, gt) = (l.clone(), table.clone());
+    am.register(
+        LANDED_GET_PIECES,
+        Arc::new(move |ctx: &AmCtx, msg: &[u8]| {
+            let Some((s, seq, pieces, lookups, _)) = checked_list(&gl, &gt, ctx, msg, LogOp::Get) else { return };
+            let Some(served) = noncontig::serve_pieces(&gt, ctx, seq, &lookups, &pieces) else { return };
+            let mut to = gl.own_slot(ctx.src, Dir::Get, s);
+            for bytes in served {
+                // SAFETY: the origin's slot, which the pieces' bytes fit (`checked`) and which it
+                // reads only after our answer.
+                unsafe {
+                    activerma_core::copy::copy_bytes(bytes.as_ptr(), to, bytes.len());
+                    to = to.add(bytes.len());
+                }
+            }
+            am_request::respond(ctx, Ok((0, &[][..])));
+        }),
+    )?;
+    am.register(
+        LANDED_PUT_PIECES,
+        Arc::new(move |ctx: &AmCtx, msg: &[u8]| {
+            let Some((s, seq, pieces, lookups, total)) = checked_list(&l, &table, ctx, msg, LogOp::Put) else { return };
+            // SAFETY: the origin put the pieces' bytes into this slot (`checked`: they fit it)
+            // and leaves it alone until we answer.
+            let data = unsafe { std::slice::from_raw_parts(l.own_slot(ctx.src, Dir::Put, s), total) };
+            if noncontig::write_packed_pieces(&table, ctx, seq, &lookups, &pieces, data) {
+                am_request::respond(ctx, Ok((0, &[][..])));
+            }
+        }),
+    )
+}
+
 /// A little-endian word of a message at `at` (0 past its end: the checks refuse what follows).
 fn word(msg: &[u8], at: usize) -> u64 {
     msg.get(at..at + 8).map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap()))
@@ -239,23 +313,26 @@ impl Proto {
     /// Posts `src` (at most one slot) to `target`'s `addr` through the landing zone: it is in
     /// the target's slot when this returns (`src` may be reused), and applied when the
     /// target acknowledges it (`put_am::wait_acknowledged`, as posted puts). `one_at_a_time`
-    /// (the buffered protocol) first waits until every earlier landed put to `target` is
+    /// (the buffered protocol) first waits until every earlier posted put to `target` is
     /// acknowledged: no chunk overlaps another's copy.
     pub(crate) fn post_landed(&self, l: &Landing, target: Rank, addr: usize, src: &[u8], one_at_a_time: bool) -> Result<()> {
         debug_assert!(src.len() <= l.slot);
-        if one_at_a_time && l.any_busy(target, Dir::Put) {
-            self.am.wait_until(|| !l.any_busy(target, Dir::Put), target, "the acknowledgement of a buffered put")?;
+        if one_at_a_time && self.posted.any_to(target) {
+            self.am.wait_until(|| !self.posted.any_to(target), target, "the acknowledgement of a buffered put")?;
         }
+        // Wait for a slot while posted puts hold some (their acknowledgements free them); slots
+        // held by list puts this thread has not waited for would never come back: then the
+        // chunk travels in a message of its own.
         let mut claimed = None;
         self.am.wait_until(
             || {
                 claimed = l.try_claim(target, Dir::Put);
-                claimed.is_some()
+                claimed.is_some() || !self.posted.any_to(target)
             },
             target,
             "a free landing slot (acknowledgements of landed puts)",
         )?;
-        let s = claimed.expect("claimed when the wait ended");
+        let Some(s) = claimed else { return put_am::post(self, target, addr, src) };
         let sent = (|| {
             self.put(target, self.landing_slot(l, target, Dir::Put, s), src)?;
             let mut msg = [0u8; 24];
@@ -288,6 +365,74 @@ impl Proto {
                 other.map(|_| None)
             }
         }
+    }
+
+    /// Asks `target` to gather `list` (at most a slot of bytes) into a slot of ours (`data`
+    /// None), or puts `data` (the list's bytes, in order) into a slot of ours and asks `target`
+    /// to scatter it: Some((cell, slot)) when sent, None (nothing sent) while no slot or no
+    /// completion cell is free.
+    pub(crate) fn try_ask_landed_pieces(
+        &self,
+        l: &Landing,
+        target: Rank,
+        list: &[(usize, usize)],
+        data: Option<&[&[u8]]>,
+    ) -> Result<Option<(u32, u32)>> {
+        let (dir, handler) = if data.is_some() { (Dir::Put, LANDED_PUT_PIECES) } else { (Dir::Get, LANDED_GET_PIECES) };
+        let Some(s) = l.try_claim(target, dir) else { return Ok(None) };
+        let sent = (|| {
+            if let Some(data) = data {
+                self.put(target, self.landing_slot(l, target, dir, s), &data.concat())?;
+            }
+            // The target logs pieces on pages it marked for Active Access itself: the next
+            // active flush there must ask it.
+            self.note_bounced(target);
+            let mut msg = (s as u64).to_le_bytes().to_vec();
+            msg.extend_from_slice(&noncontig::encode_request(self.next_seq(target), list.iter().copied(), &[]));
+            am_request::try_send(self, handler, &msg, target)
+        })();
+        match sent {
+            Ok(Some(cell)) => Ok(Some((cell, s))),
+            other => {
+                l.free(target, dir, s);
+                other.map(|_| None)
+            }
+        }
+    }
+
+    /// Waits for the answer to `try_ask_landed_pieces`' request and frees the slot; for a get
+    /// (`into`: the pieces asked for, in order) first gets the slot and scatters it.
+    pub(crate) fn receive_landed_pieces(
+        &self,
+        l: &Landing,
+        target: Rank,
+        cell: u32,
+        s: u32,
+        list: &[(usize, usize)],
+        into: Option<&mut [(usize, &mut [u8])]>,
+    ) -> Result<()> {
+        let (dir, op) = if into.is_some() { (Dir::Get, "get") } else { (Dir::Put, "put") };
+        let bytes: usize = list.iter().map(|x| x.1).sum();
+        let outcome = (|| {
+            let asked = Asked { rank: target, addr: list.first().map_or(0, |x| x.0), len: bytes, op: "packed list" };
+            let (value, answer) = am_request::answer(self, cell, &asked)?;
+            noncontig::answered(target, op, list, value, &answer)?;
+            if let Some(pieces) = into {
+                let mut packed = vec![0u8; bytes];
+                self.get(target, self.landing_slot(l, target, dir, s), &mut packed)?;
+                let mut at = 0;
+                for (_, dst) in pieces.iter_mut() {
+                    dst.copy_from_slice(&packed[at..at + dst.len()]);
+                    at += dst.len();
+                }
+            }
+            Ok(())
+        })();
+        l.free(target, dir, s);
+        outcome?;
+        bump(&self.counters.noncontig_packed, 1);
+        bump(if dir == Dir::Get { &self.counters.landed_get } else { &self.counters.landed_put }, 1);
+        Ok(())
     }
 
     /// Waits for the answer to `try_ask_landed`'s request, then reads the slot into `dst` and

@@ -11,9 +11,10 @@
 //!                                                       -> an implicit put/get per piece,
 //!         then one flush of the rank (one round of completions, not one per piece)
 //! per-piece: a blocking put/get per piece (what a layer without list support does)
-//! packed:    the pieces and their bytes in one active message; the target's progress engine
-//!     checks every piece in its own table, then scatters (put) or gathers and answers (get)
-//!     — the buffered protocol: one message, two copies, needs the target's progress
+//! packed:    the list in a message, the pieces' bytes through the target's landing zone in
+//!     groups of at most a slot (landing.rs; without one: the bytes in the message too); the
+//!     target's progress engine checks every piece in its own table, then scatters (put) or
+//!     gathers (get) — the buffered protocol: two copies, needs the target's progress
 //! target-assisted: the list without bytes in one message; the target's progress engine
 //!     checks it, then moves every piece between its memory and the origin's buffers with
 //!     scatter/gather calls (noncontig_target.rs) — one message, one copy, needs the target's
@@ -26,8 +27,8 @@
 
 use crate::am_request::{self, Asked, OwnTable};
 use crate::select::{Choice, Pass, Protocol};
-use crate::transfer::Ask;
-use crate::{get_cma, noncontig_target, put_cma, Proto};
+use crate::transfer::{Ask, PendingTransfer};
+use crate::{get_cma, noncontig_target, put_cma, Proto, Transfer};
 use activerma_access::log_append::{self, Logged};
 use activerma_access::LogOp;
 use activerma_am::{Am, AmCtx, HandlerId};
@@ -518,6 +519,10 @@ pub(crate) fn register(am: &Am) -> Result<()> {
 }
 
 fn put_packed(p: &Proto, rank: Rank, pieces: &[(usize, &[u8])]) -> Result<()> {
+    if p.landing().is_some() {
+        let asks = p.put_asks(pieces.to_vec(), usize::MAX);
+        return PendingTransfer::asking(p, rank, Transfer::Pipelined, asks, None).wait().map(drop);
+    }
     let cell = am_request::send(p, PUT_PACKED, &packed_put_request(p, rank, pieces), rank)?;
     receive_packed_put(p, rank, cell, pieces)
 }
@@ -551,6 +556,10 @@ pub(crate) fn receive_packed_put(p: &Proto, rank: Rank, cell: u32, pieces: &[(us
 }
 
 fn get_packed(p: &Proto, rank: Rank, pieces: &mut [(usize, &mut [u8])]) -> Result<()> {
+    if p.landing().is_some() {
+        let asks = p.get_asks(pieces.iter_mut().map(|(at, d)| (*at, &mut **d)).collect(), usize::MAX);
+        return PendingTransfer::asking(p, rank, Transfer::Pipelined, asks, None).wait().map(drop);
+    }
     let list: Vec<(usize, usize)> = pieces.iter().map(|x| (x.0, x.1.len())).collect();
     let cell = am_request::send(p, GET_PACKED, &packed_get_request(p, rank, &list), rank)?;
     receive_packed_get(p, rank, cell, pieces)

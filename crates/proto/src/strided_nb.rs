@@ -6,10 +6,12 @@
 //!                                                    bytes in the requests, which the target
 //!                                                    scatters and acknowledges)
 //!     (run, counted as) = resolve(t, rank, addr, remote extent, Get)       (transfer.rs)
-//!     buffered  -> one packed request listing every piece; the target's CPU gathers them
-//!                  into one answer, which `test`/`wait` scatter into dst
-//!     pipelined -> the pieces in packed requests of at most ACTIVERMA_PIPELINE_CHUNK bytes
-//!                  (a longer piece split), up to PIPELINE_DEPTH in flight
+//!     buffered  -> the pieces in groups of at most a landing slot (a longer piece split), one
+//!                  at a time: the target's CPU gathers a group into the slot, `test`/`wait`
+//!                  get it and scatter it into dst (landing.rs); without a landing zone, one
+//!                  packed request listing every piece, answered in one message
+//!     pipelined -> the same groups, up to PIPELINE_DEPTH in flight (without a landing zone:
+//!                  packed requests of at most ACTIVERMA_PIPELINE_CHUNK bytes)
 //!     zero-copy -> the core's strided path moves the data now (one check, a CPU copy per
 //!                  piece to a segment mapped here); complete at the modelled network's time
 //!                  (ACTIVERMA_NONCONTIG=target-assisted, a rank of this host: one request
@@ -48,16 +50,11 @@ impl Proto {
             return Ok(PendingTransfer::done(self, rank, Transfer::ZeroCopy));
         }
         let (run, used) = self.resolve(t, rank, addr, extent, AccessKind::Get)?;
-        let request_bytes = match run {
-            Run::Buffered => Some(usize::MAX),
-            Run::Pipelined => Some(self.transfer.chunk),
-            Run::Core | Run::PinUserBuffer => None,
-        };
-        if let Some(limit) = request_bytes {
+        if let Some((limit, depth)) = self.through_target(run) {
             if pattern.local_pieces_apart()? {
                 let pieces = pattern.pieces_of(addr, dst)?.expect("the local pieces lie apart");
                 self.count(used, bytes);
-                return Ok(PendingTransfer::asking(self, rank, used, packed_asks(pieces, limit)));
+                return Ok(PendingTransfer::asking(self, rank, used, self.get_asks(pieces, limit), depth));
             }
             // Overlapping local pieces: lent out one at a time, by the core's path, and counted
             // as what that path is.
@@ -73,8 +70,8 @@ impl Proto {
                 } else {
                     match pattern.pieces_of(addr, &mut *dst)? {
                         Some(pieces) => {
-                            let asks = packed_asks(pieces, self.transfer.chunk);
-                            PendingTransfer::asking(self, rank, Transfer::Pipelined, asks).wait().map(drop)
+                            let asks = self.get_asks(pieces, self.transfer.chunk);
+                            PendingTransfer::asking(self, rank, Transfer::Pipelined, asks, None).wait().map(drop)
                         }
                         None => self.get_strided(rank, addr, pattern, dst),
                     }
@@ -118,16 +115,15 @@ impl Proto {
         }
         let (run, used) = self.resolve(t, rank, addr, extent, AccessKind::Put)?;
         let pieces = || pattern.source_pieces(addr, src);
-        let request_bytes = match run {
-            Run::Buffered => usize::MAX,
-            Run::Pipelined => self.transfer.chunk,
+        let (request_bytes, depth) = match run {
+            Run::Buffered | Run::Pipelined => self.through_target(run).expect("buffered and pipelined go through the target"),
             Run::PinUserBuffer => {
                 let used = self.pinning_user_buffer(src.as_ptr() as usize, src.len(), |pinned| {
                     if pinned {
                         self.put_strided(rank, addr, pattern, src)
                     } else {
-                        let asks = grouped(pieces()?, self.transfer.chunk).into_iter().map(Ask::PutPieces).collect();
-                        PendingTransfer::asking(self, rank, Transfer::Pipelined, asks).wait().map(drop)
+                        let asks = self.put_asks(pieces()?, self.transfer.chunk);
+                        PendingTransfer::asking(self, rank, Transfer::Pipelined, asks, None).wait().map(drop)
                     }
                 })?;
                 return Ok(PendingTransfer::done(self, rank, self.count(used, bytes)));
@@ -146,8 +142,37 @@ impl Proto {
             }
         };
         self.count(used, bytes);
-        let asks = grouped(pieces()?, request_bytes).into_iter().map(Ask::PutPieces).collect();
-        Ok(PendingTransfer::asking(self, rank, used, asks))
+        let asks = self.put_asks(pieces()?, request_bytes);
+        Ok(PendingTransfer::asking(self, rank, used, asks, depth))
+    }
+
+    /// For a run through the target's CPU: the bytes per packed message without a landing
+    /// zone, and the requests in flight at once (None: PIPELINE_DEPTH) — buffered takes one
+    /// landing slot at a time, or everything in one message.
+    fn through_target(&self, run: Run) -> Option<(usize, Option<usize>)> {
+        match run {
+            Run::Buffered if self.landing().is_some() => Some((usize::MAX, Some(1))),
+            Run::Buffered => Some((usize::MAX, None)),
+            Run::Pipelined => Some((self.transfer.chunk, None)),
+            Run::Core | Run::PinUserBuffer => None,
+        }
+    }
+
+    /// A list get's requests through the target's CPU: groups of at most a landing slot where
+    /// the job has a landing zone, else packed messages of at most `limit` bytes.
+    pub(crate) fn get_asks<'d>(&self, pieces: Pieces<'d>, limit: usize) -> VecDeque<Ask<'d>> {
+        match self.landing() {
+            Some(l) => grouped(pieces, l.slot_bytes()).into_iter().map(|g| Ask::LandedPieces(g, None)).collect(),
+            None => packed_asks(pieces, limit),
+        }
+    }
+
+    /// A list put's requests, as `get_asks`.
+    pub(crate) fn put_asks<'d>(&self, pieces: Vec<(usize, &'d [u8])>, limit: usize) -> VecDeque<Ask<'d>> {
+        match self.landing() {
+            Some(l) => grouped(pieces, l.slot_bytes()).into_iter().map(|g| Ask::LandedPutPieces(g, None)).collect(),
+            None => grouped(pieces, limit).into_iter().map(Ask::PutPieces).collect(),
+        }
     }
 }
 

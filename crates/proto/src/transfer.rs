@@ -419,6 +419,10 @@ pub(crate) enum Ask<'a> {
     Landed(usize, &'a mut [u8], Option<u32>),
     Pieces(crate::strided::Pieces<'a>),
     PutPieces(Vec<(usize, &'a [u8])>),
+    /// Lists through a slot of the target's landing zone (landing.rs): the slot once asked;
+    /// None with a request, for a plain `Pieces` / `PutPieces` request instead.
+    LandedPieces(crate::strided::Pieces<'a>, Option<u32>),
+    LandedPutPieces(Vec<(usize, &'a [u8])>, Option<u32>),
     /// A list the target moves into (get) or out of (put) our buffers itself.
     TargetGet(crate::strided::Pieces<'a>),
     TargetPut(Vec<(usize, &'a [u8])>),
@@ -451,6 +455,31 @@ impl Ask<'_> {
                 noncontig::try_ask_packed_get(p, rank, &list)
             }
             Ask::PutPieces(pieces) => noncontig::try_ask_packed_put(p, rank, pieces),
+            Ask::LandedPieces(pieces, slot) => {
+                let l = p.landing().expect("landed lists only where there is a landing zone");
+                let list: Vec<(usize, usize)> = pieces.iter().map(|(at, piece)| (*at, piece.len())).collect();
+                match p.try_ask_landed_pieces(l, rank, &list, None)? {
+                    Some((cell, s)) => {
+                        *slot = Some(s);
+                        Ok(Some(cell))
+                    }
+                    None if alone => noncontig::try_ask_packed_get(p, rank, &list),
+                    None => Ok(None),
+                }
+            }
+            Ask::LandedPutPieces(pieces, slot) => {
+                let l = p.landing().expect("landed lists only where there is a landing zone");
+                let list: Vec<(usize, usize)> = pieces.iter().map(|(at, piece)| (*at, piece.len())).collect();
+                let data: Vec<&[u8]> = pieces.iter().map(|x| x.1).collect();
+                match p.try_ask_landed_pieces(l, rank, &list, Some(&data))? {
+                    Some((cell, s)) => {
+                        *slot = Some(s);
+                        Ok(Some(cell))
+                    }
+                    None if alone => noncontig::try_ask_packed_put(p, rank, pieces),
+                    None => Ok(None),
+                }
+            }
             Ask::TargetGet(pieces) => noncontig_target::try_ask_get(p, rank, pieces),
             Ask::TargetPut(pieces) => noncontig_target::try_ask_put(p, rank, pieces),
             Ask::TargetGetStrided(ask) => {
@@ -470,7 +499,18 @@ impl Ask<'_> {
                 p.receive_landed(l, rank, *at, cell, *s, piece)
             }
             Ask::Pieces(pieces) => noncontig::receive_packed_get(p, rank, cell, pieces),
-            Ask::PutPieces(pieces) => noncontig::receive_packed_put(p, rank, cell, pieces),
+            Ask::PutPieces(pieces) | Ask::LandedPutPieces(pieces, None) => noncontig::receive_packed_put(p, rank, cell, pieces),
+            Ask::LandedPieces(pieces, None) => noncontig::receive_packed_get(p, rank, cell, pieces),
+            Ask::LandedPieces(pieces, Some(s)) => {
+                let l = p.landing().expect("landed lists only where there is a landing zone");
+                let list: Vec<(usize, usize)> = pieces.iter().map(|(at, piece)| (*at, piece.len())).collect();
+                p.receive_landed_pieces(l, rank, cell, *s, &list, Some(pieces))
+            }
+            Ask::LandedPutPieces(pieces, Some(s)) => {
+                let l = p.landing().expect("landed lists only where there is a landing zone");
+                let list: Vec<(usize, usize)> = pieces.iter().map(|(at, piece)| (*at, piece.len())).collect();
+                p.receive_landed_pieces(l, rank, cell, *s, &list, None)
+            }
             Ask::TargetGet(pieces) => {
                 let list: Vec<(usize, usize)> = pieces.iter().map(|(at, piece)| (*at, piece.len())).collect();
                 noncontig_target::receive(p, rank, cell, &list, LogOp::Get)
@@ -495,10 +535,10 @@ impl<'a> PendingTransfer<'a> {
         PendingTransfer { p, rank, used, state: Pending::At(at), not_before: 0 }
     }
 
-    /// Gets through the target's CPU: `asks` are sent, at most PIPELINE_DEPTH in flight, and
-    /// their answers copied out by `test` and `wait`.
-    pub(crate) fn asking(p: &'a Proto, rank: Rank, used: Transfer, asks: VecDeque<Ask<'a>>) -> PendingTransfer<'a> {
-        let mut pending = PendingTransfer { p, rank, used, state: Pending::asking(asks, PIPELINE_DEPTH), not_before: 0 };
+    /// Requests through the target's CPU: `asks` are sent, at most `depth` in flight (None:
+    /// PIPELINE_DEPTH), and their answers taken by `test` and `wait`.
+    pub(crate) fn asking(p: &'a Proto, rank: Rank, used: Transfer, asks: VecDeque<Ask<'a>>, depth: Option<usize>) -> PendingTransfer<'a> {
+        let mut pending = PendingTransfer { p, rank, used, state: Pending::asking(asks, depth.unwrap_or(PIPELINE_DEPTH)), not_before: 0 };
         pending.ask_more(false);
         pending
     }

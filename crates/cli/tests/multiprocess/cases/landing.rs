@@ -5,7 +5,7 @@
 //! went through the zone exactly when the job has one.
 
 use super::{offer, pattern, Offered};
-use activerma::{RemotePtr, Result, Transfer, World};
+use activerma::{Error, RemotePtr, Result, StridedPattern, Transfer, World};
 
 /// Bytes of target memory each origin owns (two threads take half each).
 const REGION: usize = 1 << 20;
@@ -53,6 +53,43 @@ pub fn landing_zone() -> Result<()> {
                         "rank {me}: {} transfer {k} of {IN_FLIGHT} in flight with rank {t}'s {kind} memory",
                         protocol.name()
                     );
+                }
+            }
+        }
+    }
+    w.barrier()?;
+
+    // Strided transfers (their pieces in groups of a slot): a 2-D patch of 40 rows of 1000
+    // bytes with gaps, several in flight to one target, waited last first; the gaps stay
+    // untouched on both sides.
+    let patch = StridedPattern::new(1000, vec![40], vec![1500], vec![1003])?;
+    let extent = patch.local_extent().unwrap();
+    for (p, protocol) in [Transfer::Buffered, Transfer::Pipelined].into_iter().enumerate() {
+        for t in (0..n).filter(|&t| t != me) {
+            for (kind, base) in [("segment", seg.remote(t, 0).addr), ("private", priv_addr[t] as usize)] {
+                let at = |k: usize| RemotePtr::new(t, base + me * REGION + 1 + k * 61_000);
+                w.put(RemotePtr::new(t, base + me * REGION), &vec![0u8; REGION / 2])?;
+                let sources: Vec<Vec<u8>> = (0..6).map(|k| (0..extent).map(|i| pattern(me + 11 * k, t + 5 * p, i)).collect()).collect();
+                let puts: Vec<_> =
+                    sources.iter().enumerate().map(|(k, src)| w.put_strided_nb_by(protocol, at(k), &patch, src)).collect::<Result<_>>()?;
+                for h in puts.into_iter().rev() {
+                    assert_eq!(h.wait()?, protocol);
+                }
+                let mut backs = vec![vec![0xeeu8; extent]; 6];
+                let mut gets = Vec::new();
+                for (k, b) in backs.iter_mut().enumerate() {
+                    gets.push(w.get_strided_nb_by(protocol, at(k), &patch, b)?);
+                }
+                for g in gets.into_iter().rev() {
+                    assert_eq!(g.wait()?, protocol);
+                }
+                for (k, (back, src)) in backs.iter().zip(&sources).enumerate() {
+                    let mut expected = vec![0xeeu8; extent];
+                    patch.for_each(|_, l| {
+                        expected[l..l + patch.piece].copy_from_slice(&src[l..l + patch.piece]);
+                        Ok::<(), Error>(())
+                    })?;
+                    assert!(*back == expected, "rank {me}: {} strided transfer {k} with rank {t}'s {kind} memory", protocol.name());
                 }
             }
         }
