@@ -352,16 +352,24 @@ impl Proto {
     /// slot)) when sent, None (nothing sent) while no slot or no completion cell is free.
     pub(crate) fn try_ask_landed(&self, l: &Landing, target: Rank, addr: usize, len: usize) -> Result<Option<(u32, u32)>> {
         debug_assert!(len <= l.slot);
-        let Some(s) = l.try_claim(target, Dir::Get) else { return Ok(None) };
-        let mut msg = [0u8; 32];
-        msg[..8].copy_from_slice(&(addr as u64).to_le_bytes());
-        msg[8..16].copy_from_slice(&(len as u64).to_le_bytes());
-        msg[16..24].copy_from_slice(&self.next_seq(target).to_le_bytes());
-        msg[24..].copy_from_slice(&(s as u64).to_le_bytes());
-        match am_request::try_send(self, LANDED_GET, &msg, target) {
+        self.with_slot(l, target, Dir::Get, |s| {
+            let mut msg = [0u8; 32];
+            msg[..8].copy_from_slice(&(addr as u64).to_le_bytes());
+            msg[8..16].copy_from_slice(&(len as u64).to_le_bytes());
+            msg[16..24].copy_from_slice(&self.next_seq(target).to_le_bytes());
+            msg[24..].copy_from_slice(&(s as u64).to_le_bytes());
+            am_request::try_send(self, LANDED_GET, &msg, target)
+        })
+    }
+
+    /// Claims a slot of ours at `target` and runs `send` with it: Some((cell, slot)) when it
+    /// sent a request; the slot is given back when it sent nothing or failed.
+    fn with_slot(&self, l: &Landing, target: Rank, dir: Dir, send: impl FnOnce(u32) -> Result<Option<u32>>) -> Result<Option<(u32, u32)>> {
+        let Some(s) = l.try_claim(target, dir) else { return Ok(None) };
+        match send(s) {
             Ok(Some(cell)) => Ok(Some((cell, s))),
             other => {
-                l.free(target, Dir::Get, s);
+                l.free(target, dir, s);
                 other.map(|_| None)
             }
         }
@@ -379,8 +387,7 @@ impl Proto {
         data: Option<&[&[u8]]>,
     ) -> Result<Option<(u32, u32)>> {
         let (dir, handler) = if data.is_some() { (Dir::Put, LANDED_PUT_PIECES) } else { (Dir::Get, LANDED_GET_PIECES) };
-        let Some(s) = l.try_claim(target, dir) else { return Ok(None) };
-        let sent = (|| {
+        self.with_slot(l, target, dir, |s| {
             if let Some(data) = data {
                 self.put(target, self.landing_slot(l, target, dir, s), &data.concat())?;
             }
@@ -390,14 +397,7 @@ impl Proto {
             let mut msg = (s as u64).to_le_bytes().to_vec();
             msg.extend_from_slice(&noncontig::encode_request(self.next_seq(target), list.iter().copied(), &[]));
             am_request::try_send(self, handler, &msg, target)
-        })();
-        match sent {
-            Ok(Some(cell)) => Ok(Some((cell, s))),
-            other => {
-                l.free(target, dir, s);
-                other.map(|_| None)
-            }
-        }
+        })
     }
 
     /// Waits for the answer to `try_ask_landed_pieces`' request and frees the slot; for a get
@@ -420,11 +420,7 @@ impl Proto {
             if let Some(pieces) = into {
                 let mut packed = vec![0u8; bytes];
                 self.get(target, self.landing_slot(l, target, dir, s), &mut packed)?;
-                let mut at = 0;
-                for (_, dst) in pieces.iter_mut() {
-                    dst.copy_from_slice(&packed[at..at + dst.len()]);
-                    at += dst.len();
-                }
+                noncontig::scatter(&packed, pieces);
             }
             Ok(())
         })();

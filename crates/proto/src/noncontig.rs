@@ -589,15 +589,20 @@ pub(crate) fn receive_packed_get(p: &Proto, rank: Rank, cell: u32, pieces: &mut 
     if answer.len() != bytes {
         return Err(Error::InvalidArgument(format!("rank {rank} answered a packed get of {bytes} bytes with {}", answer.len())));
     }
-    let mut at = 0;
-    for (_, dst) in pieces.iter_mut() {
-        dst.copy_from_slice(&answer[at..at + dst.len()]);
-        at += dst.len();
-    }
+    scatter(&answer, pieces);
     bump(&p.counters.noncontig_packed, 1);
     bump(&p.counters.get_am, 1);
     bump(&p.counters.bytes_got, bytes as u64);
     Ok(())
+}
+
+/// Copies `packed` (the pieces' bytes in order) into `pieces`.
+pub(crate) fn scatter(packed: &[u8], pieces: &mut [(usize, &mut [u8])]) {
+    let mut at = 0;
+    for (_, dst) in pieces.iter_mut() {
+        dst.copy_from_slice(&packed[at..at + dst.len()]);
+        at += dst.len();
+    }
 }
 
 #[cfg(test)]

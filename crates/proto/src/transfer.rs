@@ -453,14 +453,8 @@ impl Ask<'_> {
             Ask::Range(at, piece) => get_am::try_ask(p, rank, *at, piece.len()),
             Ask::Landed(at, piece, slot) => {
                 let l = p.landing().expect("landed gets only where there is a landing zone");
-                match p.try_ask_landed(l, rank, *at, piece.len())? {
-                    Some((cell, s)) => {
-                        *slot = Some(s);
-                        Ok(Some(cell))
-                    }
-                    None if alone => get_am::try_ask(p, rank, *at, piece.len()),
-                    None => Ok(None),
-                }
+                let tried = p.try_ask_landed(l, rank, *at, piece.len())?;
+                in_slot_or_plain(slot, tried, alone, || get_am::try_ask(p, rank, *at, piece.len()))
             }
             Ask::Pieces(pieces) => {
                 let list: Vec<(usize, usize)> = pieces.iter().map(|(at, piece)| (*at, piece.len())).collect();
@@ -470,27 +464,15 @@ impl Ask<'_> {
             Ask::LandedPieces(pieces, slot) => {
                 let l = p.landing().expect("landed lists only where there is a landing zone");
                 let list: Vec<(usize, usize)> = pieces.iter().map(|(at, piece)| (*at, piece.len())).collect();
-                match p.try_ask_landed_pieces(l, rank, &list, None)? {
-                    Some((cell, s)) => {
-                        *slot = Some(s);
-                        Ok(Some(cell))
-                    }
-                    None if alone => noncontig::try_ask_packed_get(p, rank, &list),
-                    None => Ok(None),
-                }
+                let tried = p.try_ask_landed_pieces(l, rank, &list, None)?;
+                in_slot_or_plain(slot, tried, alone, || noncontig::try_ask_packed_get(p, rank, &list))
             }
             Ask::LandedPutPieces(pieces, slot) => {
                 let l = p.landing().expect("landed lists only where there is a landing zone");
                 let list: Vec<(usize, usize)> = pieces.iter().map(|(at, piece)| (*at, piece.len())).collect();
                 let data: Vec<&[u8]> = pieces.iter().map(|x| x.1).collect();
-                match p.try_ask_landed_pieces(l, rank, &list, Some(&data))? {
-                    Some((cell, s)) => {
-                        *slot = Some(s);
-                        Ok(Some(cell))
-                    }
-                    None if alone => noncontig::try_ask_packed_put(p, rank, pieces),
-                    None => Ok(None),
-                }
+                let tried = p.try_ask_landed_pieces(l, rank, &list, Some(&data))?;
+                in_slot_or_plain(slot, tried, alone, || noncontig::try_ask_packed_put(p, rank, pieces))
             }
             Ask::TargetGet(pieces) => noncontig_target::try_ask_get(p, rank, pieces),
             Ask::TargetPut(pieces) => noncontig_target::try_ask_put(p, rank, pieces),
@@ -534,6 +516,25 @@ impl Ask<'_> {
             Ask::TargetGetStrided(ask) => noncontig_target::receive_strided(p, rank, cell, ask, LogOp::Get),
             Ask::TargetPutStrided(ask) => noncontig_target::receive_strided(p, rank, cell, ask, LogOp::Put),
         }
+    }
+}
+
+/// A landed request's outcome (`tried`: Some((cell, slot)) when sent through a slot): its
+/// cell, with the slot noted in `slot`; with no slot free, the `plain` request when `alone`
+/// (nothing else of the transfer in flight: see `Ask::try_send`), else None (ask later).
+fn in_slot_or_plain(
+    slot: &mut Option<u32>,
+    tried: Option<(u32, u32)>,
+    alone: bool,
+    plain: impl FnOnce() -> Result<Option<u32>>,
+) -> Result<Option<u32>> {
+    match tried {
+        Some((cell, s)) => {
+            *slot = Some(s);
+            Ok(Some(cell))
+        }
+        None if alone => plain(),
+        None => Ok(None),
     }
 }
 
