@@ -41,7 +41,11 @@
 //! a get after a put to the same place (both through the target) reads the new bytes. Slots
 //! are this origin's alone at each target (its part), so claiming one is a bit in this
 //! process: the target keeps no state. A target that dies takes its acknowledgements with it:
-//! `forget` frees every slot at it.
+//! `forget` frees every slot at it and starts a new epoch of that target's slots, so that a
+//! transfer still holding a claim from before (another thread, failing with RankFailed a
+//! moment later, or an acknowledgement of the dead process handled late) cannot free a slot
+//! somebody claimed since: a claim names its epoch, and freeing it outside that epoch does
+//! nothing.
 
 use crate::am_request::{self, Asked, OwnTable};
 use crate::{get_am, noncontig, put_am, Proto};
@@ -50,7 +54,7 @@ use activerma_am::{Am, AmCtx, HandlerId};
 use activerma_core::counters::bump;
 use activerma_core::page::{page_ceil, page_floor, page_size};
 use activerma_core::{settings, Config, Error, Rank, Result};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 pub const LANDED_PUT: HandlerId = 27;
@@ -62,6 +66,26 @@ pub const LANDED_PUT_PIECES: HandlerId = 31;
 /// Slots per direction in an origin's part: enough for the pipeline (transfer.rs keeps 4
 /// chunks in flight), few enough that a part stays small when there are many ranks.
 const SLOTS: usize = 4;
+
+/// A claimed slot: its index in the part, and the epoch of the target's slots it was claimed
+/// in (`Landing::forget` starts a new one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Slot {
+    pub index: u32,
+    epoch: u32,
+}
+
+impl Slot {
+    /// The claim as a message token (a landed put's, echoed by its acknowledgement): the
+    /// target reads the index from the low half.
+    fn token(self) -> u64 {
+        u64::from(self.epoch) << 32 | u64::from(self.index)
+    }
+
+    fn from_token(token: u64) -> Slot {
+        Slot { index: token as u32, epoch: (token >> 32) as u32 }
+    }
+}
 
 /// Put or get slots.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -79,8 +103,9 @@ pub(crate) struct Landing {
     part: usize,
     slot: usize,
     slots: usize,
-    /// Per target and direction: bit i set while slot i is in use.
-    busy: Vec<[AtomicU32; 2]>,
+    /// Per target and direction: the slots' epoch in the high half, and in the low half bit i
+    /// set while slot i is in use.
+    busy: Vec<[AtomicU64; 2]>,
     me: Rank,
     /// This rank's heap as its own process maps it (the target's side copies there).
     own_heap: usize,
@@ -112,7 +137,7 @@ impl Landing {
             part,
             slot,
             slots,
-            busy: (0..n).map(|_| [AtomicU32::new(0), AtomicU32::new(0)]).collect(),
+            busy: (0..n).map(|_| [AtomicU64::new(0), AtomicU64::new(0)]).collect(),
             me: conduit.rank(),
             own_heap: own_heap.local as usize,
         })))
@@ -129,31 +154,36 @@ impl Landing {
     }
 
     /// Takes a free slot of ours at `target`, or None while all are busy.
-    fn try_claim(&self, target: Rank, dir: Dir) -> Option<u32> {
+    fn try_claim(&self, target: Rank, dir: Dir) -> Option<Slot> {
         let busy = &self.busy[target][dir as usize];
-        let all = (1u32 << self.slots) - 1;
+        let all = (1u64 << self.slots) - 1;
         let mut now = busy.load(Ordering::Acquire);
         loop {
             let free = !now & all;
             if free == 0 {
                 return None;
             }
-            let s = free.trailing_zeros();
-            match busy.compare_exchange_weak(now, now | 1 << s, Ordering::AcqRel, Ordering::Acquire) {
-                Ok(_) => return Some(s),
+            let index = free.trailing_zeros();
+            match busy.compare_exchange_weak(now, now | 1 << index, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return Some(Slot { index, epoch: (now >> 32) as u32 }),
                 Err(seen) => now = seen,
             }
         }
     }
 
-    fn free(&self, target: Rank, dir: Dir, s: u32) {
-        self.busy[target][dir as usize].fetch_and(!(1 << s), Ordering::AcqRel);
+    /// Gives `slot` back, unless its epoch has ended (`forget`): then it is no longer ours
+    /// to free, whoever holds that index now.
+    fn free(&self, target: Rank, dir: Dir, slot: Slot) {
+        let _ = self.busy[target][dir as usize].fetch_update(Ordering::AcqRel, Ordering::Acquire, |now| {
+            ((now >> 32) as u32 == slot.epoch).then_some(now & !(1 << slot.index))
+        });
     }
 
-    /// Frees every slot at `target` (it died: its acknowledgements and answers never come).
+    /// Frees every slot at `target` (it died: its acknowledgements and answers never come)
+    /// and starts their next epoch.
     pub fn forget(&self, target: Rank) {
         for b in &self.busy[target] {
-            b.store(0, Ordering::Release);
+            let _ = b.fetch_update(Ordering::AcqRel, Ordering::Acquire, |now| Some(u64::from(((now >> 32) as u32).wrapping_add(1)) << 32));
         }
     }
 
@@ -185,7 +215,7 @@ pub(crate) fn register(am: &Am, landing: Arc<Landing>, posted: Arc<put_am::Poste
         LANDED_PUT,
         Arc::new(move |ctx: &AmCtx, msg: &[u8]| {
             let (addr, seq, len) = (word(msg, 0) as usize, word(msg, 8), word(msg, 16) as usize);
-            let outcome = l.checked(ctx.token, len).and_then(|s| {
+            let outcome = l.checked(Slot::from_token(ctx.token).index.into(), len).and_then(|s| {
                 // SAFETY: the origin put the chunk into this slot (`checked`: inside its part)
                 // and leaves it alone until we answer.
                 let data = unsafe { std::slice::from_raw_parts(l.own_slot(ctx.src, Dir::Put, s), len) };
@@ -202,8 +232,9 @@ pub(crate) fn register(am: &Am, landing: Arc<Landing>, posted: Arc<put_am::Poste
     am.register(
         LANDED_PUT_ACK,
         Arc::new(move |ctx: &AmCtx, ack: &[u8]| {
-            if (ctx.token as usize) < l.slots {
-                l.free(ctx.src, Dir::Put, ctx.token as u32);
+            let slot = Slot::from_token(ctx.token);
+            if (slot.index as usize) < l.slots {
+                l.free(ctx.src, Dir::Put, slot);
             }
             put_am::acknowledged(&posted, ctx.src, ack);
         }),
@@ -334,12 +365,12 @@ impl Proto {
         )?;
         let Some(s) = claimed else { return put_am::post(self, target, addr, src) };
         let sent = (|| {
-            self.put(target, self.landing_slot(l, target, Dir::Put, s), src)?;
+            self.put(target, self.landing_slot(l, target, Dir::Put, s.index), src)?;
             let mut msg = [0u8; 24];
             msg[..8].copy_from_slice(&(addr as u64).to_le_bytes());
             msg[8..16].copy_from_slice(&self.next_seq(target).to_le_bytes());
             msg[16..].copy_from_slice(&(src.len() as u64).to_le_bytes());
-            put_am::send_posted(self, target, LANDED_PUT, s as u64, &msg)
+            put_am::send_posted(self, target, LANDED_PUT, s.token(), &msg)
         })();
         match sent {
             Ok(()) => bump(&self.counters.landed_put, 1),
@@ -350,21 +381,27 @@ impl Proto {
 
     /// Asks `target` to copy `len` bytes at `addr` into a landing slot of ours: Some((cell,
     /// slot)) when sent, None (nothing sent) while no slot or no completion cell is free.
-    pub(crate) fn try_ask_landed(&self, l: &Landing, target: Rank, addr: usize, len: usize) -> Result<Option<(u32, u32)>> {
+    pub(crate) fn try_ask_landed(&self, l: &Landing, target: Rank, addr: usize, len: usize) -> Result<Option<(u32, Slot)>> {
         debug_assert!(len <= l.slot);
         self.with_slot(l, target, Dir::Get, |s| {
             let mut msg = [0u8; 32];
             msg[..8].copy_from_slice(&(addr as u64).to_le_bytes());
             msg[8..16].copy_from_slice(&(len as u64).to_le_bytes());
             msg[16..24].copy_from_slice(&self.next_seq(target).to_le_bytes());
-            msg[24..].copy_from_slice(&(s as u64).to_le_bytes());
+            msg[24..].copy_from_slice(&u64::from(s.index).to_le_bytes());
             am_request::try_send(self, LANDED_GET, &msg, target)
         })
     }
 
     /// Claims a slot of ours at `target` and runs `send` with it: Some((cell, slot)) when it
     /// sent a request; the slot is given back when it sent nothing or failed.
-    fn with_slot(&self, l: &Landing, target: Rank, dir: Dir, send: impl FnOnce(u32) -> Result<Option<u32>>) -> Result<Option<(u32, u32)>> {
+    fn with_slot(
+        &self,
+        l: &Landing,
+        target: Rank,
+        dir: Dir,
+        send: impl FnOnce(Slot) -> Result<Option<u32>>,
+    ) -> Result<Option<(u32, Slot)>> {
         let Some(s) = l.try_claim(target, dir) else { return Ok(None) };
         match send(s) {
             Ok(Some(cell)) => Ok(Some((cell, s))),
@@ -385,16 +422,16 @@ impl Proto {
         target: Rank,
         list: &[(usize, usize)],
         data: Option<&[&[u8]]>,
-    ) -> Result<Option<(u32, u32)>> {
+    ) -> Result<Option<(u32, Slot)>> {
         let (dir, handler) = if data.is_some() { (Dir::Put, LANDED_PUT_PIECES) } else { (Dir::Get, LANDED_GET_PIECES) };
         self.with_slot(l, target, dir, |s| {
             if let Some(data) = data {
-                self.put(target, self.landing_slot(l, target, dir, s), &data.concat())?;
+                self.put(target, self.landing_slot(l, target, dir, s.index), &data.concat())?;
             }
             // The target logs pieces on pages it marked for Active Access itself: the next
             // active flush there must ask it.
             self.note_bounced(target);
-            let mut msg = (s as u64).to_le_bytes().to_vec();
+            let mut msg = u64::from(s.index).to_le_bytes().to_vec();
             msg.extend_from_slice(&noncontig::encode_request(self.next_seq(target), list.iter().copied(), &[]));
             am_request::try_send(self, handler, &msg, target)
         })
@@ -407,7 +444,7 @@ impl Proto {
         l: &Landing,
         target: Rank,
         cell: u32,
-        s: u32,
+        s: Slot,
         list: &[(usize, usize)],
         into: Option<&mut [(usize, &mut [u8])]>,
     ) -> Result<()> {
@@ -419,7 +456,7 @@ impl Proto {
             noncontig::answered(target, op, list, value, &answer)?;
             if let Some(pieces) = into {
                 let mut packed = vec![0u8; bytes];
-                self.get(target, self.landing_slot(l, target, dir, s), &mut packed)?;
+                self.get(target, self.landing_slot(l, target, dir, s.index), &mut packed)?;
                 noncontig::scatter(&packed, pieces);
             }
             Ok(())
@@ -433,12 +470,61 @@ impl Proto {
 
     /// Waits for the answer to `try_ask_landed`'s request, then reads the slot into `dst` and
     /// frees it (also when the target refused).
-    pub(crate) fn receive_landed(&self, l: &Landing, target: Rank, addr: usize, cell: u32, s: u32, dst: &mut [u8]) -> Result<()> {
+    pub(crate) fn receive_landed(&self, l: &Landing, target: Rank, addr: usize, cell: u32, s: Slot, dst: &mut [u8]) -> Result<()> {
         let outcome = am_request::answer(self, cell, &Asked { rank: target, addr, len: dst.len(), op: "get" })
-            .and_then(|_| self.get(target, self.landing_slot(l, target, Dir::Get, s), dst));
+            .and_then(|_| self.get(target, self.landing_slot(l, target, Dir::Get, s.index), dst));
         l.free(target, Dir::Get, s);
         outcome?;
         bump(&self.counters.landed_get, 1);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn landing(targets: usize) -> Landing {
+        Landing {
+            offset: 0,
+            part: 8 * 4096,
+            slot: 4096,
+            slots: SLOTS,
+            busy: (0..targets).map(|_| [AtomicU64::new(0), AtomicU64::new(0)]).collect(),
+            me: 0,
+            own_heap: 0,
+        }
+    }
+
+    #[test]
+    fn claims_take_every_slot_once_and_free_gives_it_back() {
+        let l = landing(2);
+        let claims: Vec<Slot> = (0..SLOTS).map(|_| l.try_claim(1, Dir::Get).expect("a free slot")).collect();
+        let mut indices: Vec<u32> = claims.iter().map(|s| s.index).collect();
+        indices.sort_unstable();
+        assert_eq!(indices, (0..SLOTS as u32).collect::<Vec<_>>());
+        assert_eq!(l.try_claim(1, Dir::Get), None, "all busy");
+        assert!(l.try_claim(1, Dir::Put).is_some(), "put slots are apart from get slots");
+        assert!(l.try_claim(0, Dir::Get).is_some(), "slots at another target are apart");
+        l.free(1, Dir::Get, claims[2]);
+        assert_eq!(l.try_claim(1, Dir::Get).map(|s| s.index), Some(claims[2].index));
+    }
+
+    #[test]
+    fn a_claim_from_before_forget_cannot_free_a_later_claim() {
+        let l = landing(2);
+        let old = l.try_claim(1, Dir::Put).expect("a free slot");
+        // The target dies: every slot at it is free again, and a transfer claims the same one.
+        l.forget(1);
+        let new = l.try_claim(1, Dir::Put).expect("a free slot after forget");
+        assert_eq!(new.index, old.index);
+        assert_ne!(new, old);
+        // The old holder (failing with RankFailed, or a late acknowledgement) frees its claim:
+        // the new one must stay taken.
+        l.free(1, Dir::Put, old);
+        assert_ne!(l.try_claim(1, Dir::Put).map(|s| s.index), Some(new.index), "the new claim was freed by the old one");
+        l.free(1, Dir::Put, new);
+        // A token round trip keeps the epoch (a landed put's acknowledgement carries it).
+        assert_eq!(Slot::from_token(new.token()), new);
     }
 }

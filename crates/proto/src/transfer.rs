@@ -35,6 +35,7 @@
 //! zero-copy (the target's CPU is ours); a dynamic registration the pin limit refuses runs
 //! pipelined.
 
+use crate::landing::Slot;
 use crate::noncontig_target::StridedAsk;
 use crate::select::{Pass, Protocol};
 use crate::{completion, get_am, get_direct, noncontig, noncontig_target, put_am, put_direct, Proto};
@@ -428,13 +429,13 @@ pub(crate) enum Ask<'a> {
     Range(usize, &'a mut [u8]),
     /// A get of a contiguous range through a slot of the target's landing zone (landing.rs):
     /// the slot once asked; None with a request, for a plain `Range` request instead.
-    Landed(usize, &'a mut [u8], Option<u32>),
+    Landed(usize, &'a mut [u8], Option<Slot>),
     Pieces(crate::strided::Pieces<'a>),
     PutPieces(Vec<(usize, &'a [u8])>),
     /// Lists through a slot of the target's landing zone (landing.rs): the slot once asked;
     /// None with a request, for a plain `Pieces` / `PutPieces` request instead.
-    LandedPieces(crate::strided::Pieces<'a>, Option<u32>),
-    LandedPutPieces(Vec<(usize, &'a [u8])>, Option<u32>),
+    LandedPieces(crate::strided::Pieces<'a>, Option<Slot>),
+    LandedPutPieces(Vec<(usize, &'a [u8])>, Option<Slot>),
     /// A list the target moves into (get) or out of (put) our buffers itself.
     TargetGet(crate::strided::Pieces<'a>),
     TargetPut(Vec<(usize, &'a [u8])>),
@@ -523,8 +524,8 @@ impl Ask<'_> {
 /// cell, with the slot noted in `slot`; with no slot free, the `plain` request when `alone`
 /// (nothing else of the transfer in flight: see `Ask::try_send`), else None (ask later).
 fn in_slot_or_plain(
-    slot: &mut Option<u32>,
-    tried: Option<(u32, u32)>,
+    slot: &mut Option<Slot>,
+    tried: Option<(u32, Slot)>,
     alone: bool,
     plain: impl FnOnce() -> Result<Option<u32>>,
 ) -> Result<Option<u32>> {
