@@ -79,6 +79,26 @@ if [ -z "${LAUNCH:-}" ]; then
         report "$t, emulated hosts (3 ranks)" "$log" $?
     done
 fi
+# SMP domains: a job on one host is one domain, on the MPI builds too (their ranks map every
+# heap at the owner's address: crates/transport/src/mpi/owner_views.rs), and one per rank
+# where ranks share no memory (ACTIVERMA_MPI_SHARED=off).
+for n in 2 4; do
+    log=$build/test_topology.domains.$n.log
+    if [ "${ACTIVERMA_MPI_SHARED:-auto}" = off ] || [ -n "${ACTIVERMA_SMP_EMULATE_REMOTE:-}" ]; then domains=$n; else domains=1; fi
+    (
+        export ARMCI_TEST_DOMAINS=$domains
+        launch "$n" "$log" "$build/test_topology"
+    )
+    report "test_topology: $domains SMP domain(s) ($n ranks)" "$log" $?
+done
+if [ -n "${LAUNCH:-}" ]; then
+    log=$build/test_topology.unshared.log
+    (
+        export ARMCI_TEST_DOMAINS=3 ACTIVERMA_MPI_SHARED=off
+        launch 3 "$log" "$build/test_topology"
+    )
+    report "test_topology, ACTIVERMA_MPI_SHARED=off: a domain per rank (3 ranks)" "$log" $?
+fi
 # job_fails WHAT MESSAGE LOG N PROG [ARGS]: the job on N ranks must end with a non-zero status
 # (not a timeout) and print MESSAGE.
 job_fails() {

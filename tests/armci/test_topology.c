@@ -1,14 +1,19 @@
 /* SMP domains and the scopes of message.h. The contract Global Arrays relies on: a rank in my
  * domain (ARMCI_Same_node) has ARMCI_Malloc addresses I may load from and store to directly.
  * The domains partition the job consistently, and SCOPE_NODE / SCOPE_MASTERS collectives run
- * over a domain's ranks / the domains' first ranks. */
+ * over a domain's ranks / the domains' first ranks. With ARMCI_TEST_DOMAINS=k in the
+ * environment, the job must have exactly k domains (run.sh: one for a job on one host, also on
+ * the MPI builds; one per rank where ranks share no memory). */
 #include "check.h"
+#include <stdlib.h>
 
 int main(void) {
     ARMCI_Init();
     int me = armci_msg_me(), n = armci_msg_nproc();
     int mine = armci_domain_my_id(ARMCI_DOMAIN_SMP), count = armci_domain_count(ARMCI_DOMAIN_SMP);
     EXPECT(count >= 1 && count <= n, "domain count %d", count);
+    const char *want = getenv("ARMCI_TEST_DOMAINS");
+    if (want) EXPECT(count == atoi(want), "domain count %d, expected %s", count, want);
     EXPECT(armci_domain_id(ARMCI_DOMAIN_SMP, me) == mine, "my domain id %d vs %d", armci_domain_id(ARMCI_DOMAIN_SMP, me), mine);
     EXPECT(ARMCI_Same_node(me) == 1, "a rank is not on its own node");
 

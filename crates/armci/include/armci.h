@@ -222,10 +222,12 @@ MPI_Comm armci_group_comm(ARMCI_Group *group);
  * ARMCI_Malloc_group addresses this process may load from and store to directly (group blocks
  * come from each rank's group pool, ACTIVERMA_ARMCI_GROUP_POOL bytes set aside at ARMCI_Init;
  * with the setting 0 they are private memory, reached through ARMCI calls only, and a group
- * allocation that does not fit in the pool fails with a message). On the smp conduit a domain
- * is a host (the whole job, or an emulated host); on the mpi conduit every rank is its own domain (MPI maps
- * other ranks' memory at other addresses), as in ARMCI-MPI. ARMCI_Uses_shm: 1 when a domain
- * holds several ranks. */
+ * allocation that does not fit in the pool fails with a message). A domain is a host: the
+ * whole job or an emulated host on the smp conduit; on the mpi conduit the ranks of one node,
+ * which map each other's memory at its owners' addresses. A rank whose memory is not shared
+ * (alone on its node, ACTIVERMA_MPI_SHARED=off, or a node where those addresses could not be
+ * had) is its own domain, as every rank is in ARMCI-MPI. ARMCI_Uses_shm: 1 when a domain holds
+ * several ranks. */
 enum armci_domain_e { ARMCI_DOMAIN_SMP };
 typedef int armci_domain_t;
 int armci_domain_nprocs(armci_domain_t domain, int id);

@@ -21,6 +21,7 @@ mod am;
 mod bounce;
 mod ffi;
 mod node;
+mod owner_views;
 mod rma;
 
 use crate::mapping::Mapping;
@@ -56,6 +57,8 @@ pub struct MpiConduit {
     _table_map: Option<Mapping>,
     /// The heap's memory when it is neither MPI's nor in a node's shared window.
     _private_heap: Option<Mapping>,
+    /// This node's heaps at the same addresses in each of its processes (owner_views.rs).
+    _owner_views: Option<owner_views::OwnerViews>,
     /// The ranks of this node share their heaps and tables (ACTIVERMA_MPI_SHARED).
     shared: Option<Shared>,
     /// Every rank of the job is on this host and mapped here: the heap's window is the shared
@@ -191,26 +194,34 @@ impl MpiConduit {
             mpi.create_heap_window(win_base as *mut u8, heap_size + ps)?;
         }
         let osc_rdma = mpi.heap_window_reports_locks()?;
-        let heap_ptr = win_base.next_multiple_of(ps);
+        let mpi_heap = win_base.next_multiple_of(ps);
         let win_bases = mpi.allgather_u64(win_base as u64)?;
-        let bases = mpi.allgather_u64(heap_ptr as u64)?;
+        let mpi_bases = mpi.allgather_u64(mpi_heap as u64)?;
         // Collective: every rank takes part, whether or not its node shares memory.
         let pids = mpi.allgather_u64(std::process::id() as u64)?;
-        let shared = match parts {
-            Some(parts) => {
-                let mut heaps = vec![None; size];
-                for (&r, part) in my_node.iter().zip(parts) {
-                    // A rank's heap starts as far into its part as it does in its own process.
-                    heaps[r] = Some(part as usize + (bases[r] as usize - win_bases[r] as usize));
-                }
-                Some(Shared {
-                    tables: heaps.iter().map(|h| h.map(|h| h + heap_size)).collect(),
-                    heaps,
-                    pids: pids.into_iter().map(|p| p as i32).collect(),
-                })
+        // MPI's mapping here of each heap of the node (a rank's heap starts as far into its
+        // part as it does in its own process), then views of them at the same address in every
+        // process of the node where that can be had (owner_views.rs; collective too).
+        let node_heaps: Vec<usize> = parts.as_ref().map_or_else(Vec::new, |parts| {
+            my_node.iter().zip(parts).map(|(&r, &part)| part as usize + (mpi_bases[r] - win_bases[r]) as usize).collect()
+        });
+        let views = owner_views::map(&mut mpi, &my_node, &node_heaps, heap_size, verbose)?;
+        let seen_at = |i: usize| views.as_ref().map_or(node_heaps[i], |v| v.heap(i, heap_size));
+        let me_in_node = my_node.iter().position(|&r| r == rank).expect("we are on our node");
+        let heap_ptr = if node_heaps.is_empty() { mpi_heap } else { seen_at(me_in_node) };
+        let bases = mpi.allgather_u64(heap_ptr as u64)?;
+        // The heap window's displacements are offsets from the window's start in the owner's
+        // MPI mapping; `bases` may be the views': the same offset from each rank's heap.
+        let win_bases: Vec<usize> = (0..size).map(|r| (bases[r] - (mpi_bases[r] - win_bases[r])) as usize).collect();
+        let shared = parts.map(|_| {
+            let mut heaps = vec![None; size];
+            let mut tables = vec![None; size];
+            for (i, &r) in my_node.iter().enumerate() {
+                heaps[r] = Some(seen_at(i));
+                tables[r] = Some(node_heaps[i] + heap_size);
             }
-            None => None,
-        };
+            Shared { heaps, tables, pids: pids.into_iter().map(|p| p as i32).collect() }
+        });
         let all_mapped = whole_job && shared.is_some();
         // A rank that shares no memory still has an inbox of its own, for its messages to itself.
         let own_queue = match &shared {
@@ -241,7 +252,8 @@ impl MpiConduit {
             rank,
             size,
             heap_bases: bases.into_iter().map(|b| b as usize).collect(),
-            heap_win_bases: win_bases.into_iter().map(|b| b as usize).collect(),
+            heap_win_bases: win_bases,
+            _owner_views: views,
             mpi,
             calls,
             pump: Mutex::new(pump),
