@@ -194,25 +194,24 @@ impl MpiConduit {
             mpi.create_heap_window(win_base as *mut u8, heap_size + ps)?;
         }
         let osc_rdma = mpi.heap_window_reports_locks()?;
-        let mpi_heap = win_base.next_multiple_of(ps);
-        let win_bases = mpi.allgather_u64(win_base as u64)?;
-        let mpi_bases = mpi.allgather_u64(mpi_heap as u64)?;
+        // Where the heap starts in its window part (page alignment): the same in every process
+        // that maps the part.
+        let slack = mpi.allgather_u64((win_base.next_multiple_of(ps) - win_base) as u64)?;
         // Collective: every rank takes part, whether or not its node shares memory.
         let pids = mpi.allgather_u64(std::process::id() as u64)?;
-        // MPI's mapping here of each heap of the node (a rank's heap starts as far into its
-        // part as it does in its own process), then views of them at the same address in every
-        // process of the node where that can be had (owner_views.rs; collective too).
-        let node_heaps: Vec<usize> = parts.as_ref().map_or_else(Vec::new, |parts| {
-            my_node.iter().zip(parts).map(|(&r, &part)| part as usize + (mpi_bases[r] - win_bases[r]) as usize).collect()
-        });
+        // MPI's mapping here of each heap of the node, then views of them at the same address
+        // in every process of the node where that can be had (owner_views.rs; collective too).
+        let node_heaps: Vec<usize> = parts
+            .as_ref()
+            .map_or_else(Vec::new, |parts| my_node.iter().zip(parts).map(|(&r, &part)| part as usize + slack[r] as usize).collect());
         let views = owner_views::map(&mut mpi, &my_node, &node_heaps, heap_size, verbose)?;
         let seen_at = |i: usize| views.as_ref().map_or(node_heaps[i], |v| v.heap(i, heap_size));
         let me_in_node = my_node.iter().position(|&r| r == rank).expect("we are on our node");
-        let heap_ptr = if node_heaps.is_empty() { mpi_heap } else { seen_at(me_in_node) };
+        let heap_ptr = views.as_ref().map_or(win_base + slack[rank] as usize, |v| v.heap(me_in_node, heap_size));
         let bases = mpi.allgather_u64(heap_ptr as u64)?;
         // The heap window's displacements are offsets from the window's start in the owner's
-        // MPI mapping; `bases` may be the views': the same offset from each rank's heap.
-        let win_bases: Vec<usize> = (0..size).map(|r| (bases[r] - (mpi_bases[r] - win_bases[r])) as usize).collect();
+        // MPI mapping: the same offset back from the heap, wherever it is seen.
+        let win_bases: Vec<usize> = (0..size).map(|r| (bases[r] - slack[r]) as usize).collect();
         let shared = parts.map(|_| {
             let mut heaps = vec![None; size];
             let mut tables = vec![None; size];

@@ -67,15 +67,15 @@ pub(super) fn map(mpi: &mut Mpi, node: &[Rank], heaps: &[usize], heap_len: usize
             }
         );
     }
-    // Ranks that take no part answer yes: only the node's own answers decide for it.
-    if !node_agrees(mpi, node, reserved || !wanted)? || !wanted {
-        if reserved {
-            // SAFETY: our reservation.
-            unsafe { libc::munmap(HEAP_HINT as *mut _, total) };
-        }
+    // Both rounds are collectives every rank takes part in, whatever it found: a rank outside
+    // a shared node answers yes, and only the node's own answers decide for it. Dropping the
+    // views unmaps the reservation and whatever was mapped over it.
+    let reservation = reserved.then_some(OwnerViews { base: HEAP_HINT, len: total });
+    let everyone_reserved = node_agrees(mpi, node, reserved || heaps.is_empty())?;
+    let Some(views) = reservation.filter(|_| everyone_reserved) else {
+        node_agrees(mpi, node, true)?;
         return Ok(None);
-    }
-    let views = OwnerViews { base: HEAP_HINT, len: total };
+    };
     let mapped = heaps.iter().enumerate().all(|(i, &h)| {
         let at = views.heap(i, heap_len);
         // SAFETY: `h` is MPI's shared mapping of a heap of `heap_len` bytes; old size 0 makes a
