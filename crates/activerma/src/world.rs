@@ -641,8 +641,10 @@ impl World {
 
     /// A 64-bit atomic on an 8-byte aligned word; returns the previous value. `Fetch` is a read
     /// and needs read permission only (as MPI_Fetch_and_op with MPI_NO_OP); every other op
-    /// writes and needs read-write (`Error::Protection`). Pages marked to log accesses refuse
-    /// the atomics they permit (`Error::Unsupported`): atomics are not logged.
+    /// writes and needs read-write (`Error::Protection`). On pages marked for Active Access a
+    /// writing atomic is logged as a put of its word without data where the page logs puts
+    /// that way (W, WL, no WLD: what incremental checkpoints track); a `Fetch` is not logged;
+    /// pages that log put data or gets refuse them (`Error::Unsupported`).
     #[inline]
     pub fn atomic(&self, at: RemotePtr, op: AtomicOp) -> Result<u64> {
         self.live()?.proto.atomic(at.rank, at.addr, op)

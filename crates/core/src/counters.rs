@@ -45,6 +45,7 @@ crate::counter_set! {
         wakeups_sent: "futex wake-ups sent to sleeping targets",
         put_active: "puts to pages marked for Active Access (written and/or logged)",
         get_active: "gets from pages marked for Active Access (logged)",
+        atomic_active: "atomics on pages marked to log puts' metadata (W, WL): run, and logged as a write of the word",
         log_entries_handled: "access-log entries run through their handler here",
         active_flushes: "active flushes",
         iotlb_hits: "modelled IOTLB hits (translation lookups of this rank)",

@@ -346,8 +346,14 @@ impl OriginTable {
             // a protection fault.
             AccessKind::Put if bits & (Entry::WL | Entry::WLD) != 0 => Ok(true),
             AccessKind::Get if e & want == want && bits & (Entry::RL | Entry::RLD) != 0 => Ok(true),
+            // A writing atomic is a write of its word: logged like a put's metadata where the
+            // page logs puts without their data (W, WL: what incremental checkpoints track).
+            // A fetch only reads: plain where no get is logged. Data logging and logged gets
+            // have no meaning for an atomic (which bytes, which value?): refused.
+            AccessKind::Atomic if e & want == want && bits & Entry::WL != 0 && bits & (Entry::WLD | Entry::RL | Entry::RLD) == 0 => Ok(true),
+            AccessKind::AtomicRead if e & want == want && bits & (Entry::RL | Entry::RLD) == 0 => Ok(false),
             AccessKind::Atomic | AccessKind::AtomicRead if e & want == want => Err(Error::Unsupported(format!(
-                "atomic at rank {} address {addr:#x}: the page is marked for Active Access (logged puts/gets), where atomics are not defined; unmark it or use puts",
+                "atomic at rank {} address {addr:#x}: the page is marked for Active Access with data logging or logged gets, where atomics are not defined; unmark it or use puts",
                 self.rank
             ))),
             _ if e & want != want => Err(Error::Protection { rank: self.rank, addr, len, op: kind.name(), prot: Prot::describe(bits) }),
@@ -935,7 +941,11 @@ mod tests {
         assert_eq!(t.update_bits(base, 8, Entry::WL, 0).unwrap(), 1);
         assert!(o.check(base, 8, AccessKind::Put).unwrap().active, "W=1, WL=1: written and logged");
         assert!(!o.check(base, 8, AccessKind::Get).unwrap().active, "put logging leaves gets plain");
-        assert!(matches!(o.check(base, 8, AccessKind::Atomic), Err(Error::Unsupported(_))), "atomics on active pages");
+        assert!(o.check(base, 8, AccessKind::Atomic).unwrap().active, "W=1, WL=1: a writing atomic is logged as a put of its word");
+        assert!(!o.check(base, 8, AccessKind::AtomicRead).unwrap().active, "a fetch reads plainly where no get is logged");
+        t.update_bits(base, 8, Entry::WLD, 0).unwrap();
+        assert!(matches!(o.check(base, 8, AccessKind::Atomic), Err(Error::Unsupported(_))), "atomics on pages logging put data");
+        t.update_bits(base, 8, 0, Entry::WLD).unwrap();
         t.update_bits(base, 8, Entry::WLD, Entry::W | Entry::WL).unwrap();
         assert!(o.check(base, 8, AccessKind::Put).unwrap().active, "W=0, WLD=1: an active put");
         t.update_bits(base, 8, 0, Entry::WLD).unwrap();

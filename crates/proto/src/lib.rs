@@ -30,6 +30,7 @@
 
 mod active_origin;
 mod am_request;
+mod atomic_active;
 mod atomic_am;
 mod atomic_direct;
 mod completion;
@@ -527,6 +528,11 @@ impl Proto {
         if rank == self.conduit.rank() {
             // Our own word: checked like any access, then run by our CPU (we are its target).
             let checked = self.choose(rank, addr, width.bytes(), atomic_am::kind(op))?;
+            if checked.lookup().active {
+                // A logged atomic (atomic_active.rs): the same paths as another rank's.
+                drop(checked);
+                return self.atomic_chosen(rank, addr, op, width);
+            }
             bump(&self.counters.atomic_direct, 1);
             // SAFETY: our own memory, exposed with the rights this atomic needs, aligned.
             let old = unsafe { activerma_transport::apply_atomic_at(addr as *mut u8, op, width) };
@@ -557,6 +563,7 @@ impl Proto {
         let choice = self.choose(rank, addr, width.bytes(), atomic_am::kind(op))?;
         let old = match choice.protocol {
             Protocol::AtomicDirect => atomic_direct::run(self, choice.local, op, width),
+            Protocol::AtomicActive => atomic_active::run(self, rank, addr, op, width, choice.lookup(), choice.local)?,
             Protocol::AtomicRma => rma_conduit::atomic(self, rank, addr, op, width)?,
             Protocol::AtomicAm => {
                 drop(choice);

@@ -30,6 +30,9 @@ pub enum Protocol {
     GetAm,
     PutActive,
     GetActive,
+    /// A writing atomic on a segment page marked to log puts' metadata (W, WL): the origin's
+    /// CPU runs it and appends the write to the target's access log.
+    AtomicActive,
     /// Registration miss, strategy bounce: put_am / get_am's code, chosen for another reason.
     PutBounce,
     GetBounce,
@@ -70,6 +73,7 @@ impl Protocol {
             Protocol::GetAm => "get_am",
             Protocol::PutActive => "put_active",
             Protocol::GetActive => "get_active",
+            Protocol::AtomicActive => "atomic_active",
             Protocol::PutBounce => "put_bounce",
             Protocol::GetBounce => "get_bounce",
             Protocol::PutRendezvous => "put_rendezvous",
@@ -99,6 +103,9 @@ impl Protocol {
             }
             Protocol::PutActive | Protocol::GetActive => {
                 "the target marked a page of the access for Active Access: each page's bits decide whether the bytes are written/read and whether the access is logged into an access log"
+            }
+            Protocol::AtomicActive => {
+                "the target marked the word's page to log puts without their data (W, WL; what incremental checkpoints track): a CPU atomic, logged into the access log as a write of the word"
             }
             Protocol::PutBounce | Protocol::GetBounce => {
                 "a page of the target's private memory is not registered and the registration strategy is bounce: the data is copied through the target's pre-registered active-message buffers (fragmented and pipelined), by the target's progress engine"
@@ -205,7 +212,11 @@ impl Proto {
                 };
                 let p = match kind {
                     AccessKind::Put => Protocol::PutActive,
-                    _ => Protocol::GetActive,
+                    AccessKind::Get => Protocol::GetActive,
+                    // Only a writing atomic on a W, WL page comes here (the table's check): a
+                    // mapped segment's by our CPU, private memory's by the target's, which logs.
+                    AccessKind::Atomic | AccessKind::AtomicRead if lookup.private => Protocol::AtomicAm,
+                    AccessKind::Atomic | AccessKind::AtomicRead => Protocol::AtomicActive,
                 };
                 (p, local)
             }

@@ -75,20 +75,24 @@ pub fn bit_combinations() -> Result<()> {
             }
             let mut got = [0u8; 16];
             w.get(at(6), &mut got)?;
-            // Atomics are not defined on logged pages that permit them (refused as unsupported,
-            // on every path); without W a writing atomic is a protection fault; a fetch is a
-            // read: page 5 (R only) takes it, page 6 (R, logged gets) refuses it as unsupported.
-            for p in [1, 2] {
-                let r = w.fetch_add(at(p), 1);
-                assert!(matches!(r, Err(Error::Unsupported(_))), "page {p}: fetch-add on a logged page, got {r:?}");
-            }
+            // A writing atomic on a page that logs puts' metadata (page 1: W, WL) runs and is
+            // logged as a put of its word (atomic_active.rs), on every path; with data logging
+            // (page 2) it is refused as unsupported; without W it is a protection fault. A
+            // fetch is a read: pages 1 and 5 (no logged gets) take it, page 6 (logged gets)
+            // refuses it as unsupported. The words lie past the puts' 16 bytes.
+            let word = |p: usize| RemotePtr::new(0, at(p).addr + 24);
+            assert_eq!(w.fetch_add(word(1), 5)?, 0, "page 1: fetch-add on a W, WL page");
+            assert_eq!(w.fetch_add(word(1), 2)?, 5, "page 1: the second fetch-add sees the first");
+            assert_eq!(w.fetch(word(1))?, 7, "page 1: a fetch reads the word plainly");
+            let r = w.fetch_add(word(2), 1);
+            assert!(matches!(r, Err(Error::Unsupported(_))), "page 2: fetch-add on a page logging put data, got {r:?}");
             for p in [3, 4, 5, 6] {
-                let r = w.fetch_add(at(p), 1);
+                let r = w.fetch_add(word(p), 1);
                 assert!(matches!(r, Err(Error::Protection { .. })), "page {p}: fetch-add without W, got {r:?}");
             }
-            let r = w.fetch(at(6));
+            let r = w.fetch(word(6));
             assert!(matches!(r, Err(Error::Unsupported(_))), "page 6: fetch on a page logging gets, got {r:?}");
-            w.fetch(at(5))?;
+            w.fetch(word(5))?;
             w.active_flush(0)?;
         }
         w.barrier()?;
@@ -108,6 +112,14 @@ pub fn bit_combinations() -> Result<()> {
                     assert_eq!(e.4, if *data { vec![0xa0 + p as u8; 16] } else { vec![] }, "page {p}: data logged?");
                 }
             }
+            // The two fetch-adds on page 1, each logged as an 8-byte put without data, and the
+            // word holds their sum.
+            let word_at = at(1).addr as u64 + 24;
+            let atomics: Vec<_> = s.iter().filter(|e| e.2 == word_at).collect();
+            assert_eq!(atomics.len(), 2, "case {base}: the fetch-adds on page 1 logged? {s:?}");
+            assert!(atomics.iter().all(|e| (e.0, e.1, e.3, e.4.len()) == (LogOp::Put, 1, 8, 0)), "case {base}: {atomics:?}");
+            let sum = unsafe { std::ptr::read_volatile(local.add(page + 32) as *const u64) };
+            assert_eq!(sum, 7, "case {base}: page 1's word");
             let g: Vec<_> = s.iter().filter(|e| e.0 == LogOp::Get).collect();
             assert_eq!(g.len(), 1, "one logged get");
             assert_eq!(g[0].4, mem(6), "RLD logs a copy of the bytes returned");

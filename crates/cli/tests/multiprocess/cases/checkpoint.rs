@@ -3,6 +3,10 @@
 //! job (`activerma run --restart-from DIR`, or ACTIVERMA_RESTART_FROM under mpirun) must find
 //! exactly the state of the last complete checkpoint, every byte, and go on from there.
 //!
+//! `checkpoint_restart`'s steps also add into the next rank's memory with a fetch-add (a
+//! logged atomic on the incremental scheme's tracked pages, atomic_active.rs), except under
+//! trap-first-write, whose write-protected pages refuse atomics until a put lifted the trap.
+//!
 //! Driven by the environment: CKPT_DIR (the store), CKPT_SCHEME (full | incremental |
 //! trap-first-write), CKPT_STEPS (steps to reach), CKPT_KILL (`rank:epoch`: that rank dies
 //! on the first page of that checkpoint), CKPT_EXPECT_RESTORED (the epoch a restart must find).
@@ -29,13 +33,25 @@ fn writes(writer: usize, k: usize, remote: bool) -> Vec<(usize, usize, usize, u8
         .collect()
 }
 
-/// What rank `me`'s copy holds after `steps` steps.
-fn expected(me: usize, n: usize, steps: usize) -> Vec<u8> {
+/// Step `k`'s fetch-add by rank `writer` into the next rank's copy: (page, offset of the 8-byte
+/// word, addend). A page of the remote half that step's puts may also touch, after them.
+fn atomic_add(writer: usize, k: usize) -> (usize, usize, u64) {
+    (PAGES / 2 + (k * 7 + writer * 5 + 1) % (PAGES / 2), PAGE - 8 * (1 + k % 4), (k * 1000 + writer) as u64)
+}
+
+/// What rank `me`'s copy holds after `steps` steps (`atomics`: the steps' fetch-adds ran).
+fn expected(me: usize, n: usize, steps: usize, atomics: bool) -> Vec<u8> {
     let mut m = vec![0u8; PAGES * PAGE];
     let prev = (me + n - 1) % n;
     for k in 1..=steps {
         for (page, off, len, b) in writes(me, k, false).into_iter().chain(writes(prev, k, true)) {
             m[page * PAGE + off..page * PAGE + off + len].fill(b);
+        }
+        if atomics {
+            let (page, off, add) = atomic_add(prev, k);
+            let at = page * PAGE + off;
+            let v = u64::from_ne_bytes(m[at..at + 8].try_into().unwrap()).wrapping_add(add);
+            m[at..at + 8].copy_from_slice(&v.to_ne_bytes());
         }
     }
     m
@@ -47,18 +63,24 @@ const FULL_EVERY: u64 = 3;
 
 /// Pages rank `me`'s checkpoint `k` writes: all of them for a full one (the first, every
 /// FULL_EVERY-th after the base, every one of the full scheme), else the pages step `k` changed.
-fn pages_written(scheme: Scheme, me: usize, n: usize, k: usize) -> u64 {
+fn pages_written(scheme: Scheme, me: usize, n: usize, k: usize, atomics: bool) -> u64 {
     let full = scheme == Scheme::Full || k == 1 || (k as u64 - 1).is_multiple_of(FULL_EVERY);
     if full {
         return PAGES as u64;
     }
-    pages_changed(me, n, k)
+    pages_changed(me, n, k, atomics)
 }
 
-/// The pages of rank `me` step `k` changes (its own writes and the previous rank's puts).
-fn pages_changed(me: usize, n: usize, k: usize) -> u64 {
+/// The pages of rank `me` step `k` changes (its own writes, the previous rank's puts and, with
+/// `atomics`, its fetch-add).
+fn pages_changed(me: usize, n: usize, k: usize, atomics: bool) -> u64 {
     let prev = (me + n - 1) % n;
-    writes(me, k, false).iter().chain(writes(prev, k, true).iter()).map(|w| w.0).collect::<std::collections::BTreeSet<_>>().len() as u64
+    let mut pages: std::collections::BTreeSet<usize> =
+        writes(me, k, false).iter().chain(writes(prev, k, true).iter()).map(|w| w.0).collect();
+    if atomics {
+        pages.insert(atomic_add(prev, k).0);
+    }
+    pages.len() as u64
 }
 
 pub fn checkpoint_restart() -> Result<()> {
@@ -67,13 +89,14 @@ pub fn checkpoint_restart() -> Result<()> {
     let steps: usize = env("CKPT_STEPS").map_or(4, |s| s.parse().unwrap());
     let w = activerma::init()?;
     let (me, n) = (w.rank(), w.size());
+    let atomics = scheme != Scheme::TrapFirstWrite;
     let seg = w.alloc_segment(PAGES * PAGE)?;
     let mut opts = Options::new(scheme);
     opts.full_every = FULL_EVERY;
     if let Some(kill) = env("CKPT_KILL") {
         let (rank, epoch) = kill.split_once(':').expect("rank:epoch");
         if rank.parse::<usize>().unwrap() == me {
-            let before: u64 = (1..epoch.parse::<usize>().unwrap()).map(|k| pages_written(scheme, me, n, k)).sum();
+            let before: u64 = (1..epoch.parse::<usize>().unwrap()).map(|k| pages_written(scheme, me, n, k, atomics)).sum();
             opts.kill_after_pages = Some(before + 1);
         }
     }
@@ -85,22 +108,22 @@ pub fn checkpoint_restart() -> Result<()> {
         return Err(Error::InvalidArgument(format!("rank {me}: restored {restored:?}, expected {want:?}")));
     }
     let start = restored.unwrap_or(0) as usize;
-    check_state(&w, &seg, start, "after restore")?;
+    check_state(&w, &seg, start, "after restore", atomics)?;
     for k in start + 1..=steps {
-        step(&w, &seg, &ck, k)?;
+        step(&w, &seg, &ck, k, atomics)?;
         let st = ck.checkpoint()?;
         if st.epoch != k as u64 {
             return Err(Error::InvalidArgument(format!("rank {me}: checkpoint {} after step {k}", st.epoch)));
         }
         // An incremental checkpoint writes what changed: this step's pages, no more.
-        let want = pages_written(scheme, me, n, k);
+        let want = pages_written(scheme, me, n, k, atomics);
         if st.pages_written != want || st.full != (want == PAGES as u64) {
             return Err(Error::InvalidArgument(format!(
                 "rank {me}: checkpoint {k} (full: {}) wrote {} pages, expected {want} ({} found by the log, {} by the MMU)",
                 st.full, st.pages_written, st.remote_pages, st.local_pages
             )));
         }
-        check_state(&w, &seg, k, "after a checkpoint")?;
+        check_state(&w, &seg, k, "after a checkpoint", atomics)?;
     }
     w.finalize()
 }
@@ -130,7 +153,7 @@ pub fn checkpoint_retry() -> Result<()> {
     let mut opts = Options::new(scheme);
     opts.full_every = 0;
     let full = |k: usize| scheme == Scheme::Full || k == 1;
-    let pages = |k: usize| if full(k) { PAGES as u64 } else { pages_changed(me, n, k) };
+    let pages = |k: usize| if full(k) { PAGES as u64 } else { pages_changed(me, n, k, false) };
     let kill = env("CKPT_KILL").unwrap_or_default();
     let kill: Vec<&str> = kill.split(':').collect();
     if w.incarnation() == 0 {
@@ -151,7 +174,7 @@ pub fn checkpoint_retry() -> Result<()> {
         if restored != Some(epoch.parse().unwrap()) {
             return Err(fail(format!("restored {restored:?}, expected checkpoint {epoch}")));
         }
-        check_state(&w, &seg, step.parse().unwrap(), "after restore")?;
+        check_state(&w, &seg, step.parse().unwrap(), "after restore", false)?;
         return w.finalize();
     }
     // Epochs ahead of steps: 1 once a failed call's checkpoint turned out complete.
@@ -173,11 +196,11 @@ pub fn checkpoint_retry() -> Result<()> {
                 k + ahead
             )));
         }
-        check_state(&w, &seg, k, "after the retried checkpoint")?;
+        check_state(&w, &seg, k, "after the retried checkpoint", false)?;
         first = k + 1;
     }
     for k in first..=steps {
-        step(&w, &seg, &ck, k)?;
+        step(&w, &seg, &ck, k, false)?;
         let st = match ck.checkpoint() {
             Err(Error::RankFailed { rank, .. }) => {
                 w.wait_for_rank(rank)?;
@@ -203,7 +226,7 @@ pub fn checkpoint_retry() -> Result<()> {
                 st.local_pages
             )));
         }
-        check_state(&w, &seg, k, "after a checkpoint")?;
+        check_state(&w, &seg, k, "after a checkpoint", false)?;
     }
     w.finalize()
 }
@@ -220,7 +243,7 @@ fn redo_lost(w: &World, seg: &activerma::Segment, ck: &Checkpointer, dead: usize
     let (k, lowest) = (*all.iter().max().unwrap(), *all.iter().min().unwrap());
     if lowest < k {
         if me == dead {
-            step(w, seg, ck, k)?;
+            step(w, seg, ck, k, false)?;
         } else if (me + 1) % n == dead {
             for (page, off, len, b) in writes(me, k, true) {
                 w.put(seg.remote(dead, page * PAGE + off), &vec![b; len])?;
@@ -231,7 +254,9 @@ fn redo_lost(w: &World, seg: &activerma::Segment, ck: &Checkpointer, dead: usize
     Ok((k, lowest == k))
 }
 
-fn step(w: &World, seg: &activerma::Segment, ck: &Checkpointer, k: usize) -> Result<()> {
+/// Step `k` of rank `w`: its local writes, its puts into the next rank and, with `atomics`,
+/// its fetch-add there.
+fn step(w: &World, seg: &activerma::Segment, ck: &Checkpointer, k: usize, atomics: bool) -> Result<()> {
     let (me, n) = (w.rank(), w.size());
     for (page, off, len, b) in writes(me, k, false) {
         seg.write_local(page * PAGE + off, &vec![b; len]);
@@ -241,14 +266,19 @@ fn step(w: &World, seg: &activerma::Segment, ck: &Checkpointer, k: usize) -> Res
         w.put(seg.remote(next, page * PAGE + off), &vec![b; len])?;
         ck.after_remote_write(next)?;
     }
+    if atomics {
+        let (page, off, add) = atomic_add(me, k);
+        w.fetch_add(seg.remote(next, page * PAGE + off), add)?;
+        ck.after_remote_write(next)?;
+    }
     Ok(())
 }
 
-fn check_state(w: &World, seg: &activerma::Segment, steps: usize, when: &str) -> Result<()> {
+fn check_state(w: &World, seg: &activerma::Segment, steps: usize, when: &str, atomics: bool) -> Result<()> {
     w.barrier()?;
     let mut got = vec![0u8; PAGES * PAGE];
     seg.read_local(0, &mut got);
-    let want = expected(w.rank(), w.size(), steps);
+    let want = expected(w.rank(), w.size(), steps, atomics);
     if let Some(i) = (0..got.len()).find(|&i| got[i] != want[i]) {
         return Err(Error::InvalidArgument(format!(
             "rank {}: {when} (step {steps}): byte {i} (page {}) is {}, expected {}",
