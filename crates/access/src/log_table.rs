@@ -338,7 +338,7 @@ impl Made {
         // memory (a Hold log of a whole exchange: one per 4 KiB of records). Best effort: on a
         // kernel without MADV_POPULATE_WRITE (before 5.14) pages come on first touch.
         // SAFETY: the range lies in our arena mapping.
-        unsafe { populate(self.arena.base.add(off), need) };
+        unsafe { activerma_core::page::populate_for_write(self.arena.base.add(off), need) };
         let s = self.arena.slot(slot);
         s.domain.store(domain, Ordering::Relaxed);
         s.threshold.store(threshold.max(1), Ordering::Relaxed);
@@ -346,19 +346,6 @@ impl Made {
         s.state.store(ACTIVE, Ordering::Release);
         Ok(())
     }
-}
-
-/// Faults in the pages of `[p, p + len)` for writing (MADV_POPULATE_WRITE), ignoring failure.
-///
-/// # Safety
-/// The range lies in a writable mapping of this process.
-unsafe fn populate(p: *mut u8, len: usize) {
-    let page = activerma_core::page::page_size();
-    let start = (p as usize) & !(page - 1);
-    let end = (p as usize + len).next_multiple_of(page);
-    // SAFETY: the caller's range, widened to its pages (still inside the arena's mapping,
-    // which is page-aligned and whole pages long).
-    unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_POPULATE_WRITE) };
 }
 
 #[cfg(test)]

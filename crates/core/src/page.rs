@@ -19,6 +19,20 @@ pub fn page_ceil(addr: usize) -> usize {
     (addr + page_size() - 1) & !(page_size() - 1)
 }
 
+/// Faults in the pages of `[p, p + len)` for writing in this process (MADV_POPULATE_WRITE:
+/// page-table entries made now, in one call, instead of a fault per page on first touch),
+/// ignoring failure: on a kernel without it (before 5.14) pages come on first touch.
+///
+/// # Safety
+/// The range lies in a writable mapping of this process.
+pub unsafe fn populate_for_write(p: *mut u8, len: usize) {
+    let start = page_floor(p as usize);
+    let end = page_ceil(p as usize + len);
+    // SAFETY: the caller's range, widened to its pages (inside the same mapping: mappings are
+    // whole pages).
+    unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_POPULATE_WRITE) };
+}
+
 /// Index range of the pages that `[addr, addr+len)` touches, relative to `base` (page aligned).
 #[inline]
 pub fn pages_spanned(base: usize, addr: usize, len: usize) -> std::ops::Range<usize> {

@@ -34,7 +34,7 @@ impl OwnTable {
         let me = self.conduit.rank();
         self.table.get_or_init(|| {
             let table = OriginTable::attach(self.conduit.table_window(me).expect("own table"), me);
-            ActiveTable::attach(table.expect("own table initialized"), None)
+            ActiveTable::attach(table.expect("own table initialized"), None, None)
         })
     }
     pub fn check(&self, addr: usize, len: usize, kind: AccessKind) -> Result<Lookup<'_>> {

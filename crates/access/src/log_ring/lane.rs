@@ -13,6 +13,8 @@ pub(super) const LINE: usize = 64;
 /// Data bytes in an entry's first line (after the stamp and the body) and in each further line.
 pub(super) const FIRST_DATA: usize = LINE - ENTRY_HEADER;
 pub(super) const CONT_DATA: usize = LINE - 8;
+/// Entries whose further lines hold at least this many bytes are written past the caches.
+const STREAM_MIN: usize = 4096;
 
 /// A line's stamp word: the lap of the lane it was written in (high 32 bits), the entry's size
 /// in lines (bits 5..32, first lines only) and flags. Zeroed memory has no COMMITTED line.
@@ -243,11 +245,7 @@ impl Lane {
             } else {
                 ptr::copy_nonoverlapping(first.as_ptr(), slot.add(ENTRY_HEADER), first.len());
             }
-            for (i, chunk) in rest.chunks(CONT_DATA).enumerate() {
-                let at = pos + (i as u64 + 1) * line;
-                self.word_at(at).store(self.stamp(at, 0, CONTINUED), Ordering::Relaxed);
-                ptr::copy_nonoverlapping(chunk.as_ptr(), self.slot(at).add(8), chunk.len());
-            }
+            self.write_continued(pos + line, rest);
         }
         // Release: the consumer that sees this stamp sees the body and the data.
         self.word_at(pos).store(self.stamp(pos, claim.size / line, COMMITTED), Ordering::Release);
@@ -255,6 +253,53 @@ impl Lane {
         // ask for it now, so that the next append's stores do not miss (and the locked claim
         // before them does not wait for those misses to drain).
         activerma_core::prefetch::for_write(self.slot(pos + claim.size) as usize);
+    }
+
+    /// Writes `rest` (an entry's data after its first line) into the further lines from `at`:
+    /// each line its CONTINUED stamp and up to CONT_DATA bytes. Entries of STREAM_MIN bytes or
+    /// more are written with non-temporal stores (x86-64): a bulk entry is read back much
+    /// later if at all (a held log, a checkpoint's), and a cached write would first read every
+    /// line it overwrites from memory; the fence after them orders them before the Release
+    /// that publishes the entry.
+    ///
+    /// # Safety
+    /// The claim gives this producer the lines, which lie whole and contiguous in the lane.
+    unsafe fn write_continued(&self, at: u64, rest: &[u8]) {
+        let line = LINE as u64;
+        let mut chunks = rest.chunks_exact(CONT_DATA);
+        let mut at = at;
+        #[cfg(target_arch = "x86_64")]
+        if rest.len() >= STREAM_MIN {
+            use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_sfence, _mm_stream_si128, _mm_stream_si64};
+            for chunk in chunks.by_ref() {
+                let (to, from) = (self.slot(at), chunk.as_ptr());
+                // SAFETY: the caller's contract; `to` is 64-aligned, so the words at 0 and 8
+                // are 8-aligned and those at 16, 32, 48 16-aligned; `chunk` has CONT_DATA bytes.
+                unsafe {
+                    _mm_stream_si64(to as *mut i64, self.stamp(at, 0, CONTINUED) as i64);
+                    _mm_stream_si64(to.add(8) as *mut i64, ptr::read_unaligned(from as *const i64));
+                    for k in 0..3 {
+                        _mm_stream_si128(to.add(16 + 16 * k) as *mut __m128i, _mm_loadu_si128(from.add(8 + 16 * k) as *const __m128i));
+                    }
+                }
+                at += line;
+            }
+            // SAFETY: a fence.
+            unsafe { _mm_sfence() };
+        }
+        for chunk in chunks.by_ref() {
+            self.word_at(at).store(self.stamp(at, 0, CONTINUED), Ordering::Relaxed);
+            // SAFETY: the caller's contract; a whole line's data, copied as words (a call to
+            // memcpy per line cost more than the copy).
+            unsafe { ptr::write_unaligned(self.slot(at).add(8) as *mut [u8; CONT_DATA], *(chunk.as_ptr() as *const [u8; CONT_DATA])) };
+            at += line;
+        }
+        let tail = chunks.remainder();
+        if !tail.is_empty() {
+            self.word_at(at).store(self.stamp(at, 0, CONTINUED), Ordering::Relaxed);
+            // SAFETY: as above, a part of a line.
+            unsafe { ptr::copy_nonoverlapping(tail.as_ptr(), self.slot(at).add(8), tail.len()) };
+        }
     }
 
     /// For the producer that replaces a producer of this lane after its process died (a

@@ -403,6 +403,12 @@ impl LogRing {
         origin as usize & (self.lanes - 1)
     }
 
+    /// This view's address and length of the entries' bytes of `origin`'s lane.
+    pub fn lane_data_of(&self, origin: u32) -> (*mut u8, usize) {
+        let lane = self.lane(self.lane_of(origin));
+        (lane.data, lane.capacity)
+    }
+
     fn lane(&self, i: usize) -> Lane {
         debug_assert!(i < self.lanes);
         let lane_bytes = self.capacity / self.lanes;

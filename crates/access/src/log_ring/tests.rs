@@ -133,6 +133,31 @@ fn log_ring_wraps_with_padding() {
 }
 
 #[test]
+fn log_ring_bulk_entries_written_past_the_caches_read_back_whole() {
+    // Entries whose further lines hold 4 KiB or more take the non-temporal path (lane.rs
+    // STREAM_MIN); sizes on both sides of it, with and without a partial last line, over
+    // several laps of the lane so that entries wrap with padding and overwrite older lines.
+    let capacity = 256 << 10;
+    let region = Region::new(capacity);
+    let ring = region.ring(capacity);
+    let max = ring.max_chunk();
+    let sizes = [FIRST_DATA + 4095, FIRST_DATA + 4096, FIRST_DATA + 4097, FIRST_DATA + 56 * 80, 20_000, max, 100, max - 1];
+    let mut seq = 0u64;
+    let mut used = 0usize;
+    while used < 4 * capacity {
+        for &len in &sizes {
+            assert!(ring.try_append(&meta(seq, len), &payload(3, seq, len)).unwrap(), "one entry at a time fits");
+            let (m, d) = pop(&ring).unwrap();
+            assert_eq!(m, meta(seq, len));
+            assert!(d == payload(3, seq, len), "entry {seq} of {len} bytes read back different");
+            used += entry_size(len) as usize;
+            seq += 1;
+        }
+    }
+    assert!(ring.peek().is_none());
+}
+
+#[test]
 fn log_ring_metadata_only_entries() {
     let region = Region::new(256);
     let ring = region.ring(256);
