@@ -169,11 +169,13 @@ pub struct Select {
     pub params: BTreeMap<String, toml::Value>,
 }
 
-/// A parsed target: our value must be at most / at least this.
+/// A parsed target: our value must be at most / at least / below / above this.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Target {
     AtMost(f64),
     AtLeast(f64),
+    Below(f64),
+    Above(f64),
 }
 
 impl Target {
@@ -183,8 +185,12 @@ impl Target {
             (Target::AtMost, r)
         } else if let Some(r) = t.strip_prefix(">=") {
             (Target::AtLeast, r)
+        } else if let Some(r) = t.strip_prefix('<') {
+            (Target::Below, r)
+        } else if let Some(r) = t.strip_prefix('>') {
+            (Target::Above, r)
         } else {
-            return Err(format!("target {text:?} must be \"<= X\" or \">= X\""));
+            return Err(format!("target {text:?} must be \"<= X\", \">= X\", \"< X\" or \"> X\""));
         };
         rest.trim().parse::<f64>().map(ctor).map_err(|_| format!("target {text:?}: {rest:?} is not a number"))
     }
@@ -193,6 +199,8 @@ impl Target {
         match *self {
             Target::AtMost(x) => ours <= x,
             Target::AtLeast(x) => ours >= x,
+            Target::Below(x) => ours < x,
+            Target::Above(x) => ours > x,
         }
     }
 }
@@ -298,6 +306,10 @@ mod tests {
         assert_eq!(Target::parse("<=0.5"), Ok(Target::AtMost(0.5)));
         assert!(Target::parse("about 1").is_err());
         assert!(Target::AtLeast(1.0).met_by(1.0) && !Target::AtMost(1.0).met_by(1.01));
+        // Strict targets (bench ft-sort's "RMA / AA > 1"): the bound itself does not meet them.
+        assert_eq!(Target::parse("> 1"), Ok(Target::Above(1.0)));
+        assert_eq!(Target::parse("<0.5"), Ok(Target::Below(0.5)));
+        assert!(Target::Above(1.0).met_by(1.01) && !Target::Above(1.0).met_by(1.0) && !Target::Below(0.5).met_by(0.5));
 
         let row = Row {
             benchmark: "dht".into(),
