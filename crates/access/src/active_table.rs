@@ -58,18 +58,22 @@ impl ActiveTable {
         let ring = view.arena.ring(slot);
         if let (Some(r), Some(cache)) = (ring, view.rings.get(slot)) {
             if cache.set(r).is_ok() {
-                if let Some(me) = self.appender {
-                    // The target made the log resident; this process's page tables for our
-                    // lane are made now too, in one call, rather than by a fault per 4 KiB
-                    // of entries as appends first reach each page (a held log of a whole
-                    // exchange: its first round ran 1.3x slower).
-                    let (at, len) = r.lane_data_of(me);
-                    // SAFETY: the lane lies in the arena, mapped writable here while the view lives.
-                    unsafe { activerma_core::page::populate_for_write(at, len) };
-                }
+                self.make_lane_resident(&r);
             }
         }
         Ok(ring)
+    }
+
+    /// On this process's first use of a log: the target made the log resident, and our page
+    /// tables for our lane are made now too, in one call, rather than by a fault per 4 KiB of
+    /// entries as appends first reach each page (a held log of a whole exchange: its first
+    /// round ran 1.3x slower). The target's own view appends into logs it populated itself.
+    fn make_lane_resident(&self, ring: &LogRing) {
+        if let Some(me) = self.appender {
+            let (at, len) = ring.lane_data_of(me);
+            // SAFETY: the lane lies in the arena, mapped writable here while the view lives.
+            unsafe { activerma_core::page::populate_for_write(at, len) };
+        }
     }
 
     /// A respawned `origin` covers the holes its dead predecessor left in its lanes of every

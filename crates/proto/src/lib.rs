@@ -253,8 +253,8 @@ impl Proto {
         let mut tables = Vec::with_capacity(n);
         let mut heaps = Vec::with_capacity(n);
         let liveness = conduit.liveness();
+        let me = Some(conduit.rank() as u32);
         for r in 0..n {
-            let me = Some(conduit.rank() as u32);
             let table = conduit.table_window(r).map(|w| OriginTable::attach(w, r).map(|t| ActiveTable::attach(t, me, liveness.clone())));
             tables.push(table.transpose()?);
             heaps.push(conduit.heap_window(r));

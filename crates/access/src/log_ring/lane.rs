@@ -264,10 +264,9 @@ impl Lane {
     ///
     /// # Safety
     /// The claim gives this producer the lines, which lie whole and contiguous in the lane.
-    unsafe fn write_continued(&self, at: u64, rest: &[u8]) {
+    unsafe fn write_continued(&self, mut at: u64, rest: &[u8]) {
         let line = LINE as u64;
         let mut chunks = rest.chunks_exact(CONT_DATA);
-        let mut at = at;
         #[cfg(target_arch = "x86_64")]
         if rest.len() >= STREAM_MIN {
             use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_sfence, _mm_stream_si128, _mm_stream_si64};
