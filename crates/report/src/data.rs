@@ -5,7 +5,7 @@
 
 use crate::format;
 use crate::row::Row;
-use crate::spec::{Check, Figure, Kind, Target};
+use crate::spec::{Check, Figure, Kind, Repeated, Target};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Where a point sits on the x axis: a number on a lines figure, a category on a bars figure.
@@ -140,13 +140,22 @@ pub fn figure_data<'a>(fig: &'a Figure, rows: &[Row]) -> FigureData<'a> {
                     }
                 },
             };
-            // One row per point: a second one (a repeated benchmark, a param the select does
-            // not pin) would draw a zigzag; the first is kept and the page says so.
-            if points.iter().any(|p| p.x == x) {
-                warnings.push(format!("series {:?}: several rows at {} {}, drawing the first", s.label, fig.x.param, x.text()));
+            // One row per point: a second one would draw a zigzag (see `Series::repeated`).
+            let point = Point { x, value: row.value, min: row.min, max: row.max, spread: spread(row), unit: row.unit.clone() };
+            if let Some(kept) = points.iter_mut().find(|p| p.x == point.x) {
+                match s.repeated {
+                    Repeated::Lowest if point.value < kept.value => *kept = point,
+                    Repeated::Lowest => {}
+                    Repeated::First => warnings.push(format!(
+                        "series {:?}: several rows at {} {}, drawing the first",
+                        s.label,
+                        fig.x.param,
+                        point.x.text()
+                    )),
+                }
                 continue;
             }
-            points.push(Point { x, value: row.value, min: row.min, max: row.max, spread: spread(row), unit: row.unit.clone() });
+            points.push(point);
         }
         if fig.kind == Kind::Lines {
             points.sort_by(|a, b| num_x(&a.x).total_cmp(&num_x(&b.x)));

@@ -123,6 +123,20 @@ pub struct Figure {
 pub struct Series {
     pub label: String,
     pub select: Select,
+    /// What to draw where several rows fall on one point. Default: the first, and the page
+    /// warns (a repeated benchmark, a param the select does not pin). `Lowest`: the lowest
+    /// value, silently — for a limit measured in several passes, where the best pass counts.
+    #[serde(default)]
+    pub repeated: Repeated,
+}
+
+/// See `Series::repeated`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Repeated {
+    #[default]
+    First,
+    Lowest,
 }
 
 /// The paper's numbers for one series, transcribed once, with where they come from.

@@ -262,3 +262,24 @@ fn moved_uses_the_larger_spread_and_at_least_two_percent() {
     assert!(!crate::compare::moved(1.0, 0.01, 1.09, 0.10));
     assert!(crate::compare::moved(1.0, 0.10, 1.11, 0.01));
 }
+
+#[test]
+fn a_limit_measured_in_several_passes_draws_its_lowest_and_a_repeated_series_warns() {
+    let reg = Registry::builtin();
+    let fig = reg.figure.iter().find(|f| f.id == "core-latency").unwrap();
+    let mut rows = rows();
+    // A second pass of the memcpy limit (the end of the run), faster at 8 B and slower at
+    // 64 B, and a put row measured twice.
+    rows.push(row("limits", "memcpy", json!({ "size": 8 }), 0.001, "us"));
+    rows.push(row("limits", "memcpy", json!({ "size": 64 }), 1.0, "us"));
+    rows.push(row("put-latency", "segment", json!({ "size": 8 }), 5.0, "us"));
+    let d = figure_data(fig, &rows);
+    let series = |label: &str| d.series.iter().find(|s| s.label.starts_with(label)).unwrap();
+    let at = |label: &str, size: f64| series(label).points.iter().find(|p| p.x.text() == format!("{size}")).unwrap().value;
+    assert_eq!(at("limit", 8.0), 0.001, "the faster pass is drawn");
+    assert!((at("limit", 64.0) - (0.01 + 64.0 / 20000.0)).abs() < 1e-12, "the slower pass is not");
+    assert_eq!(series("limit").points.len(), SIZES.len());
+    assert!((at("put, segment", 8.0) - (0.06 + 8.0 / 9000.0)).abs() < 1e-12, "a repeated series keeps its first row");
+    assert_eq!(d.warnings.len(), 1, "{:?}", d.warnings);
+    assert!(d.warnings[0].contains("put, segment"), "{:?}", d.warnings);
+}
