@@ -74,7 +74,9 @@ fn apply_accumulates(which: impl Fn(usize) -> bool) -> R {
 
 /// Records `transfer`, unless it is complete already (then finished here).
 pub(crate) fn record(handle: usize, proc: usize, mut transfer: PendingTransfer<'static>) -> R {
-    if transfer.test().map_err(rt)? {
+    // Moved already (zero-copy on one host)? Then nothing to keep. One still on the wire
+    // (MPI across hosts) is kept, not completed here: the program computes while it moves.
+    if transfer.test_without_flush().map_err(rt)? {
         return transfer.wait().map(drop).map_err(rt);
     }
     let mut all = lock(&IN_FLIGHT);

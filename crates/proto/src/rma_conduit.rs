@@ -22,6 +22,40 @@ pub(crate) fn get(p: &Proto, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<
     Ok(())
 }
 
+/// A non-blocking get the conduit's one-sided engine carries on after the call: to a segment
+/// of a rank on another host (the GetRma choice), started now, complete once the conduit's
+/// `rma_flush` of that rank returned. Ok(false) for any other access: nothing started nor
+/// counted, the caller takes the core's path.
+///
+/// # Safety
+/// As `Conduit::rma_get_started`: `dst` (`len` bytes) is left alone until that flush.
+pub(crate) unsafe fn get_started(p: &Proto, rank: Rank, addr: usize, dst: *mut u8, len: usize) -> Result<bool> {
+    if p.tables[rank].is_some() || len == 0 {
+        return Ok(false); // a rank of this host: the core's paths move it at once
+    }
+    if p.choose(rank, addr, len, AccessKind::Get)?.protocol != Protocol::GetRma {
+        return Ok(false);
+    }
+    // SAFETY: the caller's contract.
+    if !unsafe { p.conduit.rma_get_started(rank, addr, dst, len)? } {
+        return Ok(false);
+    }
+    bump(&p.counters.get_rma, 1);
+    bump(&p.counters.bytes_got, len as u64);
+    Ok(true)
+}
+
+/// The put of `get_started`: `src` may be reused on return (the conduit completed it locally
+/// or put it from a copy); complete at the target once the conduit's `rma_flush` of `rank`
+/// returned. Ok(false): not such an access, nothing moved.
+pub(crate) fn put_started(p: &Proto, rank: Rank, addr: usize, src: &[u8]) -> Result<bool> {
+    if p.tables[rank].is_some() || src.is_empty() || p.choose(rank, addr, src.len(), AccessKind::Put)?.protocol != Protocol::PutRma {
+        return Ok(false);
+    }
+    put(p, rank, addr, src, false)?;
+    Ok(true)
+}
+
 pub(crate) fn atomic(p: &Proto, rank: Rank, addr: usize, op: AtomicOp, width: activerma_transport::Width) -> Result<u64> {
     let old = p.conduit.rma_atomic(rank, addr, op, width)?;
     bump(&p.counters.atomic_rma, 1);

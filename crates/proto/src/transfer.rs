@@ -38,7 +38,7 @@
 use crate::landing::Slot;
 use crate::noncontig_target::StridedAsk;
 use crate::select::{Pass, Protocol};
-use crate::{completion, get_am, get_direct, noncontig, noncontig_target, put_am, put_direct, Proto};
+use crate::{completion, get_am, get_direct, noncontig, noncontig_target, put_am, put_direct, rma_conduit, Proto};
 use activerma_access::LogOp;
 use activerma_core::counters::bump;
 use activerma_core::{settings, Config, Error, Rank, Result};
@@ -190,7 +190,9 @@ impl Proto {
 
     /// Non-blocking put by protocol `t`: `src` may be reused when this returns; the transfer is
     /// complete (visible at the target) when the returned handle's `wait` returns. Zero-copy
-    /// moves the bytes now (complete at the modelled network's time); buffered and pipelined
+    /// moves the bytes now (complete at the modelled network's time), or to a segment of
+    /// another host starts them on the conduit's one-sided engine (complete at the flush that
+    /// `test` and `wait` make); buffered and pipelined
     /// send their messages now and complete when the target acknowledged them; a dynamic
     /// registration is done when this returns.
     pub fn put_nb_by(&self, t: Transfer, rank: Rank, addr: usize, src: &[u8]) -> Result<PendingTransfer<'_>> {
@@ -200,6 +202,7 @@ impl Proto {
         }
         let (run, mut used) = self.resolve(t, rank, addr, src.len(), AccessKind::Put)?;
         let state = match run {
+            Run::Core if rma_conduit::put_started(self, rank, addr, src)? => Pending::OneSided(self.net.completion_time(src.len())),
             Run::Core => Pending::At(self.put_nb(rank, addr, src)?.into_raw()),
             Run::Buffered => {
                 match self.landing() {
@@ -228,7 +231,11 @@ impl Proto {
     }
 
     /// Non-blocking get by protocol `t` into `dst`, which holds the bytes once the returned
-    /// handle's `wait` returns (it borrows `dst` until then). Buffered and pipelined send
+    /// handle's `wait` returns (it borrows `dst` until then; it must not be forgotten with
+    /// `mem::forget`, since the conduit or the target may still write `dst`). Zero-copy from
+    /// a segment of another host is started on the conduit's one-sided engine and moves while
+    /// the caller computes (MPI_Get; complete at the flush that `test` and `wait` make).
+    /// Buffered and pipelined send
     /// their requests now; the answers are copied into `dst` by `test` and `wait` — on the
     /// critical path, as the paper's buffered get copies in its wait.
     pub fn get_nb_by<'a>(&'a self, t: Transfer, rank: Rank, addr: usize, dst: &'a mut [u8]) -> Result<PendingTransfer<'a>> {
@@ -238,7 +245,12 @@ impl Proto {
             return Ok(PendingTransfer::done(self, rank, Transfer::ZeroCopy));
         }
         let (run, mut used) = self.resolve(t, rank, addr, len, AccessKind::Get)?;
+        let dst_at = dst.as_mut_ptr();
         let state = match run {
+            // SAFETY: `dst` stays borrowed by the PendingTransfer, whose test, wait and drop flush.
+            Run::Core if unsafe { rma_conduit::get_started(self, rank, addr, dst_at, len)? } => {
+                Pending::OneSided(self.net.completion_time(len))
+            }
             Run::Core => Pending::At(self.get_nb(rank, addr, dst)?.into_raw()),
             Run::Buffered => self.pending_gets(addr, dst, false),
             Run::Pipelined => self.pending_gets(addr, dst, true),
@@ -400,6 +412,10 @@ enum Pending<'a> {
     Done,
     /// Moved; complete at this modelled time (0: now).
     At(u64),
+    /// Started on the conduit's one-sided engine (MPI across hosts), which moves it while the
+    /// caller computes; complete once the conduit flushed the rank, and at this modelled time.
+    /// MPI can only complete it, not ask whether it is: `test` flushes too.
+    OneSided(u64),
     /// Puts posted to the target: complete when it acknowledged every one.
     Posted,
     /// Requests through the target's CPU in flight (cell, request) and those not sent yet, at
@@ -609,14 +625,27 @@ impl<'a> PendingTransfer<'a> {
         }
     }
 
+    /// `test`, except that a transfer on the conduit's one-sided engine (MPI across hosts),
+    /// which only a flush can complete, reads false instead of being waited for: for a caller
+    /// that wants to know whether to keep the handle, not to complete it.
+    pub fn test_without_flush(&mut self) -> Result<bool> {
+        if matches!(self.state, Pending::OneSided(_)) {
+            return Ok(false);
+        }
+        self.test()
+    }
+
     /// Makes progress and reports whether the transfer is complete (then `wait` returns at
-    /// once). Answers that arrived are copied out, and further chunks asked for.
+    /// once). Answers that arrived are copied out, and further chunks asked for. A transfer on
+    /// the conduit's one-sided engine is completed here (MPI can only complete it).
     pub fn test(&mut self) -> Result<bool> {
         self.p.am.progress();
         let (p, rank) = (self.p, self.rank);
+        self.complete_one_sided()?;
         let complete = match &mut self.state {
             Pending::Done => true,
             Pending::At(at) => *at == 0 || activerma_core::clock::now_ns() >= *at,
+            Pending::OneSided(_) => unreachable!("complete_one_sided made it At"),
             Pending::Posted => !p.posted.any_to(rank),
             Pending::Asking { asked, rest, failed, .. } => {
                 while let Some((cell, _)) = asked.front() {
@@ -643,8 +672,20 @@ impl<'a> PendingTransfer<'a> {
         outcome.map(|_| self.used)
     }
 
+    /// A transfer on the conduit's one-sided engine is completed by a flush of its rank, then
+    /// waits only for its modelled time. Failed, it is done (the flush gave up on it).
+    fn complete_one_sided(&mut self) -> Result<()> {
+        if let Pending::OneSided(at) = self.state {
+            self.state = Pending::Done;
+            self.p.conduit().rma_flush(Some(self.rank))?;
+            self.state = Pending::At(at);
+        }
+        Ok(())
+    }
+
     fn finish(&mut self) -> Result<()> {
         let (p, rank) = (self.p, self.rank);
+        self.complete_one_sided()?;
         // Gets: every request sent is answered and its cell given back, even after a failure.
         loop {
             self.ask_more(true);
@@ -660,6 +701,7 @@ impl<'a> PendingTransfer<'a> {
                 completion::spin_until(at);
                 Ok(())
             }
+            Pending::OneSided(_) => unreachable!("complete_one_sided made it At"),
             Pending::Posted => put_am::wait_acknowledged(p, Some(rank)),
             Pending::Asking { failed, .. } => {
                 completion::spin_until(self.not_before);

@@ -236,6 +236,16 @@ pub trait Conduit: Send + Sync {
     fn rma_get(&self, _rank: Rank, _addr: usize, _dst: &mut [u8]) -> Result<()> {
         Err(activerma_core::Error::Unsupported(format!("conduit {} has no one-sided get", self.name())))
     }
+    /// Starts a one-sided get of `len` bytes at `rank`'s `addr` into `dst` that completes at
+    /// the next `rma_flush` of that rank (or of all), so that the transfer can proceed while
+    /// the caller computes. Ok(false): the conduit has no such operation; nothing was started.
+    ///
+    /// # Safety
+    /// `dst` is writable for `len` bytes, and nothing reads or writes it, nor frees it, until
+    /// an `rma_flush` covering `rank` returned (successfully or not).
+    unsafe fn rma_get_started(&self, _rank: Rank, _addr: usize, _dst: *mut u8, _len: usize) -> Result<bool> {
+        Ok(false)
+    }
     /// One-sided atomic on a word of `width` (addr aligned to it); returns the previous value.
     fn rma_atomic(&self, _rank: Rank, _addr: usize, _op: AtomicOp, _width: Width) -> Result<u64> {
         Err(activerma_core::Error::Unsupported(format!("conduit {} has no one-sided atomics", self.name())))
@@ -255,7 +265,8 @@ pub trait Conduit: Send + Sync {
     fn rma_accumulate(&self, _rank: Rank, _elem: Element, _pieces: &[(usize, usize)], _packed: &[u8]) -> Result<()> {
         Err(activerma_core::Error::Unsupported(format!("conduit {} has no one-sided accumulate", self.name())))
     }
-    /// Completes every `rma_put` issued without `complete` to `rank` (all ranks: `None`).
+    /// Completes every `rma_put` issued without `complete` and every `rma_get_started` to
+    /// `rank` (all ranks: `None`).
     fn rma_flush(&self, _rank: Option<Rank>) -> Result<()> {
         Ok(())
     }

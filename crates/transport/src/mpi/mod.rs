@@ -79,9 +79,10 @@ pub struct MpiConduit {
     heap_bases: Vec<usize>,
     heap_win_bases: Vec<usize>,
     am: am::Endpoints,
-    /// Per target, a bit per window (HEAP, DYNAMIC): puts not yet remotely complete. MPI does
-    /// not order a get or an atomic after them, so those flush first — a get sees this
-    /// origin's earlier puts, as on one host.
+    /// Per target, a bit per window (HEAP, DYNAMIC): puts not yet remotely complete, and gets
+    /// started by `rma_get_started` not yet complete. MPI does not order a get or an atomic
+    /// after a put, so those flush first — a get sees this origin's earlier puts, as on one
+    /// host.
     unflushed: Vec<AtomicU8>,
     finalized: AtomicBool,
     /// See `Conduit::cpu_atomics_coherent`. Open MPI 4.1 applies one-sided atomics on a
@@ -331,7 +332,7 @@ impl MpiConduit {
         }
     }
 
-    /// Completes at the target the puts still pending to `rank` (all ranks: None).
+    /// Completes the puts and started gets still pending to `rank` (all ranks: None).
     fn flush_pending(&self, mpi: &mut Mpi, rank: Option<Rank>) -> Result<()> {
         let pending = match rank {
             Some(r) => self.unflushed[r].swap(0, Ordering::Relaxed),
@@ -394,7 +395,7 @@ fn number_in_order(values: &[u64]) -> Vec<usize> {
 /// How far the progress pump backs off while the rank calls MPI itself (see `progress_pump`).
 const PUMP_MAX_SLEEP_FACTOR: u64 = 32;
 
-/// Bits of `MpiConduit::unflushed`: which window has puts pending.
+/// Bits of `MpiConduit::unflushed`: which window has puts or started gets pending.
 const HEAP: u8 = 1;
 const DYNAMIC: u8 = 2;
 
@@ -565,6 +566,19 @@ impl Conduit for MpiConduit {
         let (t, _) = self.target(&mpi, rank, addr);
         self.traffic.rma(rank, dst.len());
         rma::get(&mut mpi, t, dst)
+    }
+
+    unsafe fn rma_get_started(&self, rank: Rank, addr: usize, dst: *mut u8, len: usize) -> Result<bool> {
+        let mut mpi = self.live()?;
+        // Puts still pending to the rank go first: MPI does not order a get after a put.
+        self.flush_pending(&mut mpi, Some(rank))?;
+        let (t, window) = self.target(&mpi, rank, addr);
+        self.traffic.rma(rank, len);
+        // SAFETY: the caller's contract (dst untouched until rma_flush(rank) returned), which
+        // is what flushes the window marked here.
+        unsafe { rma::get_started(t, dst, len)? };
+        self.unflushed[rank].fetch_or(window, Ordering::Relaxed);
+        Ok(true)
     }
 
     fn rma_put_list(&self, rank: Rank, pieces: &[(usize, &[u8])]) -> Result<bool> {

@@ -67,16 +67,25 @@ fn put_from(t: Target, src: &[u8]) -> Result<()> {
 }
 
 pub fn get(m: &mut Mpi, t: Target, dst: &mut [u8]) -> Result<()> {
-    let Target { win, rank, disp: addr } = t;
-    let base = dst.as_mut_ptr();
     // SAFETY: `dst` is ours and filled by the flush below.
+    unsafe { get_started(t, dst.as_mut_ptr(), dst.len())? };
+    m.flush(t.win, Some(t.rank))
+}
+
+/// Starts the MPI_Gets of `len` bytes at `t` into `dst` (complete at a later flush of `t`'s
+/// window and rank).
+///
+/// # Safety
+/// `dst` is writable for `len` bytes and nothing else reads or writes it until that flush.
+pub unsafe fn get_started(t: Target, dst: *mut u8, len: usize) -> Result<()> {
+    let Target { win, rank, disp: addr } = t;
+    // SAFETY: the caller's contract.
     by_chunks(
         addr,
-        dst.len(),
-        |off, disp, n| unsafe { MPI_Get(base.add(off) as *mut _, n, RSMPI_UINT8_T, rank as c_int, disp, n, RSMPI_UINT8_T, win) },
+        len,
+        |off, disp, n| unsafe { MPI_Get(dst.add(off) as *mut _, n, RSMPI_UINT8_T, rank as c_int, disp, n, RSMPI_UINT8_T, win) },
         "MPI_Get",
-    )?;
-    m.flush(win, Some(rank))
+    )
 }
 
 /// MPI_Accumulate(MPI_SUM) of `src`, whole elements of `elem`, at `t`, in chunks whose element
