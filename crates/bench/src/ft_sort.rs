@@ -8,7 +8,8 @@
 //! MODEL_BANDWIDTH_MBS) and total size; in each, after a warm-up round of each design, the four
 //! designs take turns over 5 rounds on the same keys, and the exchange time is the slowest
 //! rank's (median of the rounds). The checkpoint the sort takes before its exchange is left
-//! out: it is the same for every design and outside the time measured. The sort checks its output every time (sorted, every key).
+//! out: it is the same for every design and outside the time measured. The sort checks its
+//! output every time (sorted, every key).
 //!
 //! Sizes: 64 MiB and 256 MiB of keys in total (16 MiB with --quick); ACTIVERMA_BENCH_SORT_TOTAL
 //! (e.g. 1G, or 64M,1G) replaces them.

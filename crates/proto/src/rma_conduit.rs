@@ -30,10 +30,7 @@ pub(crate) fn get(p: &Proto, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<
 /// # Safety
 /// As `Conduit::rma_get_started`: `dst` (`len` bytes) is left alone until that flush.
 pub(crate) unsafe fn get_started(p: &Proto, rank: Rank, addr: usize, dst: *mut u8, len: usize) -> Result<bool> {
-    if p.tables[rank].is_some() || len == 0 {
-        return Ok(false); // a rank of this host: the core's paths move it at once
-    }
-    if p.choose(rank, addr, len, AccessKind::Get)?.protocol != Protocol::GetRma {
+    if !moved_one_sided(p, rank, addr, len, AccessKind::Get)? {
         return Ok(false);
     }
     // SAFETY: the caller's contract.
@@ -49,11 +46,22 @@ pub(crate) unsafe fn get_started(p: &Proto, rank: Rank, addr: usize, dst: *mut u
 /// or put it from a copy); complete at the target once the conduit's `rma_flush` of `rank`
 /// returned. Ok(false): not such an access, nothing moved.
 pub(crate) fn put_started(p: &Proto, rank: Rank, addr: usize, src: &[u8]) -> Result<bool> {
-    if p.tables[rank].is_some() || src.is_empty() || p.choose(rank, addr, src.len(), AccessKind::Put)?.protocol != Protocol::PutRma {
+    if !moved_one_sided(p, rank, addr, src.len(), AccessKind::Put)? {
         return Ok(false);
     }
     put(p, rank, addr, src, false)?;
     Ok(true)
+}
+
+/// Whether this access is the conduit's one-sided engine's (PutRma / GetRma: a segment of a
+/// rank on another host, nothing marked there). A rank of this host says no at once: the
+/// core's paths move its data at issue.
+fn moved_one_sided(p: &Proto, rank: Rank, addr: usize, len: usize, kind: AccessKind) -> Result<bool> {
+    if p.tables[rank].is_some() || len == 0 {
+        return Ok(false);
+    }
+    let one_sided = if kind == AccessKind::Put { Protocol::PutRma } else { Protocol::GetRma };
+    Ok(p.choose(rank, addr, len, kind)?.protocol == one_sided)
 }
 
 pub(crate) fn atomic(p: &Proto, rank: Rank, addr: usize, op: AtomicOp, width: activerma_transport::Width) -> Result<u64> {

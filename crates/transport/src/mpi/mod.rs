@@ -332,6 +332,21 @@ impl MpiConduit {
         }
     }
 
+    /// Starts MPI_Gets of `len` bytes at `rank`'s `addr` into `dst`, after the puts still
+    /// pending to the rank (MPI does not order a get after a put); returns where they go and
+    /// the window's bit of `unflushed`. Complete at a flush of that window and rank.
+    ///
+    /// # Safety
+    /// As `rma::get_started`.
+    unsafe fn start_get(&self, mpi: &mut Mpi, rank: Rank, addr: usize, dst: *mut u8, len: usize) -> Result<(Target, u8)> {
+        self.flush_pending(mpi, Some(rank))?;
+        let (t, window) = self.target(mpi, rank, addr);
+        self.traffic.rma(rank, len);
+        // SAFETY: the caller's contract.
+        unsafe { rma::get_started(t, dst, len)? };
+        Ok((t, window))
+    }
+
     /// Completes the puts and started gets still pending to `rank` (all ranks: None).
     fn flush_pending(&self, mpi: &mut Mpi, rank: Option<Rank>) -> Result<()> {
         let pending = match rank {
@@ -562,21 +577,16 @@ impl Conduit for MpiConduit {
 
     fn rma_get(&self, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<()> {
         let mut mpi = self.live()?;
-        self.flush_pending(&mut mpi, Some(rank))?;
-        let (t, _) = self.target(&mpi, rank, addr);
-        self.traffic.rma(rank, dst.len());
-        rma::get(&mut mpi, t, dst)
+        // SAFETY: `dst` is ours and filled by the flush below.
+        let (t, _) = unsafe { self.start_get(&mut mpi, rank, addr, dst.as_mut_ptr(), dst.len())? };
+        mpi.flush(t.win, Some(rank))
     }
 
     unsafe fn rma_get_started(&self, rank: Rank, addr: usize, dst: *mut u8, len: usize) -> Result<bool> {
         let mut mpi = self.live()?;
-        // Puts still pending to the rank go first: MPI does not order a get after a put.
-        self.flush_pending(&mut mpi, Some(rank))?;
-        let (t, window) = self.target(&mpi, rank, addr);
-        self.traffic.rma(rank, len);
         // SAFETY: the caller's contract (dst untouched until rma_flush(rank) returned), which
         // is what flushes the window marked here.
-        unsafe { rma::get_started(t, dst, len)? };
+        let (_, window) = unsafe { self.start_get(&mut mpi, rank, addr, dst, len)? };
         self.unflushed[rank].fetch_or(window, Ordering::Relaxed);
         Ok(true)
     }

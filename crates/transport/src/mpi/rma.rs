@@ -66,12 +66,6 @@ fn put_from(t: Target, src: &[u8]) -> Result<()> {
     )
 }
 
-pub fn get(m: &mut Mpi, t: Target, dst: &mut [u8]) -> Result<()> {
-    // SAFETY: `dst` is ours and filled by the flush below.
-    unsafe { get_started(t, dst.as_mut_ptr(), dst.len())? };
-    m.flush(t.win, Some(t.rank))
-}
-
 /// Starts the MPI_Gets of `len` bytes at `t` into `dst` (complete at a later flush of `t`'s
 /// window and rank).
 ///
