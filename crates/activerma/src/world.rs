@@ -577,8 +577,8 @@ impl World {
     /// Non-blocking `get_by`: `dst` holds the bytes once the handle's `wait` returns (the
     /// handle borrows it until then; do not `mem::forget` it). Buffered and pipelined gets
     /// send their requests now and copy the answers out in `test` / `wait`; a zero-copy get
-    /// from a segment of another host moves on MPI meanwhile and is completed by `test` /
-    /// `wait` (`test_without_flush` asks without waiting for it).
+    /// from a segment of another host moves on MPI meanwhile (MPI_Rget): `test` asks whether
+    /// it landed without waiting, `wait` waits for it.
     pub fn get_nb_by<'a>(&'a self, protocol: Transfer, src: RemotePtr, dst: &'a mut [u8]) -> Result<PendingTransfer<'a>> {
         self.live()?.proto.get_nb_by(protocol, src.rank, src.addr, dst)
     }

@@ -76,7 +76,7 @@ fn apply_accumulates(which: impl Fn(usize) -> bool) -> R {
 pub(crate) fn record(handle: usize, proc: usize, mut transfer: PendingTransfer<'static>) -> R {
     // Moved already (zero-copy on one host)? Then nothing to keep. One still on the wire
     // (MPI across hosts) is kept, not completed here: the program computes while it moves.
-    if transfer.test_without_flush().map_err(rt)? {
+    if transfer.test_without_conduit().map_err(rt)? {
         return transfer.wait().map(drop).map_err(rt);
     }
     let mut all = lock(&IN_FLIGHT);

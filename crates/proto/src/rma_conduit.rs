@@ -7,6 +7,7 @@ use crate::{AtomicOp, Element, Proto, Protocol, Transfer};
 use activerma_core::counters::bump;
 use activerma_core::{Error, Rank, Result};
 use activerma_mem::AccessKind;
+use activerma_transport::StartedGet;
 
 pub(crate) fn put(p: &Proto, rank: Rank, addr: usize, src: &[u8], complete: bool) -> Result<()> {
     p.conduit.rma_put(rank, addr, src, complete)?;
@@ -24,25 +25,25 @@ pub(crate) fn get(p: &Proto, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<
 
 /// A non-blocking get the conduit's one-sided engine carries on after the call: to a segment
 /// of a rank on another host (the GetRma choice), started now, complete once the conduit's
-/// `rma_flush` of that rank returned. Ok(false) for any other access: nothing started nor
-/// counted, the caller takes the core's path.
+/// `rma_test_get` said so or its `rma_wait_get` returned. Ok(None) for any other access:
+/// nothing started nor counted, the caller takes the core's path.
 ///
 /// # Safety
-/// As `Conduit::rma_get_started`: `dst` (`len` bytes) is left alone until that flush.
-pub(crate) unsafe fn get_started(p: &Proto, rank: Rank, addr: usize, dst: *mut u8, len: usize) -> Result<bool> {
+/// As `Conduit::rma_get_started`: `dst` (`len` bytes) is left alone until then.
+pub(crate) unsafe fn get_started(p: &Proto, rank: Rank, addr: usize, dst: *mut u8, len: usize) -> Result<Option<StartedGet>> {
     if !moved_one_sided(p, rank, addr, len, AccessKind::Get)? {
-        return Ok(false);
+        return Ok(None);
     }
     // SAFETY: the caller's contract.
-    if !unsafe { p.conduit.rma_get_started(rank, addr, dst, len)? } {
-        return Ok(false);
-    }
+    let Some(started) = (unsafe { p.conduit.rma_get_started(rank, addr, dst, len)? }) else {
+        return Ok(None);
+    };
     bump(&p.counters.get_rma, 1);
     bump(&p.counters.bytes_got, len as u64);
-    Ok(true)
+    Ok(Some(started))
 }
 
-/// The put of `get_started`: `src` may be reused on return (the conduit completed it locally
+/// The put beside `get_started`: `src` may be reused on return (the conduit completed it locally
 /// or put it from a copy); complete at the target once the conduit's `rma_flush` of `rank`
 /// returned. Ok(false): not such an access, nothing moved.
 pub(crate) fn put_started(p: &Proto, rank: Rank, addr: usize, src: &[u8]) -> Result<bool> {

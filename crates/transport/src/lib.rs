@@ -150,6 +150,10 @@ impl Window {
     }
 }
 
+/// The ticket of a get `Conduit::rma_get_started` started, for `rma_test_get` / `rma_wait_get`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StartedGet(pub u64);
+
 /// What a peer is doing, as far as the job knows.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PeerStatus {
@@ -236,15 +240,25 @@ pub trait Conduit: Send + Sync {
     fn rma_get(&self, _rank: Rank, _addr: usize, _dst: &mut [u8]) -> Result<()> {
         Err(activerma_core::Error::Unsupported(format!("conduit {} has no one-sided get", self.name())))
     }
-    /// Starts a one-sided get of `len` bytes at `rank`'s `addr` into `dst` that completes at
-    /// the next `rma_flush` of that rank (or of all), so that the transfer can proceed while
-    /// the caller computes. Ok(false): the conduit has no such operation; nothing was started.
+    /// Starts a one-sided get of `len` bytes at `rank`'s `addr` into `dst` that moves while
+    /// the caller computes (MPI: MPI_Rget) and completes when `rma_test_get` said true or
+    /// `rma_wait_get` returned. Ok(None): the conduit has no such operation; nothing started.
     ///
     /// # Safety
     /// `dst` is writable for `len` bytes, and nothing reads or writes it, nor frees it, until
-    /// an `rma_flush` covering `rank` returned (successfully or not).
-    unsafe fn rma_get_started(&self, _rank: Rank, _addr: usize, _dst: *mut u8, _len: usize) -> Result<bool> {
-        Ok(false)
+    /// the get completed that way (successfully or not).
+    unsafe fn rma_get_started(&self, _rank: Rank, _addr: usize, _dst: *mut u8, _len: usize) -> Result<Option<StartedGet>> {
+        Ok(None)
+    }
+    /// Whether a started get has landed in its destination, without waiting for it; true
+    /// (or an error) spends the ticket.
+    fn rma_test_get(&self, get: StartedGet) -> Result<bool> {
+        Err(activerma_core::Error::Unsupported(format!("conduit {} started no get {}", self.name(), get.0)))
+    }
+    /// Waits until a started get has landed in its destination; spends the ticket, also when
+    /// it fails.
+    fn rma_wait_get(&self, get: StartedGet) -> Result<()> {
+        Err(activerma_core::Error::Unsupported(format!("conduit {} started no get {}", self.name(), get.0)))
     }
     /// One-sided atomic on a word of `width` (addr aligned to it); returns the previous value.
     fn rma_atomic(&self, _rank: Rank, _addr: usize, _op: AtomicOp, _width: Width) -> Result<u64> {
@@ -265,8 +279,7 @@ pub trait Conduit: Send + Sync {
     fn rma_accumulate(&self, _rank: Rank, _elem: Element, _pieces: &[(usize, usize)], _packed: &[u8]) -> Result<()> {
         Err(activerma_core::Error::Unsupported(format!("conduit {} has no one-sided accumulate", self.name())))
     }
-    /// Completes every `rma_put` issued without `complete` and every `rma_get_started` to
-    /// `rank` (all ranks: `None`).
+    /// Completes every `rma_put` issued without `complete` to `rank` (all ranks: `None`).
     fn rma_flush(&self, _rank: Option<Rank>) -> Result<()> {
         Ok(())
     }

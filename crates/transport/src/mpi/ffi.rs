@@ -3,6 +3,7 @@
 //! ever used under the conduit's lock.
 
 use super::bounce::Bounced;
+use super::started::StartedGets;
 use activerma_core::{Error, Rank, Result};
 use mpi_sys::*;
 use std::os::raw::c_int;
@@ -70,6 +71,8 @@ pub struct Mpi {
     sentinel: Option<usize>,
     /// Copies of implicit puts' sources (see `rma::put`), completed by `flush`.
     pub bounced: Bounced,
+    /// Gets started with a request each, completed by testing or waiting it (`started.rs`).
+    pub started_gets: StartedGets,
     /// We called MPI_Init_thread, so we call MPI_Finalize; MPI the program initialized
     /// itself is the program's to finalize (after its own last MPI call).
     owns_mpi: bool,
@@ -82,7 +85,8 @@ pub struct Mpi {
 // library provides at least MPI_THREAD_SERIALIZED (checked in init).
 unsafe impl Send for Mpi {}
 
-/// A pending non-blocking MPI operation.
+/// A pending non-blocking MPI operation (one MPI_Request: arrays of them go to MPI as such).
+#[repr(transparent)]
 pub struct Request(pub MPI_Request);
 
 unsafe impl Send for Request {}
@@ -141,6 +145,7 @@ impl Mpi {
                 attached: Vec::new(),
                 sentinel: None,
                 bounced: Bounced::default(),
+                started_gets: StartedGets::default(),
                 owns_mpi,
                 calling_thread_only,
             };

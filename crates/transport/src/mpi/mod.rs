@@ -23,9 +23,10 @@ mod ffi;
 mod node;
 mod owner_views;
 mod rma;
+mod started;
 
 use crate::mapping::Mapping;
-use crate::{AtomicOp, Conduit, FragHeader, PeerStatus, Window};
+use crate::{AtomicOp, Conduit, FragHeader, PeerStatus, StartedGet, Window};
 use activerma_core::clock::Deadline;
 use activerma_core::page::page_size;
 use activerma_core::{settings, Config, Error, Rank, Result};
@@ -79,8 +80,8 @@ pub struct MpiConduit {
     heap_bases: Vec<usize>,
     heap_win_bases: Vec<usize>,
     am: am::Endpoints,
-    /// Per target, a bit per window (HEAP, DYNAMIC): puts not yet remotely complete, and gets
-    /// started by `rma_get_started` not yet complete. MPI does not order a get or an atomic
+    /// Per target, a bit per window (HEAP, DYNAMIC): puts not yet remotely complete (gets
+    /// started by `rma_get_started` complete by their requests). MPI does not order a get or an atomic
     /// after a put, so those flush first — a get sees this origin's earlier puts, as on one
     /// host.
     unflushed: Vec<AtomicU8>,
@@ -332,22 +333,16 @@ impl MpiConduit {
         }
     }
 
-    /// Starts MPI_Gets of `len` bytes at `rank`'s `addr` into `dst`, after the puts still
-    /// pending to the rank (MPI does not order a get after a put); returns where they go and
-    /// the window's bit of `unflushed`. Complete at a flush of that window and rank.
-    ///
-    /// # Safety
-    /// As `rma::get_started`.
-    unsafe fn start_get(&self, mpi: &mut Mpi, rank: Rank, addr: usize, dst: *mut u8, len: usize) -> Result<(Target, u8)> {
+    /// Where a get of `len` bytes at `rank`'s `addr` reads, once the puts still pending to
+    /// the rank are complete (MPI does not order a get after a put); counts its traffic.
+    fn get_target(&self, mpi: &mut Mpi, rank: Rank, addr: usize, len: usize) -> Result<Target> {
         self.flush_pending(mpi, Some(rank))?;
-        let (t, window) = self.target(mpi, rank, addr);
+        let (t, _) = self.target(mpi, rank, addr);
         self.traffic.rma(rank, len);
-        // SAFETY: the caller's contract.
-        unsafe { rma::get_started(t, dst, len)? };
-        Ok((t, window))
+        Ok(t)
     }
 
-    /// Completes the puts and started gets still pending to `rank` (all ranks: None).
+    /// Completes the puts still pending to `rank` (all ranks: None).
     fn flush_pending(&self, mpi: &mut Mpi, rank: Option<Rank>) -> Result<()> {
         let pending = match rank {
             Some(r) => self.unflushed[r].swap(0, Ordering::Relaxed),
@@ -577,18 +572,23 @@ impl Conduit for MpiConduit {
 
     fn rma_get(&self, rank: Rank, addr: usize, dst: &mut [u8]) -> Result<()> {
         let mut mpi = self.live()?;
-        // SAFETY: `dst` is ours and filled by the flush below.
-        let (t, _) = unsafe { self.start_get(&mut mpi, rank, addr, dst.as_mut_ptr(), dst.len())? };
-        mpi.flush(t.win, Some(rank))
+        let t = self.get_target(&mut mpi, rank, addr, dst.len())?;
+        rma::get(&mut mpi, t, dst)
     }
 
-    unsafe fn rma_get_started(&self, rank: Rank, addr: usize, dst: *mut u8, len: usize) -> Result<bool> {
+    unsafe fn rma_get_started(&self, rank: Rank, addr: usize, dst: *mut u8, len: usize) -> Result<Option<StartedGet>> {
         let mut mpi = self.live()?;
-        // SAFETY: the caller's contract (dst untouched until rma_flush(rank) returned), which
-        // is what flushes the window marked here.
-        let (_, window) = unsafe { self.start_get(&mut mpi, rank, addr, dst, len)? };
-        self.unflushed[rank].fetch_or(window, Ordering::Relaxed);
-        Ok(true)
+        let t = self.get_target(&mut mpi, rank, addr, len)?;
+        // SAFETY: the caller's contract (dst untouched until the get tested or waited complete).
+        unsafe { mpi.started_gets.start(t, dst, len) }.map(Some)
+    }
+
+    fn rma_test_get(&self, get: StartedGet) -> Result<bool> {
+        self.live()?.started_gets.test(get)
+    }
+
+    fn rma_wait_get(&self, get: StartedGet) -> Result<()> {
+        self.live()?.started_gets.wait(get)
     }
 
     fn rma_put_list(&self, rank: Rank, pieces: &[(usize, &[u8])]) -> Result<bool> {

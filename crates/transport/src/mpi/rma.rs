@@ -28,7 +28,7 @@ const BOUNCE_MAX: usize = 64 * 1024;
 const BOUNCE_BUDGET: usize = 16 << 20;
 
 /// Calls `op(offset, disp, count)` for each chunk of `len` bytes at displacement `addr`.
-fn by_chunks(addr: usize, len: usize, mut op: impl FnMut(usize, MPI_Aint, c_int) -> c_int, call: &'static str) -> Result<()> {
+pub(super) fn by_chunks(addr: usize, len: usize, mut op: impl FnMut(usize, MPI_Aint, c_int) -> c_int, call: &'static str) -> Result<()> {
     let mut off = 0;
     while off < len {
         let n = (len - off).min(CHUNK);
@@ -66,20 +66,19 @@ fn put_from(t: Target, src: &[u8]) -> Result<()> {
     )
 }
 
-/// Starts the MPI_Gets of `len` bytes at `t` into `dst` (complete at a later flush of `t`'s
+/// MPI_Gets of `dst.len()` bytes at `t` into `dst`, complete on return (a flush of `t`'s
 /// window and rank).
-///
-/// # Safety
-/// `dst` is writable for `len` bytes and nothing else reads or writes it until that flush.
-pub unsafe fn get_started(t: Target, dst: *mut u8, len: usize) -> Result<()> {
+pub fn get(m: &mut Mpi, t: Target, dst: &mut [u8]) -> Result<()> {
     let Target { win, rank, disp: addr } = t;
-    // SAFETY: the caller's contract.
+    let at = dst.as_mut_ptr();
+    // SAFETY: `dst` is ours, borrowed until the flush below filled it.
     by_chunks(
         addr,
-        len,
-        |off, disp, n| unsafe { MPI_Get(dst.add(off) as *mut _, n, RSMPI_UINT8_T, rank as c_int, disp, n, RSMPI_UINT8_T, win) },
+        dst.len(),
+        |off, disp, n| unsafe { MPI_Get(at.add(off) as *mut _, n, RSMPI_UINT8_T, rank as c_int, disp, n, RSMPI_UINT8_T, win) },
         "MPI_Get",
-    )
+    )?;
+    m.flush(win, Some(rank))
 }
 
 /// MPI_Accumulate(MPI_SUM) of `src`, whole elements of `elem`, at `t`, in chunks whose element
