@@ -405,7 +405,7 @@ fn number_in_order(values: &[u64]) -> Vec<usize> {
 /// How far the progress pump backs off while the rank calls MPI itself (see `progress_pump`).
 const PUMP_MAX_SLEEP_FACTOR: u64 = 32;
 
-/// Bits of `MpiConduit::unflushed`: which window has puts or started gets pending.
+/// Bits of `MpiConduit::unflushed`: which window has puts pending.
 const HEAP: u8 = 1;
 const DYNAMIC: u8 = 2;
 
