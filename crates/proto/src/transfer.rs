@@ -633,8 +633,8 @@ impl<'a> PendingTransfer<'a> {
     /// `test`, except that a transfer on the conduit's one-sided engine (MPI across hosts)
     /// reads false without a call to the conduit: for a caller that wants to know, right after
     /// starting it, whether to keep the handle. Such a put only a flush can complete (it would
-    /// be waited for), and testing such a get lets MPI work on it inside the call (over TCP a
-    /// 1 MiB get's issue took 23-37 us instead of 10-17, and its overlap fell).
+    /// be waited for), and testing such a get lets MPI work on it inside the call (over TCP,
+    /// `bench/armci_peers/run.sh --tcp`: NbGet's issue took longer and hid less).
     pub fn test_without_conduit(&mut self) -> Result<bool> {
         if matches!(self.state, Pending::OneSided(_) | Pending::StartedGet(..)) {
             return Ok(false);
@@ -649,13 +649,12 @@ impl<'a> PendingTransfer<'a> {
     pub fn test(&mut self) -> Result<bool> {
         self.p.am.progress();
         let (p, rank) = (self.p, self.rank);
-        self.complete_one_sided()?;
-        self.test_started_get()?;
+        self.settle_one_sided(false)?;
         let complete = match &mut self.state {
             Pending::Done => true,
             Pending::At(at) => *at == 0 || activerma_core::clock::now_ns() >= *at,
-            Pending::OneSided(_) => unreachable!("complete_one_sided made it At"),
-            // Still on the wire: test_started_get found it incomplete.
+            Pending::OneSided(_) => unreachable!("settle_one_sided made it At"),
+            // Still on the wire: settle_one_sided found it incomplete.
             Pending::StartedGet(..) => false,
             Pending::Posted => !p.posted.any_to(rank),
             Pending::Asking { asked, rest, failed, .. } => {
@@ -683,43 +682,33 @@ impl<'a> PendingTransfer<'a> {
         outcome.map(|_| self.used)
     }
 
-    /// A put on the conduit's one-sided engine is completed by a flush of its rank, then
-    /// waits only for its modelled time. Failed, it is done (the flush gave up on it).
-    fn complete_one_sided(&mut self) -> Result<()> {
-        if let Pending::OneSided(at) = self.state {
-            self.state = Pending::Done;
-            self.p.conduit().rma_flush(Some(self.rank))?;
-            self.state = Pending::At(at);
-        }
-        Ok(())
-    }
-
-    /// A get started on the conduit's one-sided engine that landed is done but for its
-    /// modelled time. Failed, it is done (the conduit spent the ticket).
-    fn test_started_get(&mut self) -> Result<()> {
-        if let Pending::StartedGet(get, at) = self.state {
-            self.state = Pending::Done;
-            let landed = self.p.conduit().rma_test_get(get)?;
-            self.state = if landed { Pending::At(at) } else { Pending::StartedGet(get, at) };
-        }
-        Ok(())
-    }
-
-    /// A get started on the conduit's one-sided engine is waited for there, then for its
-    /// modelled time. Failed, it is done (the conduit spent the ticket).
-    fn complete_started_get(&mut self) -> Result<()> {
-        if let Pending::StartedGet(get, at) = self.state {
-            self.state = Pending::Done;
-            self.p.conduit().rma_wait_get(get)?;
-            self.state = Pending::At(at);
-        }
+    /// Settles a transfer on the conduit's one-sided engine: a put is completed by a flush of
+    /// its rank (MPI can only complete it); a get's request is waited for (`wait`) or only
+    /// asked about. Once landed, only its modelled time is left (At). Failed, it is done (the
+    /// conduit gave up on it and spent the ticket).
+    fn settle_one_sided(&mut self, wait: bool) -> Result<()> {
+        let (get, at) = match self.state {
+            Pending::OneSided(at) => (None, at),
+            Pending::StartedGet(get, at) => (Some(get), at),
+            _ => return Ok(()),
+        };
+        self.state = Pending::Done;
+        let conduit = self.p.conduit();
+        let landed = match get {
+            None => conduit.rma_flush(Some(self.rank)).map(|_| true)?,
+            Some(get) if wait => conduit.rma_wait_get(get).map(|_| true)?,
+            Some(get) => conduit.rma_test_get(get)?,
+        };
+        self.state = match get {
+            Some(get) if !landed => Pending::StartedGet(get, at),
+            _ => Pending::At(at),
+        };
         Ok(())
     }
 
     fn finish(&mut self) -> Result<()> {
         let (p, rank) = (self.p, self.rank);
-        self.complete_one_sided()?;
-        self.complete_started_get()?;
+        self.settle_one_sided(true)?;
         // Gets: every request sent is answered and its cell given back, even after a failure.
         loop {
             self.ask_more(true);
@@ -735,8 +724,7 @@ impl<'a> PendingTransfer<'a> {
                 completion::spin_until(at);
                 Ok(())
             }
-            Pending::OneSided(_) => unreachable!("complete_one_sided made it At"),
-            Pending::StartedGet(..) => unreachable!("complete_started_get made it At"),
+            Pending::OneSided(_) | Pending::StartedGet(..) => unreachable!("settle_one_sided made it At"),
             Pending::Posted => put_am::wait_acknowledged(p, Some(rank)),
             Pending::Asking { failed, .. } => {
                 completion::spin_until(self.not_before);

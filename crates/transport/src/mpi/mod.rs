@@ -81,9 +81,9 @@ pub struct MpiConduit {
     heap_win_bases: Vec<usize>,
     am: am::Endpoints,
     /// Per target, a bit per window (HEAP, DYNAMIC): puts not yet remotely complete (gets
-    /// started by `rma_get_started` complete by their requests). MPI does not order a get or an atomic
-    /// after a put, so those flush first — a get sees this origin's earlier puts, as on one
-    /// host.
+    /// started by `rma_get_started` complete by their requests). MPI does not order a get or
+    /// an atomic after a put, so those flush first — a get sees this origin's earlier puts, as
+    /// on one host.
     unflushed: Vec<AtomicU8>,
     finalized: AtomicBool,
     /// See `Conduit::cpu_atomics_coherent`. Open MPI 4.1 applies one-sided atomics on a
