@@ -10,16 +10,18 @@
 //!   plus a full base every `full_every` checkpoints.
 //! - `Full`: every protected page, every time.
 //! - `TrapFirstWrite`: the dirty-bit scheme — the target write-protects its pages and its
-//!   handler mediates the first remote write to each (see `remote`).
+//!   handler mediates the first remote write to each (see `remote`); an origin asks it to
+//!   lift a page's trap before an atomic there (`lift`).
 //!
 //! The design note is docs/design/checkpoint.md.
 
 mod dirty;
+mod lift;
 pub mod mmu;
 mod remote;
 pub mod store;
 
-use activerma::{settings, Error, Notify, Result, Segment, World};
+use activerma::{settings, Error, Notify, RemotePtr, Result, Segment, World};
 use dirty::{DirtyPages, Region};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -120,12 +122,18 @@ pub struct Checkpointer {
     kill_after_pages: u64,
     pages_so_far: u64,
     log_created: bool,
+    /// The tracked pages carry the tracking marks (`arm_marks` ran).
+    armed: bool,
     /// Runs `(addr, len)` of protected pages carrying the checkpoint's own marks (the others
     /// are the application's W=0 pages: `remote::tracked_runs`).
     tracked: Vec<(usize, usize)>,
     /// A checkpoint failed here, or this replacement restored alone: whether the last one
     /// became complete is for the markers to say once every rank is in the next one (`settle`).
     unsettled: bool,
+    /// Trap scheme, once tracking: our pages, which origins may ask us to lift (`lift`).
+    trapped: Option<Arc<lift::Trapped>>,
+    /// Trap scheme: the pages of others we had lifted since our last checkpoint.
+    lifted: lift::Lifted,
 }
 
 fn page_size() -> usize {
@@ -154,8 +162,11 @@ impl Checkpointer {
             },
             pages_so_far: 0,
             log_created: false,
+            armed: false,
             tracked: Vec::new(),
             unsettled: false,
+            trapped: None,
+            lifted: lift::Lifted::default(),
             opts,
         })
     }
@@ -195,8 +206,10 @@ impl Checkpointer {
         Ok(())
     }
 
-    /// Starts tracking (once): the log and its handler, the page marks, the MMU.
-    fn start_tracking(&mut self) -> Result<()> {
+    /// Starts tracking (once): the log and its handler, the page marks, the MMU. `arm_now`:
+    /// mark the pages at once; else the checkpoint marks them at its end (the trap scheme's
+    /// first checkpoint, see `checkpoint_or_fail`).
+    fn start_tracking(&mut self, arm_now: bool) -> Result<()> {
         let regions: Vec<Region> = self.dirty.regions().copied().collect();
         if self.opts.scheme == Scheme::Full {
             return Ok(());
@@ -206,6 +219,16 @@ impl Checkpointer {
             let handler = remote::handler(self.dirty.clone(), trap.then(|| self.world.clone()), self.page);
             self.world.create_log(self.opts.domain, self.opts.log_bytes, Notify::Poll, handler)?;
             self.log_created = true;
+            if trap {
+                let t = Arc::new(lift::Trapped {
+                    world: self.world.clone(),
+                    dirty: self.dirty.clone(),
+                    page: self.page,
+                    domain: self.opts.domain,
+                });
+                lift::start(t.clone())?;
+                self.trapped = Some(t);
+            }
             self.local = Some(match mmu::WriteTracker::new() {
                 Ok(mut t) => {
                     regions.iter().try_for_each(|r| t.track(r.addr, r.len))?;
@@ -215,7 +238,10 @@ impl Checkpointer {
             });
         }
         self.tracked = self.tracked_runs(&regions, true)?;
-        self.arm_marks()
+        if arm_now {
+            self.arm_marks()?;
+        }
+        Ok(())
     }
 
     /// The protected pages the checkpoint marks itself, from their marks now (see
@@ -229,11 +255,14 @@ impl Checkpointer {
 
     /// Puts the tracking marks on the pages the checkpoint tracks (again, after a trap scheme
     /// lifted some).
-    fn arm_marks(&self) -> Result<()> {
+    fn arm_marks(&mut self) -> Result<()> {
+        // Whatever we had lifted elsewhere is trapped again by the same collective.
+        self.lifted.clear();
         let marks = remote::tracking_marks(self.opts.scheme == Scheme::TrapFirstWrite);
         for &(addr, len) in &self.tracked {
             self.world.assoc_pages(addr as *const u8, len, marks, Some(self.opts.domain))?;
         }
+        self.armed = true;
         Ok(())
     }
 
@@ -249,6 +278,18 @@ impl Checkpointer {
             self.world.active_flush(target)?;
         }
         Ok(())
+    }
+
+    /// The trap scheme's contract for atomics: before an atomic on a protected page of
+    /// `at.rank` (whose W=0 pages refuse atomics: a protection error), ask that rank to lift
+    /// the page's trap, as its handler does for the first put, and wait until it has (once
+    /// per page and checkpoint interval: later calls return at once). A no-op for the other
+    /// schemes, before the first checkpoint, and for memory the checkpoint does not trap.
+    pub fn before_remote_atomic(&self, at: RemotePtr) -> Result<()> {
+        if self.opts.scheme != Scheme::TrapFirstWrite || self.trapped.is_none() {
+            return Ok(());
+        }
+        self.lifted.lift(&self.world, self.page, at, 8)
     }
 
     /// Takes a checkpoint (collective): every rank's puts complete, every rank finds the pages
@@ -291,7 +332,11 @@ impl Checkpointer {
     fn checkpoint_or_fail(&mut self) -> Result<Stats> {
         let started = Instant::now();
         if !self.log_created {
-            self.start_tracking()?;
+            // The trap scheme traps its pages at the end of its first checkpoint, when every
+            // rank is in it: an atomic of the interval before it, still on its way, would meet
+            // a trap its origin could not know of (`before_remote_atomic` is a no-op then).
+            // That checkpoint is a full one: nothing needs tracking before it.
+            self.start_tracking(self.opts.scheme != Scheme::TrapFirstWrite)?;
         }
         let w = &self.world.clone();
         // Every put into protected memory has been made, and logged, once all ranks are here.
@@ -302,7 +347,7 @@ impl Checkpointer {
         }
         w.drain_logs()?;
         let regions: Vec<Region> = self.dirty.regions().copied().collect();
-        if self.opts.scheme != Scheme::Full {
+        if self.opts.scheme != Scheme::Full && self.armed {
             // Every tracked page still tracked (or left to the application's W=0 handlers).
             self.tracked = self.tracked_runs(&regions, false)?;
         }
@@ -476,7 +521,7 @@ impl Checkpointer {
             })?;
         }
         // What was loaded is the checkpoint's state: nothing is dirty relative to it.
-        self.start_tracking()?;
+        self.start_tracking(true)?;
         let fresh: Vec<Vec<u32>> = regions.iter().map(|r| self.checksums(r)).collect();
         match &mut self.local {
             Some(LocalWrites::Mmu(t)) => t.take_written(&mut |_, _| {})?,
@@ -509,6 +554,9 @@ impl Drop for Checkpointer {
     /// its ranges), and the pages lose the tracking marks, so that the segments work as plain
     /// memory again (or under another checkpointer).
     fn drop(&mut self) {
+        if let Some(t) = &self.trapped {
+            lift::stop(t);
+        }
         if self.opts.scheme != Scheme::Full && !self.world.is_finalized() {
             // Only the pages that carry our marks: the application's own stay as it set them.
             let regions: Vec<Region> = self.dirty.regions().copied().collect();

@@ -306,9 +306,15 @@ impl Proto {
         let in_heap = addr.checked_sub(theirs).filter(|&off| off.checked_add(len).is_some_and(|end| end <= self.heap_len));
         let protocol = match in_heap {
             Some(off) => {
-                // Same offsets, same allocations, same protection: check ours, report theirs.
+                // Same offsets, same allocations: check ours, report theirs. Segment pages are
+                // read-write on every rank, so a protection or unsupported answer comes from
+                // Active Access marks this rank put on its own copy, which say nothing about
+                // the target's: the target applies its own (below).
                 let own = self.tables[me].as_ref().expect("own table");
-                own.check(mine + off, len, kind).map_err(|e| retarget(e, rank, addr, len))?;
+                match own.check(mine + off, len, kind) {
+                    Ok(_) | Err(Error::Protection { .. } | Error::Unsupported(_)) => {}
+                    Err(e) => return Err(retarget(e, rank, addr, len)),
+                }
                 if self.marks.touches(rank, off, len) {
                     // The target marked pages here: only it knows their bits and can apply them
                     // (an atomic there runs on its CPU, or is refused by its table exactly as

@@ -146,6 +146,31 @@ pub fn bit_combinations() -> Result<()> {
     if me == 0 {
         w.assoc_pages(seg.as_ptr(), page, Actions::W | Actions::R, None)?;
     }
+    // Marks are the target's alone: the last rank (on another host under the emulated
+    // layouts) protects its own copy of segment page 0 (W=0, no log), which says nothing about
+    // rank 0's page at the same offset — an origin must not judge an access by its own bits.
+    let last = w.size() - 1;
+    if me == last {
+        w.assoc_pages(seg.as_ptr(), page, Actions::R, None)?;
+    }
+    w.barrier()?;
+    if me == last {
+        w.put(seg.remote(0, 8), &[7; 8])?;
+        assert_eq!(w.fetch_add(seg.remote(0, 64), 3)?, 0, "an atomic on rank 0's plain page");
+        let r = w.put(seg.remote(last, 8), &[1; 8]);
+        assert!(matches!(r, Err(Error::Protection { .. })), "a put into our own protected page, got {r:?}");
+    }
+    w.barrier()?;
+    if me == 0 {
+        let mut got = [0u8; 8];
+        seg.read_local(8, &mut got);
+        assert_eq!(got, [7; 8], "the last rank's put into page 0");
+        seg.read_local(64, &mut got);
+        assert_eq!(u64::from_ne_bytes(got), 3, "the last rank's fetch-add into page 0");
+    }
+    if me == last {
+        w.assoc_pages(seg.as_ptr(), page, Actions::W | Actions::R, None)?;
+    }
     w.barrier()?;
     drop(exposed);
     drop(seg);

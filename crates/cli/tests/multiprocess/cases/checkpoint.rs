@@ -4,8 +4,10 @@
 //! exactly the state of the last complete checkpoint, every byte, and go on from there.
 //!
 //! `checkpoint_restart`'s steps also add into the next rank's memory with a fetch-add (a
-//! logged atomic on the incremental scheme's tracked pages, atomic_active.rs), except under
-//! trap-first-write, whose write-protected pages refuse atomics until a put lifted the trap.
+//! logged atomic on the incremental scheme's tracked pages, atomic_active.rs). Under
+//! trap-first-write, whose write-protected pages refuse atomics, the origin first asks the
+//! target to lift the page's trap (`Checkpointer::before_remote_atomic`); the step checks that
+//! the atomic is refused, clearly, without that.
 //!
 //! Driven by the environment: CKPT_DIR (the store), CKPT_SCHEME (full | incremental |
 //! trap-first-write), CKPT_STEPS (steps to reach), CKPT_KILL (`rank:epoch`: that rank dies
@@ -89,7 +91,7 @@ pub fn checkpoint_restart() -> Result<()> {
     let steps: usize = env("CKPT_STEPS").map_or(4, |s| s.parse().unwrap());
     let w = activerma::init()?;
     let (me, n) = (w.rank(), w.size());
-    let atomics = scheme != Scheme::TrapFirstWrite;
+    let atomics = true;
     let seg = w.alloc_segment(PAGES * PAGE)?;
     let mut opts = Options::new(scheme);
     opts.full_every = FULL_EVERY;
@@ -268,7 +270,22 @@ fn step(w: &World, seg: &activerma::Segment, ck: &Checkpointer, k: usize, atomic
     }
     if atomics {
         let (page, off, add) = atomic_add(me, k);
-        w.fetch_add(seg.remote(next, page * PAGE + off), add)?;
+        let at = seg.remote(next, page * PAGE + off);
+        let lifted_by_a_put = writes(me, k, true).iter().any(|w| w.0 == page);
+        if ck.scheme() == Scheme::TrapFirstWrite && ck.epoch() > 0 && !lifted_by_a_put {
+            // The page is trapped: an atomic is refused (nothing written) until it is lifted.
+            match w.fetch_add(at, add) {
+                Err(e) if e.to_string().contains("protect") || e.to_string().contains("refused") => {}
+                other => {
+                    return Err(Error::InvalidArgument(format!(
+                        "rank {me}: an atomic on a trapped page of rank {next} (step {k}) returned {other:?}, expected a protection error"
+                    )))
+                }
+            }
+        }
+        ck.before_remote_atomic(at)?;
+        w.fetch_add(at, add)?;
+        ck.before_remote_atomic(at)?; // once per page and interval: no second request
         ck.after_remote_write(next)?;
     }
     Ok(())
