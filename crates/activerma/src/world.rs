@@ -367,6 +367,13 @@ impl World {
         self.inner.am.progress()
     }
 
+    /// Makes progress until `done()` (something a handler delivers: a user message's reply),
+    /// as the runtime's own waits do: backing off, failing with `Error::RankFailed` / `PeerGone`
+    /// if `rank` dies and with `Error::Timeout` (naming `what`) after ACTIVERMA_TIMEOUT_S.
+    pub fn wait_until(&self, done: impl FnMut() -> bool, rank: Rank, what: &str) -> Result<()> {
+        self.live()?.am.wait_until(done, rank, what)
+    }
+
     /// Adds work to every progress step of this rank — the application's own calls, the
     /// progress thread's loop, every wait — for layers that poll memory others write by RMA
     /// (the object DSM's diff-arrays). Returns how many items it handled; it may run on the

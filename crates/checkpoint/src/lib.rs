@@ -286,8 +286,8 @@ impl Checkpointer {
     /// per page and checkpoint interval: later calls return at once). A no-op for the other
     /// schemes, before the first checkpoint, and for memory the checkpoint does not trap.
     pub fn before_remote_atomic(&self, at: RemotePtr) -> Result<()> {
-        if self.opts.scheme != Scheme::TrapFirstWrite || self.trapped.is_none() {
-            return Ok(());
+        if self.trapped.is_none() {
+            return Ok(()); // not the trap scheme, or not tracking yet
         }
         self.lifted.lift(&self.world, self.page, at, 8)
     }

@@ -25,10 +25,9 @@
 use crate::dirty::DirtyPages;
 use crate::remote;
 use activerma::{AmCtx, Error, HandlerId, Rank, RemotePtr, Result, World, FIRST_USER_HANDLER};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 const LIFT: HandlerId = FIRST_USER_HANDLER + 130;
 const LIFTED: HandlerId = FIRST_USER_HANDLER + 131;
@@ -43,8 +42,8 @@ pub(crate) struct Trapped {
 
 /// The trapping checkpointers of this process (one, unless a program runs several).
 static TRAPPED: Mutex<Vec<Arc<Trapped>>> = Mutex::new(Vec::new());
-/// Answers that arrived: token -> None (lifted) or Some(why not).
-static ANSWERS: Mutex<Option<HashMap<u64, Option<String>>>> = Mutex::new(None);
+/// Answers that arrived: (token, None when lifted or Some(why not)).
+static ANSWERS: Mutex<Vec<(u64, Option<String>)>> = Mutex::new(Vec::new());
 static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
 
 /// Installs the handlers (once per job: a later checkpointer finds them there) and makes `t`'s
@@ -81,7 +80,7 @@ fn on_lift(ctx: &AmCtx, msg: &[u8]) {
 
 fn on_lifted(ctx: &AmCtx, msg: &[u8]) {
     let why = (msg.first() != Some(&0)).then(|| String::from_utf8_lossy(msg.get(1..).unwrap_or_default()).into_owned());
-    ANSWERS.lock().unwrap().get_or_insert_with(HashMap::new).insert(ctx.token, why);
+    ANSWERS.lock().unwrap().push((ctx.token, why));
 }
 
 /// Lifts the trap on every page of `[addr, addr+len)` that is one of `t`'s and trapped now;
@@ -130,8 +129,13 @@ impl Lifted {
         let mut msg = (at.addr as u64).to_le_bytes().to_vec();
         msg.extend_from_slice(&(len as u64).to_le_bytes());
         w.send_am(at.rank, LIFT, token, &msg)?;
-        let why = wait_answer(w, at.rank, token)?;
-        if let Some(why) = why {
+        let mut answer = None;
+        let answered = || {
+            answer = take_answer(token);
+            answer.is_some()
+        };
+        w.wait_until(answered, at.rank, "checkpoint: the answer to a request to lift a trap")?;
+        if let Some(Some(why)) = answer {
             return Err(Error::InvalidArgument(format!(
                 "checkpoint: rank {} could not lift the trap on {:#x}+{len} for an atomic: {why}",
                 at.rank, at.addr
@@ -142,25 +146,9 @@ impl Lifted {
     }
 }
 
-/// Makes progress until the answer `token` from `rank` is in; fails if `rank` dies or
-/// ACTIVERMA_TIMEOUT_S passes.
-fn wait_answer(w: &World, rank: Rank, token: u64) -> Result<Option<String>> {
-    let timeout_s = w.config().get_f64(activerma::settings::TIMEOUT_S)?;
-    let started = Instant::now();
-    let mut spins = 0u32;
-    loop {
-        if let Some(why) = ANSWERS.lock().unwrap().as_mut().and_then(|a| a.remove(&token)) {
-            return Ok(why);
-        }
-        if w.progress() == 0 {
-            std::thread::yield_now();
-        }
-        spins = spins.wrapping_add(1);
-        if spins.is_multiple_of(1024) {
-            w.check_alive(rank)?;
-            if timeout_s > 0.0 && started.elapsed().as_secs_f64() > timeout_s {
-                return Err(Error::Timeout { what: format!("checkpoint: rank {rank} to lift a trap"), secs: timeout_s });
-            }
-        }
-    }
+/// The answer `token` got, if it is in: None (lifted) or Some(why not).
+fn take_answer(token: u64) -> Option<Option<String>> {
+    let mut answers = ANSWERS.lock().unwrap();
+    let i = answers.iter().position(|(t, _)| *t == token)?;
+    Some(answers.swap_remove(i).1)
 }
