@@ -13,6 +13,8 @@
 //!          if WL|WLD { append(run, data if WLD) }     if RL|RLD { append(run, copy if RLD) }
 //! append: slot = E ? domain's log : fault log; chunks of max_chunk; while full: progress
 //!         (back-pressure, never a drop); then wake the log's thread if it sleeps
+//!         modelled IOMMU: wait LOG_NS per entry now (the origin's CPU plays the IOMMU, one
+//!         entry after another); a put's also go into owed_ns: its entry lands after its data
 //! ```
 //! A page's bits are read once per access: an access racing with `assoc_pages` sees, page by
 //! page, either the old bits or the new ones.
@@ -23,6 +25,7 @@ use crate::ActiveTable;
 use activerma_core::page::page_size;
 use activerma_core::{Rank, Result};
 use activerma_mem::{Entry, Lookup};
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Failure injection (`kill_in_append`): logged accesses this process still makes before it
@@ -58,6 +61,11 @@ pub struct Logged<'a> {
     pub scratchpad_ns: u64,
     /// The modelled IOTLB's translation of the log address written (None: model off).
     pub translate_log: Option<&'a dyn Fn(usize)>,
+    /// The modelled cost of the log entries this access's puts appended (waited for by the
+    /// origin's CPU in `append` already): the target's IOMMU writes a put's entries after its
+    /// data has landed, so the caller's completion time is at least the wire time plus this
+    /// (`put_active`). A get's entries are written while the reply travels: nothing owed.
+    pub owed_ns: Cell<u64>,
 }
 
 impl<'a> Logged<'a> {
@@ -66,7 +74,7 @@ impl<'a> Logged<'a> {
     /// origin on this host logging into the target's table itself fills in the costs too:
     /// proto's put_active / get_active.)
     pub fn at_target(table: &'a ActiveTable, lookup: &'a Lookup<'a>, target: Rank, origin: Rank, seq: u64) -> Logged<'a> {
-        Logged { table, lookup, target, origin, seq, log_ns: 0, scratchpad_ns: 0, translate_log: None }
+        Logged { table, lookup, target, origin, seq, log_ns: 0, scratchpad_ns: 0, translate_log: None, owed_ns: Cell::new(0) }
     }
 }
 
@@ -124,7 +132,12 @@ fn append(
     let entry_ns = if logs.slot(slot).in_scratchpad() { l.scratchpad_ns } else { l.log_ns };
     let model_ns = entry_ns * entries as u64;
     if model_ns != 0 {
+        // This CPU plays the IOMMU, which writes entries one after another: a stream of
+        // non-blocking active puts is paced by it as by the copies.
         activerma_core::clock::spin_until(activerma_core::clock::now_ns() + model_ns);
+        if op == LogOp::Put {
+            l.owed_ns.set(l.owed_ns.get() + model_ns);
+        }
     }
     if let Some(translate) = l.translate_log {
         // The IOMMU writes the entry through its own translation: the log's page (where the
@@ -160,7 +173,8 @@ pub fn has_room(l: &Logged, op: LogOp, addr: usize, len: usize) -> Result<bool> 
 /// logged run is written between claiming its entry and publishing it: the claim's locked
 /// instruction would otherwise wait for the write's cache misses (the modelled network's 8-byte
 /// tracked put, `bench checkpoint`: 1.13-1.2x an untracked one before, about 1.08x after), and
-/// the handler still sees the data with the entry. Returns the mask of log slots appended to.
+/// the handler still sees the data with the entry. Returns the mask of log slots appended to;
+/// the entries' modelled cost is also left in `l.owed_ns`, for the caller's completion time.
 pub fn put(
     l: &Logged,
     addr: usize,

@@ -25,6 +25,7 @@ pub(crate) fn logged<'a, R>(p: &'a Proto, rank: Rank, lookup: &'a Lookup<'a>, f:
         log_ns: p.net.log_ns,
         scratchpad_ns: p.net.scratchpad_ns,
         translate_log: translate.as_ref().map(|f| f as &dyn Fn(usize)),
+        owed_ns: std::cell::Cell::new(0),
     };
     f(&l)
 }

@@ -10,6 +10,19 @@ pub(crate) fn spin_until(at_ns: u64) {
     }
 }
 
+/// The completion time of an operation whose wire time ends at `at` (0: no link modelled)
+/// and whose target then does `ns` more of modelled work (an active put's log entries, which
+/// land after its data; `put_active::run`). The origin's CPU has already waited those `ns`, so
+/// without a link model there is nothing left to wait for.
+#[inline]
+pub(crate) fn then(at: u64, ns: u64) -> u64 {
+    if at == 0 || ns == 0 {
+        at
+    } else {
+        (at + ns).max(now_ns())
+    }
+}
+
 /// Handle of a non-blocking operation.
 #[must_use = "a non-blocking operation must be waited for (or tested until complete)"]
 #[derive(Debug)]

@@ -578,13 +578,27 @@ impl Proto {
 
     #[inline(always)]
     fn put_start(&self, rank: Rank, addr: usize, src: &[u8], complete: bool) -> Result<u64> {
+        // Under the modelled network a put's transfer starts when it is issued, as a get's does:
+        // the copy (the NIC's DMA, done by this CPU) and the claim of an active put's log entry
+        // happen within its wire time. The entry's modelled write is owed after it: the
+        // target's IOMMU writes the entry once the data has landed.
         match self.segment_fast(rank, addr, src.len(), AccessKind::Put) {
-            Some((local, HeapFast::Plain)) if !complete && self.streams(rank, local, src) => put_direct::run_streaming(self, local, src),
-            Some((local, HeapFast::Plain)) => put_direct::run(self, local, src),
-            Some((local, HeapFast::Active(lookup))) => put_active::run(self, rank, addr, src, &lookup, local)?,
-            None => return self.put_chosen(rank, addr, src, complete),
+            Some((local, HeapFast::Plain)) => {
+                let at = self.net.completion_time(src.len());
+                if !complete && self.streams(rank, local, src) {
+                    put_direct::run_streaming(self, local, src)
+                } else {
+                    put_direct::run(self, local, src)
+                }
+                Ok(at)
+            }
+            Some((local, HeapFast::Active(lookup))) => {
+                let at = self.net.completion_time(src.len());
+                let owed = put_active::run(self, rank, addr, src, &lookup, local)?;
+                Ok(completion::then(at, owed))
+            }
+            None => self.put_chosen(rank, addr, src, complete),
         }
-        Ok(self.net.completion_time(src.len()))
     }
 
     #[inline(never)]
@@ -600,7 +614,10 @@ impl Proto {
             Protocol::PutRma => rma_conduit::put(self, rank, addr, src, complete)?,
             Protocol::PutAm if complete => put_am::run(self, rank, addr, src)?,
             Protocol::PutAm => put_am::post(self, rank, addr, src)?,
-            Protocol::PutActive => put_active::run(self, rank, addr, src, c.lookup(), c.local)?,
+            Protocol::PutActive => {
+                let owed = put_active::run(self, rank, addr, src, c.lookup(), c.local)?;
+                return Ok(completion::then(self.net.completion_time(src.len()), owed));
+            }
             // The slow paths wait for the target: give back the lookup first (see rendezvous.rs).
             Protocol::PutBounce => {
                 self.note_bounced(rank);

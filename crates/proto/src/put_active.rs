@@ -9,7 +9,9 @@ use activerma_core::counters::bump;
 use activerma_core::{Rank, Result};
 use activerma_mem::Lookup;
 
-pub(crate) fn run(p: &Proto, rank: Rank, addr: usize, src: &[u8], lookup: &Lookup, local: *mut u8) -> Result<()> {
+/// Returns the modelled cost of its log entries, owed after the put's wire time (the target's
+/// IOMMU writes them once the data has landed): 0 with the model off or nothing logged.
+pub(crate) fn run(p: &Proto, rank: Rank, addr: usize, src: &[u8], lookup: &Lookup, local: *mut u8) -> Result<u64> {
     let mut write = |at: usize, bytes: &[u8]| -> Result<()> {
         if lookup.private {
             put_cma::copy_in(p, rank, at, bytes)
@@ -20,11 +22,12 @@ pub(crate) fn run(p: &Proto, rank: Rank, addr: usize, src: &[u8], lookup: &Looku
         }
     };
     let mut waiter = activerma_am::Waiter::default();
-    let touched = crate::active_origin::logged(p, rank, lookup, |l| {
+    let (touched, owed_ns) = crate::active_origin::logged(p, rank, lookup, |l| {
         log_append::put(l, addr, src, !lookup.private, &mut write, &mut || waiter.step(&p.am, rank, "room in an access log"))
+            .map(|touched| (touched, l.owed_ns.get()))
     })?;
     p.note_touched(rank, touched);
     bump(&p.counters.put_active, 1);
     bump(&p.counters.bytes_put, src.len() as u64);
-    Ok(())
+    Ok(owed_ns)
 }

@@ -207,6 +207,8 @@ impl Proto {
             return Ok(0);
         }
         if let Some((local, HeapFast::Plain)) = self.shortcut(rank, addr, extent, AccessKind::Get) {
+            // Booked at issue, as a contiguous get's is (`Proto::get_start`).
+            let at = self.net.completion_time(pattern.bytes());
             fence(Ordering::Acquire);
             let piece = pattern.piece;
             pattern.for_each(|r, l| {
@@ -217,7 +219,7 @@ impl Proto {
             self.count_shortcut(pattern);
             bump(&self.counters.get_direct, 1);
             bump(&self.counters.bytes_got, pattern.bytes() as u64);
-            return Ok(self.net.completion_time(pattern.bytes()));
+            return Ok(at);
         }
         if self.target_moves(rank, pattern) && pattern.local_pieces_apart()? {
             bump(&self.counters.noncontig_pieces, pattern.pieces() as u64);
@@ -265,6 +267,7 @@ impl Proto {
             return Ok(0);
         }
         if let Some((local, HeapFast::Plain)) = self.shortcut(rank, addr, extent, AccessKind::Put) {
+            let at = self.net.completion_time(pattern.bytes());
             let piece = pattern.piece;
             pattern.for_each(|r, l| {
                 // SAFETY: r + piece <= extent (inside the checked mapping), l + piece <= src.len().
@@ -275,7 +278,7 @@ impl Proto {
             self.count_shortcut(pattern);
             bump(&self.counters.put_direct, 1);
             bump(&self.counters.bytes_put, pattern.bytes() as u64);
-            return Ok(self.net.completion_time(pattern.bytes()));
+            return Ok(at);
         }
         if self.target_moves(rank, pattern) {
             bump(&self.counters.noncontig_pieces, pattern.pieces() as u64);

@@ -142,8 +142,10 @@ impl Proto {
         let Some((local, HeapFast::Plain)) = self.segment_fast(rank, addr, src.len(), AccessKind::Put) else {
             return false;
         };
+        // Booked at issue, as `put_start` books it: the copy stands for the NIC's DMA.
+        let at = self.net.completion_time(src.len());
         put_direct::run(self, local, src);
-        completion::spin_until(self.net.completion_time(src.len()));
+        completion::spin_until(at);
         self.count(Transfer::ZeroCopy, src.len());
         true
     }
@@ -154,8 +156,9 @@ impl Proto {
         let Some((local, HeapFast::Plain)) = self.segment_fast(rank, addr, dst.len(), AccessKind::Get) else {
             return false;
         };
+        let at = self.net.completion_time(dst.len());
         get_direct::run(self, local, dst);
-        completion::spin_until(self.net.completion_time(dst.len()));
+        completion::spin_until(at);
         self.count(Transfer::ZeroCopy, dst.len());
         true
     }

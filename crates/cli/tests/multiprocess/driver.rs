@@ -206,7 +206,7 @@ pub fn main() -> i32 {
     jobs.push(Job {
         case: "modelled_network",
         ranks: 2,
-        env: vec![("ACTIVERMA_NET_LATENCY_NS", "20000"), ("ACTIVERMA_NET_BANDWIDTH_MBS", "100")],
+        env: vec![("ACTIVERMA_NET_LATENCY_NS", "20000"), ("ACTIVERMA_NET_BANDWIDTH_MBS", "100"), ("ACTIVERMA_NET_LOG_NS", "20000")],
     });
     jobs.push(Job { case: "small_queues", ranks: 3, env: vec![("ACTIVERMA_AM_SLOTS", "4"), ("ACTIVERMA_AM_SLOT_SIZE", "128")] });
     jobs.push(Job { case: "peer_exits_early", ranks: 2, env: vec![] });
@@ -614,7 +614,7 @@ fn run_under_mpi(mpi: &str, filter: Option<&str>, t: &mut Tally) -> i32 {
     jobs.push(Job {
         case: "modelled_network",
         ranks: 2,
-        env: vec![("ACTIVERMA_NET_LATENCY_NS", "20000"), ("ACTIVERMA_NET_BANDWIDTH_MBS", "100")],
+        env: vec![("ACTIVERMA_NET_LATENCY_NS", "20000"), ("ACTIVERMA_NET_BANDWIDTH_MBS", "100"), ("ACTIVERMA_NET_LOG_NS", "20000")],
     });
     // The one-sided MPI path on one host too (by default the ranks of a one-host job map each
     // other's heaps and tables through an MPI shared window and copy with the CPU).
