@@ -5,7 +5,7 @@
 //! access log), rma (the origin puts them back: fetch-add + put), am (it sends them back).
 //!
 //! A job per network (raw shared memory; the paper's modelled platform with a link of
-//! MODEL_BANDWIDTH_MBS) and total size; in each, after a warm-up round of each design, the four
+//! apps::MODEL_LINK_MBS) and total size; in each, after a warm-up round of each design, the four
 //! designs take turns over 5 rounds on the same keys, and the exchange time is the slowest
 //! rank's (median of the rounds). The checkpoint the sort takes before its exchange is left
 //! out: it is the same for every design and outside the time measured. The sort checks its
@@ -28,12 +28,6 @@ const TOTAL_ENV: &str = "ACTIVERMA_BENCH_SORT_TOTAL";
 const CHUNK: usize = 64 << 10;
 const ROUNDS: usize = 5;
 const AM_SLOT_SIZE: &str = "16K";
-/// The modelled link: 1 GB/s (a 10 Gb/s NIC; the paper's platform gives latencies only). On
-/// this emulation the CPU copies what a NIC moves — and, for aa, what the paper's IOMMU writes
-/// into the log — so the link must be slower than those copies (2 vCPUs sharing one memory
-/// bus: about 3-4 GB/s each while both copy) for the exchange to be bound by the network, as
-/// on the paper's cluster. The raw rows show the copies' own cost.
-const MODEL_BANDWIDTH_MBS: &str = "1000";
 /// AA within 1 % of no-FT (the paper: < 1 %).
 const AA_TARGET: f64 = 1.01;
 
@@ -43,7 +37,7 @@ pub fn is_worker() -> bool {
 
 fn networks() -> Vec<(&'static str, Vec<(String, String)>)> {
     let mut model: Vec<(String, String)> = super::apps::PAPER_MODEL.iter().map(|&(k, v)| (k.to_string(), v.to_string())).collect();
-    model.push(("ACTIVERMA_NET_BANDWIDTH_MBS".into(), MODEL_BANDWIDTH_MBS.into()));
+    model.push(("ACTIVERMA_NET_BANDWIDTH_MBS".into(), super::apps::MODEL_LINK_MBS.into()));
     vec![("raw", vec![]), ("modelled", model)]
 }
 
