@@ -15,7 +15,7 @@ pub(crate) fn spin_until(at_ns: u64) {
 /// land after its data; `put_active::run`). The origin's CPU has already waited those `ns`, so
 /// without a link model there is nothing left to wait for.
 #[inline]
-pub(crate) fn then(at: u64, ns: u64) -> u64 {
+pub(crate) fn plus_target_work(at: u64, ns: u64) -> u64 {
     if at == 0 || ns == 0 {
         at
     } else {

@@ -595,7 +595,7 @@ impl Proto {
             Some((local, HeapFast::Active(lookup))) => {
                 let at = self.net.completion_time(src.len());
                 let owed = put_active::run(self, rank, addr, src, &lookup, local)?;
-                Ok(completion::then(at, owed))
+                Ok(completion::plus_target_work(at, owed))
             }
             None => self.put_chosen(rank, addr, src, complete),
         }

@@ -127,6 +127,7 @@ fn logged_puts_pay_the_modelled_log_write(w: &activerma::World, seg: &activerma:
     let page = activerma_core::page::page_size();
     if w.rank() == 0 {
         w.create_log(5, 1 << 16, Notify::Poll, Arc::new(|_: &LogEntry| {}))?;
+        // SAFETY: the segment's second page (the segment is 2 MiB).
         w.assoc_pages(unsafe { seg.as_ptr().add(page) }, page, Actions::W | Actions::R | Actions::WL, Some(5))?;
     }
     w.barrier()?;
