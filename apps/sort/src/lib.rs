@@ -280,8 +280,9 @@ impl Sorter {
             t.expire();
         }
         w.surviving(|| w.flush_all())?;
-        // Under a modelled network, what the exchange posted (am's records) has arrived only
-        // when the link is idle: the exchange ends then, and the next one starts on a free link.
+        // Under a modelled network, whatever the exchange booked on the link has arrived only
+        // when the link is idle (the am design's records each wait for their own arrival):
+        // the exchange ends then, and the next one starts on a free link.
         w.wait_link_idle();
         if w.is_recovering() {
             w.rejoin()?;

@@ -731,6 +731,15 @@ impl World {
         self.live()?.am.send(dst, id, token, payload)
     }
 
+    /// `send_am` that returns once the message has arrived at `dst`: under the modelled
+    /// network at its modelled delivery time, as a blocking `put` returns at its remote
+    /// completion (on one host it is in `dst`'s queue as soon as it is sent; between hosts, MPI
+    /// holds it until then). For a message the sender's next step relies on being at the
+    /// target, such as a logged record.
+    pub fn send_am_arrived(&self, dst: Rank, id: HandlerId, token: u64, payload: &[u8]) -> Result<()> {
+        self.live()?.am.send_arrived(dst, id, token, payload)
+    }
+
     /// `send_am` that never blocks: a busy or full queue to `dst` defers the message to a
     /// later progress step of this rank (in order with its other messages to `dst`). For
     /// progress hooks (`add_progress_hook`), which must not block.

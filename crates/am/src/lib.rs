@@ -151,6 +151,22 @@ impl Am {
     /// Sends a message of any length; blocks (making progress) while the destination queue is
     /// full. Delivery from one origin to one target is in order.
     pub fn send(&self, dst: Rank, handler: HandlerId, token: u64, payload: &[u8]) -> Result<()> {
+        self.send_arriving(dst, handler, token, payload).map(drop)
+    }
+
+    /// `send`, then waits until the message has arrived at `dst` as the modelled network
+    /// carries it (its last fragment's delivery time), as a blocking put waits for its remote
+    /// completion; without the model it is in `dst`'s queue already when `send` returns (on
+    /// one host; between hosts MPI holds it). For a sender whose next step relies on the
+    /// message being at the target, such as a logged record (`activerma-recovery`).
+    pub fn send_arrived(&self, dst: Rank, handler: HandlerId, token: u64, payload: &[u8]) -> Result<()> {
+        let at = self.send_arriving(dst, handler, token, payload)?;
+        activerma_core::clock::spin_until(at);
+        Ok(())
+    }
+
+    /// `send`, returning the modelled delivery time of the last fragment (0: no model).
+    fn send_arriving(&self, dst: Rank, handler: HandlerId, token: u64, payload: &[u8]) -> Result<u64> {
         self.check_rank(dst)?;
         if payload.len() > u32::MAX as usize {
             return Err(Error::SizeLimit(format!("an active message carries at most 4 GiB; got {} bytes (split it)", payload.len())));
@@ -159,7 +175,7 @@ impl Am {
         self.flush_deferred_locked(dst)?;
         let r = self.send_fragments(dst, handler, token, payload, true, false);
         drop(guard);
-        r.map(|_| ())
+        Ok(r?.expect("a blocking send sends"))
     }
 
     /// Sends without ever blocking: now if the destination's queue is free and has room,
@@ -176,7 +192,7 @@ impl Am {
         if let Ok(_g) = self.send_locks[dst].try_lock() {
             let nothing_waiting = !self.deferred.has_for(dst);
             if nothing_waiting && payload.len() <= self.conduit.am_fragment_capacity(dst) {
-                if let Ok(true) = self.send_fragments(dst, handler, token, payload, false, true) {
+                if let Ok(Some(_)) = self.send_fragments(dst, handler, token, payload, false, true) {
                     return;
                 }
             }
@@ -185,10 +201,11 @@ impl Am {
     }
 
     /// With the destination's send lock held: pushes every fragment, waiting for room when
-    /// `block`; without it, returns `Ok(false)` if the first fragment does not fit. A `reply`
+    /// `block`, and returns the last one's modelled delivery time (0: no model); without
+    /// `block`, returns `Ok(None)` if the first fragment does not fit. A `reply`
     /// goes to whoever asked, even a replacement rank still restoring (respawn jobs): while
     /// it waits for room it only gives up if the process is gone.
-    fn send_fragments(&self, dst: Rank, handler: HandlerId, token: u64, payload: &[u8], block: bool, reply: bool) -> Result<bool> {
+    fn send_fragments(&self, dst: Rank, handler: HandlerId, token: u64, payload: &[u8], block: bool, reply: bool) -> Result<Option<u64>> {
         let cap = self.conduit.am_fragment_capacity(dst);
         let total = payload.len();
         let mut off = 0;
@@ -208,13 +225,13 @@ impl Am {
                 bump(&self.counters.am_fragments, 1);
                 if flags.last {
                     bump(&self.counters.am_sent, 1);
-                    return Ok(true);
+                    return Ok(Some(at));
                 }
                 off = end;
                 continue;
             }
             if !block && off == 0 {
-                return Ok(false);
+                return Ok(None);
             }
             // Full queue: back-pressure. Drain our own inbox so the peer can drain its one.
             self.poll_inbox();

@@ -12,8 +12,9 @@
 //!        paper's log as a store, no CPU of the target's involved) until the check drains it
 //! rma    the origin, after its get, claims a record in the target's log with a remote
 //!        fetch-add and puts the record there (two more one-sided operations)
-//! am     the origin, after its get, sends the record in an active message; the target's
-//!        handler stores it (the target's CPU pays the modelled receive overhead)
+//! am     the origin, after its get, sends the record in an active message and waits until it
+//!        has arrived (as rma's put completes remotely); the target's handler stores it (the
+//!        target's CPU pays the modelled receive overhead)
 //! ```
 //! Every rank gets from random other ranks at random 8-byte words of their 1 MiB table; jobs of
 //! 2, 3 and 4 ranks, on the raw conduit and with the paper's modelled platform (as `bench

@@ -10,7 +10,8 @@
 //!        (magic, CRC-32, 8-byte aligned) because an origin that dies between its claim and
 //!        its put leaves a hole of unknown length: readers step over it 8 bytes at a time
 //!        to the next whole record, and a trim zeroes the log so no old record reads as new
-//! am     the origin sends the record to the target in an active message; its handler files it
+//! am     the origin sends the record to the target in an active message and waits until it
+//!        has arrived (as the rma design's put completes remotely); the handler files it
 //! ```
 //! A record is (origin, address, length, bytes). A replacement asks every target for the
 //! records of its origin (aa, am: a request the target answers from its store; rma: it reads
@@ -321,7 +322,12 @@ impl GetLog {
                 self.record.clear();
                 self.record.extend_from_slice(&header(self.w.rank(), at.addr as u64, data.len()));
                 self.record.extend_from_slice(data);
-                self.w.send_am(at.rank, LOG_AM, 0, &self.record)?;
+                // The same guarantee as the other designs: the rma design's blocking put and
+                // the aa design's get (whose entry is written before it completes) return
+                // with the record at the target. On a network a record still on the wire is
+                // not there yet, so the origin waits for its arrival, which the modelled
+                // network charges as it charges the put's remote completion.
+                self.w.send_am_arrived(at.rank, LOG_AM, 0, &self.record)?;
                 self.bytes_sent_back += self.record.len() as u64;
             }
         }

@@ -112,7 +112,34 @@ pub fn modelled_network() -> Result<()> {
     h.wait();
     assert!(t.elapsed().as_micros() >= 20);
     logged_puts_pay_the_modelled_log_write(&w, &seg)?;
+    arrived_messages_wait_for_the_modelled_arrival(&w)?;
     w.finalize()
+}
+
+/// `send_am_arrived` returns once the message has arrived as the modelled network carries it
+/// (latency + size / bandwidth: 20 us + 4 KiB at 100 MB/s), as a blocking put waits for its
+/// remote completion; the message is handled whole and once.
+fn arrived_messages_wait_for_the_modelled_arrival(w: &activerma::World) -> Result<()> {
+    const ARRIVED: u16 = activerma::FIRST_USER_HANDLER + 7;
+    let got = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let g = got.clone();
+    w.register_handler(
+        ARRIVED,
+        Arc::new(move |ctx: &activerma::AmCtx, bytes: &[u8]| {
+            assert!(bytes.iter().all(|&b| b == ctx.token as u8) && bytes.len() == 4096, "the message arrived whole");
+            g.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }),
+    )?;
+    w.barrier()?;
+    let (right, left) = ((w.rank() + 1) % w.size(), (w.rank() + w.size() - 1) % w.size());
+    let t = Instant::now();
+    w.send_am_arrived(right, ARRIVED, 9, &[9u8; 4096])?;
+    let took = t.elapsed().as_micros();
+    assert!(took >= 20 + 40, "send_am_arrived of 4 KiB returned after {took} us: before its modelled arrival (61 us)");
+    w.wait_until(|| got.load(std::sync::atomic::Ordering::Relaxed) == 1, left, "the arrived message's handler")?;
+    w.barrier()?;
+    assert_eq!(got.load(std::sync::atomic::Ordering::Relaxed), 1, "handled exactly once");
+    Ok(())
 }
 
 /// The modelled IOMMU writes an active put's log entry at the target after the data has
