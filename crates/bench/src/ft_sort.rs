@@ -106,18 +106,14 @@ pub fn ft_sort(args: &BenchArgs) -> BResult<()> {
     }
     let text = std::fs::read_to_string(&out)?;
     let _ = std::fs::remove_file(&out);
-    // (total MiB, network) -> (variant, median s, min, max, bytes sent back per rank, every
-    // round's s in round order)
-    type Times = std::collections::BTreeMap<(u64, String), Vec<(String, f64, f64, f64, f64, Vec<f64>)>>;
+    // (total MiB, network) -> (variant, bytes sent back per rank, every round's s in round order)
+    type Times = std::collections::BTreeMap<(u64, String), Vec<(String, f64, Vec<f64>)>>;
     let mut times = Times::default();
     for line in text.lines() {
         let f: Vec<&str> = line.split('\t').collect();
         let [mib, net, variant, back, rounds] = f[..] else { continue };
         let rounds: Vec<f64> = rounds.split(',').map(str::parse).collect::<Result<_, _>>()?;
-        let mut sorted = rounds.clone();
-        sorted.sort_by(f64::total_cmp);
-        let (min, med, max) = (sorted[0], sorted[sorted.len() / 2], sorted[sorted.len() - 1]);
-        times.entry((mib.parse()?, net.to_string())).or_default().push((variant.to_string(), med, min, max, back.parse()?, rounds));
+        times.entry((mib.parse()?, net.to_string())).or_default().push((variant.to_string(), back.parse()?, rounds));
     }
     println!("# exchange time of the whole job (ms), median of {ROUNDS_MODELLED} rounds (raw: {ROUNDS_RAW}) after a warm-up round; a ratio is the median of the rounds' ratios; MiB each rank sent back to log its gets");
     println!(
@@ -125,47 +121,43 @@ pub fn ft_sort(args: &BenchArgs) -> BResult<()> {
         "MiB", "network", "no-ft", "aa", "rma", "am", "aa/noft", "rma/noft", "am/noft", "rma back", "am back"
     );
     for ((mib, net), list) in &times {
-        let get =
-            |v: &str| list.iter().find(|r| r.0 == v).cloned().unwrap_or((v.into(), f64::NAN, f64::NAN, f64::NAN, f64::NAN, Vec::new()));
+        // A design's rounds and bytes sent back (none and NaN when it is missing).
+        let get = |v: &str| list.iter().find(|r| r.0 == v).map(|r| (r.2.as_slice(), r.1)).unwrap_or((&[], f64::NAN));
+        let median = |rounds: &[f64]| Measured::of_samples(rounds).value;
         // The median of the rounds' ratios a / b (NaN when a design is missing).
-        let ratio = |a: &[f64], b: &[f64]| {
-            let mut r: Vec<f64> = a.iter().zip(b).map(|(x, y)| x / y).collect();
-            r.sort_by(f64::total_cmp);
-            r.get(r.len() / 2).copied().unwrap_or(f64::NAN)
-        };
+        let ratio = |a: &[f64], b: &[f64]| Measured::of_samples(&a.iter().zip(b).map(|(x, y)| x / y).collect::<Vec<_>>()).value;
         let (noft, aa, rma, am) = (get("no-ft"), get("aa"), get("rma"), get("am"));
         println!(
             "{mib:>7} {net:<9} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>8.3} {:>8.2} {:>8.2} {:>8.1} {:>8.1}",
-            noft.1 * 1e3,
-            aa.1 * 1e3,
-            rma.1 * 1e3,
-            am.1 * 1e3,
-            ratio(&aa.5, &noft.5),
-            ratio(&rma.5, &noft.5),
-            ratio(&am.5, &noft.5),
-            rma.4 / 1048576.0,
-            am.4 / 1048576.0
+            median(noft.0) * 1e3,
+            median(aa.0) * 1e3,
+            median(rma.0) * 1e3,
+            median(am.0) * 1e3,
+            ratio(aa.0, noft.0),
+            ratio(rma.0, noft.0),
+            ratio(am.0, noft.0),
+            rma.1 / 1048576.0,
+            am.1 / 1048576.0
         );
-        for (variant, med, min, max, back, _) in list {
+        for (variant, back, rounds) in list {
             let params = rows::params([
                 ("network", json!(net)),
                 ("total_mib", json!(mib)),
                 ("variant", json!(variant)),
                 ("sent_back_bytes", json!(back)),
             ]);
-            let m = Measured { value: *med, min: *min, median: *med, max: *max, reps: rounds(net) as u32 };
-            rows::emit("ft-sort", &format!("{net}-{mib}M-{variant}"), params, "s", m, &[]);
+            rows::emit("ft-sort", &format!("{net}-{mib}M-{variant}"), params, "s", Measured::of_samples(rounds), &[]);
         }
         if net == "modelled" {
             let what = format!("AA / no-FT exchange time, modelled, {mib} MiB");
-            let value = ratio(&aa.5, &noft.5);
+            let value = ratio(aa.0, noft.0);
             let verdict = if value <= AA_TARGET { "PASS" } else { "MISS" };
             println!("# {what:<50} {value:>6.3}  <= {AA_TARGET:<4} {verdict}");
             let params = rows::params([("what", json!(what)), ("target", json!(format!("<= {AA_TARGET}")))]);
             rows::emit("ft-sort-check", &what, params, "x", Measured::single(value), &[]);
             for (name, v) in [("RMA", &rma), ("AM", &am)] {
                 let what = format!("{name} / AA exchange time, modelled, {mib} MiB");
-                let value = ratio(&v.5, &aa.5);
+                let value = ratio(v.0, aa.0);
                 let verdict = if value > 1.0 { "PASS" } else { "MISS" };
                 println!("# {what:<50} {value:>6.3}  > 1 (sends its gets' bytes back) {verdict}");
                 let params = rows::params([("what", json!(what)), ("target", json!("> 1"))]);
