@@ -331,7 +331,12 @@ impl NotYetDue {
     }
 
     pub fn hold(&mut self, f: &Fragment) {
-        self.held.push_back((f.src, f.tag, f.deliver_at, f.am, f.payload.to_vec()));
+        self.hold_owned(f.src, f.tag, f.deliver_at, f.am, f.payload.to_vec());
+    }
+
+    /// `hold` of a fragment whose bytes the caller already owns (MPI's receive buffers).
+    pub fn hold_owned(&mut self, src: u32, tag: u32, deliver_at: u64, am: FragHeader, payload: Vec<u8>) {
+        self.held.push_back((src, tag, deliver_at, am, payload));
     }
 
     pub fn is_empty(&self) -> bool {
@@ -341,6 +346,13 @@ impl NotYetDue {
     /// Hands over, up to `budget`, the fragments due at `now` whose sender has nothing earlier
     /// still held; returns how many.
     pub fn deliver_due(&mut self, now: u64, budget: usize, f: &mut dyn FnMut(Fragment)) -> usize {
+        self.take_due(now, budget, &mut |src, tag, deliver_at, am, payload| f(Fragment { src, tag, deliver_at, am, payload: &payload }))
+    }
+
+    /// `deliver_due` handing over the held bytes themselves (src, tag, deliver_at, header,
+    /// payload): for a caller that keeps them past the call (MPI's, which handles fragments
+    /// after releasing its lock).
+    pub fn take_due(&mut self, now: u64, budget: usize, f: &mut dyn FnMut(u32, u32, u64, FragHeader, Vec<u8>)) -> usize {
         let mut blocked: Vec<u32> = Vec::new();
         let mut n = 0;
         let mut i = 0;
@@ -352,7 +364,7 @@ impl NotYetDue {
                 continue;
             }
             let (src, tag, deliver_at, am, payload) = self.held.remove(i).expect("index in range");
-            f(Fragment { src, tag, deliver_at, am, payload: &payload });
+            f(src, tag, deliver_at, am, payload);
             n += 1;
         }
         n
@@ -527,5 +539,19 @@ mod tests {
         held.deliver_due(60, 10, &mut |f| out.push(f.am[0]));
         assert_eq!(out, vec![1, 3, 0, 2]);
         assert!(held.is_empty());
+    }
+
+    #[test]
+    fn not_yet_due_hands_back_owned_bytes_in_each_senders_order() {
+        // The mpi conduit's use: its receive buffers held, then taken back, bytes and all.
+        let mut held = NotYetDue::default();
+        held.hold_owned(3, 0, 40, [7, 8], vec![1, 2, 3]);
+        held.hold_owned(4, 0, 0, [9, 0], vec![4]);
+        held.hold_owned(3, 0, 0, [10, 0], vec![5, 6]);
+        let mut out = vec![];
+        let mut take = |now| held.take_due(now, 10, &mut |src, _, at, am, payload| out.push((src, at, am, payload)));
+        assert_eq!(take(20), 1, "rank 4's fragment goes on; rank 3's second waits behind its first");
+        assert_eq!(take(40), 2);
+        assert_eq!(out, vec![(4, 0, [9, 0], vec![4]), (3, 40, [7, 8], vec![1, 2, 3]), (3, 0, [10, 0], vec![5, 6])]);
     }
 }

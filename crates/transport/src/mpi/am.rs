@@ -5,6 +5,7 @@
 //! each sender's messages in order (MPI matches receives in posting order).
 
 use super::ffi::{check, Mpi, Request};
+use crate::inbox::NotYetDue;
 use crate::FragHeader;
 use activerma_core::{Rank, Result};
 use mpi_sys::*;
@@ -26,8 +27,9 @@ struct Posted {
 struct State {
     sends: VecDeque<(Request, Vec<u8>)>,
     recvs: VecDeque<Posted>,
-    /// Arrived but not yet due (modelled network), in arrival order.
-    early: VecDeque<(Rank, FragHeader, Vec<u8>, u64)>,
+    /// Arrived but not yet due (modelled network), or behind one of its sender's that is not:
+    /// the shared-memory inboxes' holding pen, so a late sender does not hold up the others.
+    early: NotYetDue,
 }
 
 pub struct Endpoints {
@@ -47,7 +49,7 @@ fn post(m: &mut Mpi) -> Result<Posted> {
 impl Endpoints {
     pub fn new(m: &mut Mpi, _size: usize) -> Result<Endpoints> {
         let recvs = (0..RECEIVES).map(|_| post(m)).collect::<Result<VecDeque<_>>>()?;
-        Ok(Endpoints { state: Mutex::new(State { sends: VecDeque::new(), recvs, early: VecDeque::new() }) })
+        Ok(Endpoints { state: Mutex::new(State { sends: VecDeque::new(), recvs, early: NotYetDue::default() }) })
     }
 
     fn reap_sends(m: &mut Mpi, st: &mut State) -> Result<()> {
@@ -86,15 +88,7 @@ impl Endpoints {
         let _ = Self::reap_sends(m, &mut st);
         let mut out = Vec::new();
         let now = activerma_core::clock::now_ns();
-        while out.len() < budget {
-            match st.early.front() {
-                Some(e) if e.3 <= now => {
-                    let (src, h, bytes, _) = st.early.pop_front().unwrap();
-                    out.push((src, h, bytes));
-                }
-                _ => break,
-            }
-        }
+        st.early.take_due(now, budget, &mut |src, _, _, am, payload| out.push((src as Rank, am, payload)));
         while out.len() < budget {
             let Some(front) = st.recvs.front_mut() else { break };
             let mut flag: c_int = 0;
@@ -120,8 +114,8 @@ impl Endpoints {
             let (at, header) = (word(0), [word(8), word(16)]);
             let payload = done.buf.split_off(HEADER);
             let src = status.MPI_SOURCE as Rank;
-            if at > now || !st.early.is_empty() {
-                st.early.push_back((src, header, payload, at));
+            if at > now || st.early.holds(src as u32) {
+                st.early.hold_owned(src as u32, 0, at, header, payload);
             } else {
                 out.push((src, header, payload));
             }
