@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Installs what building and testing activerma needs on a Debian machine, only if missing:
-# a C toolchain and pkg-config (C API tests), a Rust toolchain (Debian's cargo-web /
-# rustc-web when no cargo is on the PATH) and a font for the report's plots. With --mpi, also what the mpi conduit needs: Open
-# MPI and MPICH (libraries, headers, launchers) and libclang (the MPI bindings are generated
-# at build time). With --browser, also what checking the report page needs: Debian's headless
-# Chromium, its chromedriver and Selenium for Debian's /usr/bin/python3. With --autotools, what
-# building Global Arrays from its source needs (tests/ga/run.sh). With --armci-mpi, ARMCI-MPI
-# (Debian's libarmci-mpi-dev, on Open MPI): the peer of tests/ga/armci_testing.sh PEER=1. The
-# flags combine. Safe to run again.
+# Installs what building and testing activerma needs on a Debian machine, only if missing: a C
+# toolchain and pkg-config (C API tests), gdb (a hung test's stacks), a Rust toolchain
+# (Debian's cargo-web / rustc-web when no cargo is on the PATH) and a font for the report's
+# plots. With --mpi, also what the mpi conduit needs: Open MPI and MPICH (libraries, headers,
+# launchers) and libclang (the MPI bindings are generated at build time). With --browser, also
+# what checking the report page needs: Debian's headless Chromium, its chromedriver and
+# Selenium for Debian's /usr/bin/python3. With --autotools, what building Global Arrays from
+# its source needs (tests/ga/run.sh). With --armci-mpi, ARMCI-MPI (Debian's libarmci-mpi-dev,
+# on Open MPI): the peer of tests/ga/armci_testing.sh PEER=1. The flags combine. Safe to run
+# again.
 set -euo pipefail
 
 mpi=0 browser=0 autotools=0 armci_mpi=0
@@ -49,6 +50,8 @@ command -v cc >/dev/null 2>&1 || need+=(build-essential)
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 command -v cargo >/dev/null 2>&1 || [ -x "$HOME/.cargo/bin/cargo" ] || need+=(cargo-web rustc-web)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
+# The multi-process tests print a hung job's stacks (gdb) before its time limit kills it.
+command -v gdb >/dev/null 2>&1 || need+=(gdb)
 
 if [ ${#need[@]} -gt 0 ]; then
     echo "setup: installing ${need[*]}"

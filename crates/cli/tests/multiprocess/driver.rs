@@ -4,6 +4,8 @@
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::hang_stacks::{output_with_stacks, DUMP_AFTER};
+
 pub const LAUNCHER: &str = env!("CARGO_BIN_EXE_activerma");
 
 /// The cases every conduit runs with 2, 3 and 4 ranks.
@@ -101,7 +103,7 @@ pub fn launch_mpi_with(mpi: &str, job: &Job, more: &[(&str, &str)]) -> (Output, 
         for (k, v) in &env {
             cmd.env(k, v);
         }
-        let out = cmd.stdin(Stdio::null()).output().expect("the emulated hosts' mpirun runs");
+        let out = output_with_stacks(cmd.stdin(Stdio::null()), DUMP_AFTER);
         return (out, started.elapsed());
     }
     let mut cmd = Command::new("timeout");
@@ -122,7 +124,7 @@ pub fn launch_mpi_with(mpi: &str, job: &Job, more: &[(&str, &str)]) -> (Output, 
     for (k, v) in &env {
         cmd.env(k, v);
     }
-    let out = cmd.stdin(Stdio::null()).output().expect("mpirun runs");
+    let out = output_with_stacks(cmd.stdin(Stdio::null()), DUMP_AFTER);
     (out, started.elapsed())
 }
 
@@ -141,7 +143,7 @@ pub fn launch(job: &Job, extra: &[&str]) -> (Output, Duration) {
     for (k, v) in &job.env {
         cmd.env(k, v);
     }
-    let out = cmd.stdin(Stdio::null()).output().expect("launcher runs");
+    let out = output_with_stacks(cmd.stdin(Stdio::null()), DUMP_AFTER);
     (out, started.elapsed())
 }
 
@@ -784,6 +786,17 @@ fn launcher_checks(t: &mut Tally) {
     t.check("--timeout stops a hung job (exit 124)".into(), out.status.code() == Some(124) && took < Duration::from_secs(10), || {
         show(&out)
     });
+
+    // A job still running near its limit leaves its ranks' stacks in the failure report.
+    let mut cmd = Command::new(LAUNCHER);
+    cmd.args(["run", "-n", "2", "--timeout", "8", "--"]).arg(std::env::current_exe().unwrap()).arg("sleep_forever");
+    let out = output_with_stacks(cmd.stdin(Stdio::null()), Duration::from_secs(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    t.check(
+        "a job near its time limit is dumped: every rank's stacks".into(),
+        out.status.code() == Some(124) && err.contains("stacks of 2 rank process(es)") && err.matches("sleep_forever").count() >= 2,
+        || show(&out),
+    );
 
     // Without the launcher: a one-rank job.
     let out = Command::new(std::env::current_exe().unwrap()).args(["--rank", "single_rank_job"]).output().unwrap();

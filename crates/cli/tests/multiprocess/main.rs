@@ -7,6 +7,7 @@ mod cases;
 mod command_line;
 mod driver;
 mod forwarding;
+mod hang_stacks;
 mod report;
 mod respawn;
 mod restart;
