@@ -50,6 +50,16 @@ moved_by=noncontig_target_moves
 for t in test_strided test_vector test_handles; do
     counted_run "$t, ACTIVERMA_NONCONTIG=target-assisted (3 ranks)" 3 $moved_by "ACTIVERMA_NONCONTIG=target-assisted" "$build/$t"
 done
+# Non-blocking strided transfers moved by the targets' progress threads: with a thread of its
+# own (ACTIVERMA_PROGRESS=wake) a target of this host moves NbGetS / NbPutS patches from
+# ACTIVERMA_NB_TARGET_FROM bytes on (1: every one); ranks that do not map each other's memory
+# copy them themselves.
+if [ "${ACTIVERMA_MPI_SHARED:-auto}" != off ]; then
+    for t in test_in_flight test_handles; do
+        counted_run "$t, ACTIVERMA_PROGRESS=wake ACTIVERMA_NB_TARGET_FROM=1 (3 ranks)" 3 noncontig_target_moves \
+            "ACTIVERMA_PROGRESS=wake ACTIVERMA_NB_TARGET_FROM=1" "$build/$t"
+    done
+fi
 # Accumulates through Active Access (ACTIVERMA_ARMCI_ACC=active): the targets' log handlers
 # did the adding.
 for t in test_accumulate test_consistency; do

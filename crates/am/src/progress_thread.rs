@@ -79,12 +79,14 @@ impl ProgressThread {
                 }
             })
             .map_err(|e| Error::Os { call: "spawn progress thread", errno_text: e.to_string() })?;
+        am.conduit().announce_serving(true);
         Ok(Some(ProgressThread { stop, handle: Some(handle), am }))
     }
 }
 
 impl Drop for ProgressThread {
     fn drop(&mut self) {
+        self.am.conduit().announce_serving(false);
         self.stop.store(true, Ordering::Release);
         self.am.conduit().wake(self.am.conduit().rank());
         if let Some(h) = self.handle.take() {

@@ -22,7 +22,10 @@
 //! gets only (row "target-assisted"): the paper's host-assisted design, where the target's
 //! helper (here rank 1's progress loop) moves the rows into the origin's buffer by
 //! scatter/gather calls while the origin computes, instead of the origin's CPU copying them at
-//! issue.
+//! issue. A third job runs the run's default with ACTIVERMA_PROGRESS=wake (row
+//! "zero-copy-wake"): a progress engine of their own makes the ranks' non-blocking 2-D gets
+//! target-assisted from ACTIVERMA_NB_TARGET_FROM bytes on, smaller ones stay the origin's
+//! copies — what a program that asks for a progress thread gets.
 
 use super::rows;
 use super::timing::Measured;
@@ -45,10 +48,15 @@ const PROTOCOLS: [Transfer; 3] = [Transfer::ZeroCopy, Transfer::Buffered, Transf
 /// The networks: name, settings.
 const NETWORKS: [(&str, &[(&str, &str)]); 2] =
     [("raw", &[]), ("modelled", &[("ACTIVERMA_NET_LATENCY_NS", "7000"), ("ACTIVERMA_NET_BANDWIDTH_MBS", "730")])];
-/// The methods of a job: the run's default, then 2-D zero-copy gets moved by the target.
-const METHODS: [&[(&str, &str)]; 2] = [&[], &[("ACTIVERMA_NONCONTIG", "target-assisted")]];
-/// The row of the target-assisted job's gets.
+const METHOD_ENV: &str = "ACTIVERMA_BENCH_OVERLAP_METHOD";
+/// The rows of the target-assisted and the wake-mode jobs' 2-D zero-copy gets.
 const TARGET_ASSISTED: &str = "target-assisted";
+const ZERO_COPY_WAKE: &str = "zero-copy-wake";
+/// The jobs of a network: the run's default (every shape and protocol), then 2-D zero-copy
+/// gets only, moved by the target, and under the default with progress threads that sleep
+/// until a message comes.
+const METHODS: [(&str, &[(&str, &str)]); 3] =
+    [("", &[]), (TARGET_ASSISTED, &[("ACTIVERMA_NONCONTIG", "target-assisted")]), (ZERO_COPY_WAKE, &[("ACTIVERMA_PROGRESS", "wake")])];
 /// Overlap a zero-copy get keeps from this size on with the modelled network (issue 16's target).
 const OVERLAP_TARGET: f64 = 0.95;
 const TARGET_FROM: usize = 64 << 10;
@@ -67,9 +75,13 @@ pub fn overlap(args: &BenchArgs) -> BResult<()> {
     );
     println!("{}", super::machine::header_line());
     for (name, settings) in NETWORKS {
-        for method in METHODS {
-            let mut env = vec![(NET_ENV.to_string(), name.to_string()), (OUT_ENV.to_string(), out.to_string_lossy().into_owned())];
-            env.extend(settings.iter().chain(method).map(|&(k, v)| (k.to_string(), v.to_string())));
+        for (method, method_settings) in METHODS {
+            let mut env = vec![
+                (NET_ENV.to_string(), name.to_string()),
+                (OUT_ENV.to_string(), out.to_string_lossy().into_owned()),
+                (METHOD_ENV.to_string(), method.to_string()),
+            ];
+            env.extend(settings.iter().chain(method_settings).map(|&(k, v)| (k.to_string(), v.to_string())));
             if args.quick {
                 env.push((QUICK_ENV.into(), "1".into()));
             }
@@ -109,7 +121,7 @@ pub fn overlap(args: &BenchArgs) -> BResult<()> {
         let case = if shape == "1-D" { format!("{net}-{protocol}") } else { format!("{net}-2d-{protocol}") };
         rows::emit("armci-overlap", &case, params, "%", Measured::single(100.0 * overlap), &[]);
         if net == "modelled" && size >= TARGET_FROM {
-            let judged = protocol == Transfer::ZeroCopy.name() || protocol == TARGET_ASSISTED;
+            let judged = [Transfer::ZeroCopy.name(), TARGET_ASSISTED, ZERO_COPY_WAKE].contains(&protocol);
             let what = format!("overlap of a non-blocking {shape} {protocol} get of {size} B, modelled network");
             let mut params = rows::params([("what", json!(what)), ("size", json!(size))]);
             let verdict = match (judged, overlap >= OVERLAP_TARGET) {
@@ -157,8 +169,12 @@ pub fn worker() -> BResult<()> {
     let mut lines = String::new();
     let mut dst = vec![0u8; max];
     let at = RemotePtr::new(1, seg.remote(1, 0).addr);
-    let by_target = w.noncontig()? == Noncontig::TargetAssisted;
-    let (shapes, protocols) = if by_target { (&SHAPES[1..], &PROTOCOLS[..1]) } else { (&SHAPES[..], &PROTOCOLS[..]) };
+    let method = std::env::var(METHOD_ENV)?;
+    if method == TARGET_ASSISTED && w.noncontig()? != Noncontig::TargetAssisted {
+        return Err("the target-assisted job runs under ACTIVERMA_NONCONTIG=target-assisted".into());
+    }
+    let only_2d_zero_copy = !method.is_empty();
+    let (shapes, protocols) = if only_2d_zero_copy { (&SHAPES[1..], &PROTOCOLS[..1]) } else { (&SHAPES[..], &PROTOCOLS[..]) };
     for &shape in shapes {
         for &protocol in protocols {
             for &size in SIZES.iter().filter(|&&s| !quick || s >= 4 << 10) {
@@ -186,7 +202,7 @@ pub fn worker() -> BResult<()> {
                 if dst[..size].iter().any(|&b| b != 0x3c) {
                     return Err(format!("a {shape} {} get of {size} B brought wrong bytes", protocol.name()).into());
                 }
-                let label = if by_target { TARGET_ASSISTED } else { protocol.name() };
+                let label = if only_2d_zero_copy { method.as_str() } else { protocol.name() };
                 issues.sort();
                 let issue = issues[issues.len() / 2];
                 lines.push_str(&format!(

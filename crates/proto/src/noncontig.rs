@@ -69,6 +69,8 @@ impl Noncontig {
 pub(crate) struct NoncontigSettings {
     pub method: Noncontig,
     pub sge_max: usize,
+    /// ACTIVERMA_NB_TARGET_FROM (None: never).
+    pub nb_target_from: Option<usize>,
 }
 
 impl NoncontigSettings {
@@ -84,7 +86,8 @@ impl NoncontigSettings {
                 why: format!("expected 1 to {kernel} pieces per scatter/gather call (the kernel's IOV_MAX)"),
             });
         }
-        Ok(NoncontigSettings { method, sge_max: sge_max as usize })
+        let nb_target_from = Some(cfg.get_u64(settings::NB_TARGET_FROM)? as usize).filter(|&b| b > 0);
+        Ok(NoncontigSettings { method, sge_max: sge_max as usize, nb_target_from })
     }
 }
 

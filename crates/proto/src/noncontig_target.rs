@@ -29,7 +29,7 @@ use crate::am_request::{self, Asked, OwnTable};
 use crate::noncontig::{answered, check_pieces, decode_request, encode_request, serve_pieces, write_packed_pieces};
 use crate::strided::StridedPattern;
 use crate::transfer::{Ask, PendingTransfer};
-use crate::{Proto, Transfer};
+use crate::{Noncontig, Proto, Transfer};
 use activerma_access::LogOp;
 use activerma_am::{Am, AmCtx, HandlerId};
 use activerma_core::counters::bump;
@@ -50,6 +50,22 @@ impl Proto {
     /// process of this host (its table is mapped here), which cross-memory attach reaches.
     pub(crate) fn target_can_assist(&self, rank: Rank) -> bool {
         rank != self.conduit.rank() && self.tables.get(rank).is_some_and(Option::is_some)
+    }
+
+    /// Whether a non-blocking strided transfer of `bytes` to `rank` is handed to its CPU:
+    /// always under target-assisted; under host-assisted from ACTIVERMA_NB_TARGET_FROM bytes
+    /// on when its progress engine runs on its own, so that the pieces move while this rank
+    /// computes instead of being copied by this rank at issue (where the target's engine waits
+    /// for the program's next call, that would delay them instead).
+    pub(crate) fn nb_moved_by_target(&self, rank: Rank, bytes: usize) -> bool {
+        self.target_can_assist(rank)
+            && match self.noncontig.method {
+                Noncontig::TargetAssisted => true,
+                Noncontig::HostAssisted => {
+                    self.noncontig.nb_target_from.is_some_and(|from| bytes >= from) && self.conduit.serves_on_its_own(rank)
+                }
+                Noncontig::PerPiece | Noncontig::Packed => false,
+            }
     }
 }
 

@@ -25,7 +25,7 @@
 use crate::noncontig_target::{self, StridedAsk};
 use crate::strided::{Pieces, StridedPattern};
 use crate::transfer::{Ask, PendingTransfer, Run};
-use crate::{Noncontig, Proto, Transfer};
+use crate::{Proto, Transfer};
 use activerma_core::{Rank, Result};
 use activerma_mem::AccessKind;
 use std::collections::VecDeque;
@@ -79,7 +79,7 @@ impl Proto {
             })?;
             return Ok(PendingTransfer::done(self, rank, self.count(used, bytes)));
         }
-        if self.noncontig() == Noncontig::TargetAssisted && self.target_can_assist(rank) && pattern.local_pieces_apart()? {
+        if self.nb_moved_by_target(rank, bytes) && pattern.local_pieces_apart()? {
             let ask = if noncontig_target::sends_as_pattern(pattern) {
                 pattern.check_local(dst.len())?;
                 Ask::TargetGetStrided(StridedAsk { addr, pattern: pattern.clone(), local: dst })
@@ -128,7 +128,7 @@ impl Proto {
                 })?;
                 return Ok(PendingTransfer::done(self, rank, self.count(used, bytes)));
             }
-            Run::Core if self.noncontig() == Noncontig::TargetAssisted && self.target_can_assist(rank) => {
+            Run::Core if self.nb_moved_by_target(rank, bytes) => {
                 let ask = if noncontig_target::sends_as_pattern(pattern) {
                     Ask::TargetPutStrided(StridedAsk { addr, pattern: pattern.clone(), local: src })
                 } else {

@@ -92,6 +92,8 @@ pub struct Fragment<'a> {
 pub struct WakeWords {
     pub wake: AtomicU32,
     pub sleeping: AtomicU32,
+    /// 1 while the rank's progress engine runs on its own (`Conduit::announce_serving`).
+    pub serving: AtomicU32,
 }
 
 /// Checks ACTIVERMA_AM_SLOTS / ACTIVERMA_AM_SLOT_SIZE for an inbox.

@@ -328,6 +328,15 @@ pub trait Conduit: Send + Sync {
 
     /// Wakes `rank`'s progress thread if it sleeps.
     fn wake(&self, rank: Rank);
+    /// Announces whether this rank's progress engine runs on its own (a progress thread,
+    /// polling or woken by messages): ranks of this host may then hand it work that needs its
+    /// CPU without waiting for the program's next call into the runtime.
+    fn announce_serving(&self, _on_its_own: bool) {}
+    /// Whether `rank`, a rank of this host, announced a progress engine of its own; false for
+    /// other hosts' ranks and where the conduit cannot tell.
+    fn serves_on_its_own(&self, _rank: Rank) -> bool {
+        false
+    }
     /// Sleeps this rank's progress thread until woken or `timeout_ns`; `still_idle` is rechecked
     /// after announcing the sleep so that no wake-up is lost.
     fn sleep(&self, timeout_ns: u64, still_idle: &mut dyn FnMut() -> bool);

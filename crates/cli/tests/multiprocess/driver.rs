@@ -398,6 +398,25 @@ pub fn main() -> i32 {
         jobs.push(Job { case: "transfer_protocols", ranks: 2, env });
     }
     jobs.push(Job { case: "transfer_protocols", ranks: 3, env: vec![("ACTIVERMA_NONCONTIG", "target-assisted")] });
+    // Non-blocking strided transfers under host-assisted go through the target's CPU from
+    // ACTIVERMA_NB_TARGET_FROM on when its progress runs on its own, and only then: by
+    // progress mode, threshold, registration strategy, and towards emulated hosts.
+    for progress in ["app", "thread", "wake"] {
+        jobs.push(Job { case: "nb_strided_by_target", ranks: 3, env: vec![("ACTIVERMA_PROGRESS", progress)] });
+    }
+    for from in ["0", "16K", "1M"] {
+        jobs.push(Job {
+            case: "nb_strided_by_target",
+            ranks: 2,
+            env: vec![("ACTIVERMA_PROGRESS", "wake"), ("ACTIVERMA_NB_TARGET_FROM", from)],
+        });
+    }
+    for strategy in REGISTRATION_STRATEGIES {
+        let env = vec![("ACTIVERMA_PROGRESS", "thread"), ("ACTIVERMA_REGISTRATION", strategy)];
+        jobs.push(Job { case: "nb_strided_by_target", ranks: 2, env });
+    }
+    let env = vec![("ACTIVERMA_PROGRESS", "thread"), ("ACTIVERMA_SMP_EMULATE_REMOTE", "1")];
+    jobs.push(Job { case: "nb_strided_by_target", ranks: 4, env });
     jobs.push(Job {
         case: "transfer_protocols",
         ranks: 2,
@@ -677,6 +696,15 @@ fn run_under_mpi(mpi: &str, filter: Option<&str>, t: &mut Tally) -> i32 {
     // target), lists and non-blocking strided transfers.
     for case in ["lists_of_pieces", "transfer_protocols"] {
         jobs.push(Job { case, ranks: 3, env: vec![("ACTIVERMA_NONCONTIG", "target-assisted")] });
+    }
+    // Non-blocking strided transfers moved by a target whose progress runs on its own (node's
+    // shared memory) and copied by the origin (without it, or over MPI).
+    for (progress, shared) in [("app", "auto"), ("thread", "auto"), ("wake", "auto"), ("thread", "off")] {
+        jobs.push(Job {
+            case: "nb_strided_by_target",
+            ranks: 3,
+            env: vec![("ACTIVERMA_PROGRESS", progress), ("ACTIVERMA_MPI_SHARED", shared)],
+        });
     }
     for shared in ["auto", "off"] {
         jobs.push(Job { case: "atomics", ranks: 3, env: vec![("ACTIVERMA_ATOMICS", "target"), ("ACTIVERMA_MPI_SHARED", shared)] });

@@ -698,6 +698,14 @@ impl Conduit for MpiConduit {
         self.queues.wake(rank);
     }
 
+    fn announce_serving(&self, on_its_own: bool) {
+        self.queues.announce_serving(self.rank, on_its_own);
+    }
+
+    fn serves_on_its_own(&self, rank: Rank) -> bool {
+        rank < self.size() && self.queues.serves_on_its_own(rank)
+    }
+
     fn sleep(&self, timeout_ns: u64, still_idle: &mut dyn FnMut() -> bool) {
         // Short naps while MPI messages may come: MPI has no wake-up we can wait on without
         // holding the MPI lock. A job all on this node gets messages through inboxes only.

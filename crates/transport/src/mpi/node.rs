@@ -80,6 +80,18 @@ impl NodeQueues {
         }
     }
 
+    /// Sets our `serving` word (a no-op off a shared node).
+    pub fn announce_serving(&self, me: Rank, on_its_own: bool) {
+        if let Some(w) = self.words(me) {
+            w.serving.store(on_its_own as u32, Ordering::Release);
+        }
+    }
+
+    /// `rank`'s `serving` word; false for ranks of other nodes.
+    pub fn serves_on_its_own(&self, rank: Rank) -> bool {
+        self.words(rank).is_some_and(|w| w.serving.load(Ordering::Acquire) != 0)
+    }
+
     pub fn wake(&self, rank: Rank) {
         if let Some(w) = self.words(rank) {
             w.wake.fetch_add(1, Ordering::AcqRel);

@@ -69,6 +69,8 @@ pub struct RankInfo {
     pub wake_word: AtomicU32,
     /// How many of the job's failures (`Header::failures`) this rank has acknowledged.
     pub acked_failures: AtomicU32,
+    /// 1 while the rank's progress engine runs on its own (`Conduit::announce_serving`).
+    pub serving: AtomicU32,
 }
 
 #[repr(C, align(128))]

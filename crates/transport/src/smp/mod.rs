@@ -292,6 +292,8 @@ impl SmpConduit {
         };
         let me = c.info(rank);
         me.pid.store(std::process::id(), Ordering::Release);
+        // A replacement starts without the progress thread its predecessor may have announced.
+        me.serving.store(0, Ordering::Release);
         me.heap_base.store(c.heaps.ptr as u64 + (rank as u64 * params.heap_size), Ordering::Release);
         // A replacement has seen every failure so far (its own included).
         me.acked_failures.store(c.header().failures.load(Ordering::Acquire), Ordering::Release);
@@ -585,6 +587,14 @@ impl Conduit for SmpConduit {
         let i = self.info(rank);
         i.wake_word.fetch_add(1, Ordering::AcqRel);
         futex::wake_all(&i.wake_word);
+    }
+
+    fn announce_serving(&self, on_its_own: bool) {
+        self.info(self.rank).serving.store(on_its_own as u32, Ordering::Release);
+    }
+
+    fn serves_on_its_own(&self, rank: Rank) -> bool {
+        rank < self.nranks && self.info(rank).serving.load(Ordering::Acquire) != 0
     }
 
     fn sleep(&self, timeout_ns: u64, still_idle: &mut dyn FnMut() -> bool) {

@@ -38,6 +38,7 @@ pub fn run(case: &str) -> i32 {
         "progress_without_target_calls" => am::progress_without_target_calls(),
         "randomized" => randomized::run(),
         "lists_of_pieces" => noncontig::lists_of_pieces(),
+        "nb_strided_by_target" => noncontig::nb_strided_by_target(),
         "transfer_protocols" => transfer::transfer_protocols(),
         "landing_zone" => landing::landing_zone(),
         "settings_without_environment" => config::settings_without_environment(),

@@ -196,3 +196,49 @@ pub fn lists_of_pieces() -> Result<()> {
     w.barrier()?;
     w.finalize()
 }
+
+/// Non-blocking strided gets and puts (what ARMCI_NbGetS / NbPutS call) of 16 KiB to 256 KiB
+/// of 1 KiB rows: the bytes arrive intact, and the target's CPU moved them (one
+/// `noncontig_target_assisted` count each) exactly when it should under host-assisted — from
+/// ACTIVERMA_NB_TARGET_FROM bytes on, to another rank of this host whose table is mapped here
+/// and whose progress engine runs on its own (ACTIVERMA_PROGRESS=thread or wake); otherwise
+/// this rank copied them at issue.
+pub fn nb_strided_by_target() -> Result<()> {
+    const ROW: usize = 1024;
+    const MAX_ROWS: usize = 256;
+    let w = activerma::init()?;
+    let (me, n) = (w.rank(), w.size());
+    let from = activerma::settings::get_u64(activerma::settings::NB_TARGET_FROM)? as usize;
+    let serving = std::env::var("ACTIVERMA_PROGRESS").is_ok_and(|m| m == "thread" || m == "wake");
+    let mapped_here = w.conduit_name() == "smp" || std::env::var("ACTIVERMA_MPI_SHARED").map_or(true, |v| v != "off");
+    let seg = w.alloc_segment(n * 2 * MAX_ROWS * ROW)?;
+    w.barrier()?;
+    for step in 1..n {
+        let t = (me + step) % n;
+        let region = seg.remote(t, me * 2 * MAX_ROWS * ROW).addr;
+        for rows in [16, 64, 256] {
+            let patch = StridedPattern::new(ROW, vec![rows], vec![2 * ROW], vec![ROW])?;
+            let bytes = rows * ROW;
+            let by_target =
+                w.noncontig()? == Noncontig::HostAssisted && serving && from > 0 && bytes >= from && same_host(&w, t) && mapped_here;
+            let src: Vec<u8> = (0..bytes).map(|i| pattern(me, t + rows, i)).collect();
+            let before = counter(&w, "noncontig_target_assisted");
+            let used = w.put_strided_nb_by(activerma::Transfer::Auto, RemotePtr::new(t, region), &patch, &src)?.wait()?;
+            let put_moved = counter(&w, "noncontig_target_assisted") - before;
+            let mut back = vec![0u8; bytes];
+            let before = counter(&w, "noncontig_target_assisted");
+            w.get_strided_nb_by(activerma::Transfer::Auto, RemotePtr::new(t, region), &patch, &mut back)?.wait()?;
+            let get_moved = counter(&w, "noncontig_target_assisted") - before;
+            assert!(back == src, "rank {me}: non-blocking strided round trip of {bytes} B with rank {t}");
+            let want = (by_target && used == activerma::Transfer::ZeroCopy) as u64;
+            assert_eq!(
+                (put_moved, get_moved),
+                (want, want),
+                "rank {me}: non-blocking strided put and get of {bytes} B to rank {t} (progress on its own: {serving}, \
+                 ACTIVERMA_NB_TARGET_FROM={from}): moves by the target"
+            );
+        }
+    }
+    w.barrier()?;
+    w.finalize()
+}
