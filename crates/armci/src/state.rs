@@ -342,19 +342,24 @@ fn init_job(join: impl FnOnce() -> activerma::Result<activerma::World>) -> R<()>
     Ok(())
 }
 
-/// Under a transfer protocol that goes through the target's CPU on every call (buffered,
-/// pipelined) a rank must serve others while it computes or spins on a flag, as ARMCI's data
-/// server thread does: unless the user chose a progress mode, one sleeps on a futex and wakes
-/// when a message arrives. Where the conduit refuses a thread (MPI below
-/// MPI_THREAD_SERIALIZED) the run goes on with a warning: transfers to a rank then wait for
-/// its next ARMCI call.
+/// ARMCI has always had a data server: a helper on every node that serves other ranks while
+/// the program computes. Ours is the `wake` progress thread, which sleeps on a futex until a
+/// message comes, started here unless the user chose a progress mode (ACTIVERMA_PROGRESS).
+/// Under buffered and pipelined protocols it serves every transfer to this rank; under
+/// zero-copy it moves the non-blocking strided transfers other ranks of this host hand it
+/// (ACTIVERMA_NB_TARGET_FROM), so that they overlap their computation (docs/design/armci.md).
+/// Where the conduit refuses a thread (a program that initialized MPI below
+/// MPI_THREAD_MULTIPLE) the run goes on without one: transfers through this rank's CPU then
+/// wait for its next ARMCI call, and zero-copy strided ones are copied by their origins at
+/// issue. Only the protocols that need the server say so.
 fn start_data_server(w: &World, transfer: activerma::Transfer) {
-    use activerma::settings;
-    if !matches!(transfer, activerma::Transfer::Buffered | activerma::Transfer::Pipelined) || w.config().is_set(settings::PROGRESS) {
+    if w.config().is_set(activerma::settings::PROGRESS) {
         return;
     }
     if let Err(e) = w.set_progress_mode(activerma::ProgressMode::Wake) {
-        eprintln!("ARMCI [rank {}]: no data server thread for ACTIVERMA_TRANSFER={}: {e}", w.rank(), transfer.name());
+        if matches!(transfer, activerma::Transfer::Buffered | activerma::Transfer::Pipelined) {
+            eprintln!("ARMCI [rank {}]: no data server thread for ACTIVERMA_TRANSFER={}: {e}", w.rank(), transfer.name());
+        }
     }
 }
 

@@ -25,7 +25,8 @@
 //! issue. A third job runs the run's default with ACTIVERMA_PROGRESS=wake (row
 //! "zero-copy-wake"): a progress engine of their own makes the ranks' non-blocking 2-D gets
 //! target-assisted from ACTIVERMA_NB_TARGET_FROM bytes on, smaller ones stay the origin's
-//! copies — what a program that asks for a progress thread gets.
+//! copies — what a program that asks for a progress thread gets, and what ARMCI programs get
+//! by default wherever ARMCI_Init can start its data server (the same wake thread).
 
 use super::rows;
 use super::timing::Measured;
