@@ -255,6 +255,9 @@ impl Proto {
         let liveness = conduit.liveness();
         let me = Some(conduit.rank() as u32);
         for r in 0..n {
+            if let Some(w) = conduit.table_window(r) {
+                activerma_transport::mapping::ensure_mapped(w.local as usize, &format!("rank {r}'s translation table"))?;
+            }
             let table = conduit.table_window(r).map(|w| OriginTable::attach(w, r).map(|t| ActiveTable::attach(t, me, liveness.clone())));
             tables.push(table.transpose()?);
             heaps.push(conduit.heap_window(r));

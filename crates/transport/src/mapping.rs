@@ -116,6 +116,37 @@ pub fn resident_in(ptr: usize, len: usize) -> Result<usize> {
     Ok(vec.iter().filter(|&&b| b & 1 != 0).count() * page)
 }
 
+/// Ok when the page holding `addr` is mapped in this process, else an error naming `what`
+/// with this process's mappings around it. For memory another party placed (an MPI library's
+/// shared window): a hole there would otherwise be a segfault at the first load, with nothing
+/// said about who mapped what. Once in CI (MPICH, 4 ranks, one host) a peer's table read
+/// faulted at init; if it comes back, this message holds the layout to explain it.
+pub fn ensure_mapped(addr: usize, what: &str) -> Result<()> {
+    let page = activerma_core::page::page_size();
+    let mut status = 0u8;
+    // SAFETY: mincore writes one status byte for the one page asked about; ENOMEM means
+    // the page is not mapped.
+    if unsafe { libc::mincore((addr / page * page) as *mut _, 1, &mut status) } == 0 {
+        return Ok(());
+    }
+    let errno = std::io::Error::last_os_error();
+    let errno_text =
+        format!("{what} at {addr:#x} is not mapped in this process ({errno}); mappings within 8 GiB: {}", maps_near(addr, 8 << 30));
+    Err(Error::Os { call: "mincore", errno_text })
+}
+
+/// Lines of /proc/self/maps that start or end within `span` bytes of `addr`.
+fn maps_near(addr: usize, span: usize) -> String {
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    let near = maps.lines().filter(|line| {
+        let range = line.split_whitespace().next().unwrap_or("");
+        let mut ends = range.split('-').filter_map(|x| usize::from_str_radix(x, 16).ok());
+        let (Some(start), Some(end)) = (ends.next(), ends.next()) else { return false };
+        end + span > addr && start < addr.saturating_add(span)
+    });
+    near.collect::<Vec<_>>().join("; ")
+}
+
 /// Zeroes `[ptr, ptr+len)` of a shared file mapping (an MPI shared window) without making it
 /// resident: the whole pages inside are punched out of the file (MADV_REMOVE: they read as
 /// zeros and take no memory until written), the partial pages at either end are written.
@@ -135,5 +166,21 @@ pub unsafe fn zero_shared(ptr: usize, len: usize) {
         } else {
             std::ptr::write_bytes(ptr as *mut u8, 0, len);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ensure_mapped_names_a_hole_and_its_neighbours() {
+        let m = Mapping::anonymous(3 * activerma_core::page::page_size(), 0).unwrap();
+        assert!(ensure_mapped(m.ptr as usize, "the test's mapping").is_ok());
+        let hole = m.ptr as usize + activerma_core::page::page_size();
+        // SAFETY: the middle page of our own mapping.
+        assert_eq!(unsafe { libc::munmap(hole as *mut _, activerma_core::page::page_size()) }, 0);
+        let e = ensure_mapped(hole + 8, "the test's middle page").unwrap_err().to_string();
+        assert!(e.contains("the test's middle page") && e.contains(&format!("{:x}", m.ptr as usize)), "{e}");
     }
 }
