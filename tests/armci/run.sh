@@ -27,15 +27,15 @@ counted_run() {
     )
     st=$?
     case $counter in
-        !*) if [ $st -eq 0 ] && grep -q "counters:.* ${counter#!}=[1-9]" "$log"; then
-                echo "(a rank counted ${counter#!})" >>"$log"
-                st=1
-            fi ;;
-        *) if [ $st -eq 0 ] && ! grep -q "counters:.* $counter=[1-9]" "$log"; then
-               echo "(no rank counted $counter)" >>"$log"
-               st=1
-           fi ;;
+        !*) name=${counter#!} want=no ;;
+        *) name=$counter want=yes ;;
     esac
+    counted=no
+    grep -q "counters:.* $name=[1-9]" "$log" && counted=yes
+    if [ $st -eq 0 ] && [ $counted != $want ]; then
+        echo "(a rank counted $name: $counted; expected $want)" >>"$log"
+        st=1
+    fi
     report "$what" "$log" $st
 }
 # Every contiguous transfer protocol forced for the whole run (ACTIVERMA_TRANSFER): the tests

@@ -255,11 +255,14 @@ impl Proto {
         let liveness = conduit.liveness();
         let me = Some(conduit.rank() as u32);
         for r in 0..n {
-            if let Some(w) = conduit.table_window(r) {
-                activerma_transport::mapping::ensure_mapped(w.local as usize, &format!("rank {r}'s translation table"))?;
-            }
-            let table = conduit.table_window(r).map(|w| OriginTable::attach(w, r).map(|t| ActiveTable::attach(t, me, liveness.clone())));
-            tables.push(table.transpose()?);
+            let table = match conduit.table_window(r) {
+                Some(w) => {
+                    activerma_transport::mapping::ensure_mapped(w.local as usize, &format!("rank {r}'s translation table"))?;
+                    Some(ActiveTable::attach(OriginTable::attach(w, r)?, me, liveness.clone()))
+                }
+                None => None,
+            };
+            tables.push(table);
             heaps.push(conduit.heap_window(r));
         }
         let heap_len = heaps[conduit.rank()].ok_or_else(|| Error::Unsupported("conduit without a local heap".into()))?.len;

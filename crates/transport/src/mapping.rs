@@ -123,15 +123,10 @@ pub fn resident_in(ptr: usize, len: usize) -> Result<usize> {
 /// faulted at init; if it comes back, this message holds the layout to explain it.
 pub fn ensure_mapped(addr: usize, what: &str) -> Result<()> {
     let page = activerma_core::page::page_size();
-    let mut status = 0u8;
-    // SAFETY: mincore writes one status byte for the one page asked about; ENOMEM means
-    // the page is not mapped.
-    if unsafe { libc::mincore((addr / page * page) as *mut _, 1, &mut status) } == 0 {
-        return Ok(());
-    }
-    let errno = std::io::Error::last_os_error();
+    // mincore answers ENOMEM for a page that is not mapped.
+    let Err(e) = resident_in(addr / page * page, 1) else { return Ok(()) };
     let errno_text =
-        format!("{what} at {addr:#x} is not mapped in this process ({errno}); mappings within 8 GiB: {}", maps_near(addr, 8 << 30));
+        format!("{what} at {addr:#x} is not mapped in this process ({e}); mappings within 8 GiB: {}", maps_near(addr, 8 << 30));
     Err(Error::Os { call: "mincore", errno_text })
 }
 
