@@ -4,6 +4,7 @@
 #   report WHAT LOG STATUS one PASS or FAIL line (the log on failure), counted in passed/failed
 #   launch N LOG PROG ...  PROG on N ranks (LAUNCH="mpiexec.mpich -n" replaces the launcher)
 #   build_and_run "TESTS" [EXTRA_LIBS]   each $here/T.c compiled, run with 2, 3 and 4 ranks
+#   pairs "AS" "BS" ROTATION             the settings pairs A/B a program runs under
 # The caller sets `here` (its folder) first.
 
 prefix_setup() {
@@ -66,5 +67,24 @@ build_and_run() {
             launch "$n" "$build/$t.$n.log" "$build/$t"
             report "$t ($n ranks)" "$build/$t.$n.log" $?
         done
+    done
+}
+
+# pairs "AS" "BS" ROTATION: the pairs A/B of two settings' values a program runs under, one word
+# each. On the launcher (a run starts in a fraction of a second) every pair; under LAUNCH (an
+# MPI start-up costs seconds per run) every A once, its B rotating, starting at B number
+# ROTATION: programs given successive rotations cover every pair between them.
+pairs() {
+    nb=$(echo "$2" | wc -w)
+    ia=0
+    for a in $1; do
+        ib=0
+        for b in $2; do
+            if [ -z "${LAUNCH:-}" ] || [ $(((ia + $3) % nb)) -eq $ib ]; then
+                echo "$a/$b"
+            fi
+            ib=$((ib + 1))
+        done
+        ia=$((ia + 1))
     done
 }

@@ -67,12 +67,40 @@ if [ "${ACTIVERMA_MPI_SHARED:-auto}" != off ]; then
             "ACTIVERMA_NB_TARGET_FROM=1" "$build/$t"
     done
 fi
-# Without a data server (ACTIVERMA_PROGRESS=app: handlers run only inside ARMCI calls, as
-# under a program that initialized MPI with plain MPI_Init): the origins copy their patches at
-# issue and the tests pass unchanged.
-for t in test_in_flight test_handles test_strided test_mutex; do
-    counted_run "$t, ACTIVERMA_PROGRESS=app: no data server (3 ranks)" 3 '!noncontig_target_moves' \
-        "ACTIVERMA_PROGRESS=app ACTIVERMA_NB_TARGET_FROM=1" "$build/$t"
+# The contract under every registration strategy and every progress mode. Group programs put
+# their blocks in private memory each member exposes (ACTIVERMA_ARMCI_GROUP_POOL=0), which the
+# strategy makes a target: on one host a put there is counted as the protocol the strategy
+# implies (zero-copy where the pages count as registered or the origin holds a firehose,
+# buffered through the target under bounce, dynamic registration where the target registers for
+# the call). The world programs move non-blocking strided patches by their targets from the
+# first byte (ACTIVERMA_NB_TARGET_FROM=1): on one host a progress thread (thread, wake) moves
+# those of test_in_flight and test_handles; under app (no data server, as under a program that
+# initialized MPI with plain MPI_Init) the origins copy them at issue. Under a LAUNCH
+# the pairs rotate (prefix_tests.sh): test_in_flight, test_handles and test_strided cover them.
+shared=yes
+[ "${ACTIVERMA_MPI_SHARED:-auto}" = off ] && shared=no
+rotation=0
+for t in test_subgroups test_group_noncontig test_in_flight test_handles test_strided test_mutex; do
+    for pair in $(pairs "none pin-all bounce rendezvous rendezvous-unpin firehose part" "app thread wake" $rotation); do
+        reg=${pair%/*} progress=${pair#*/}
+        case $t:$shared:$reg in
+            test_subgroups:yes:bounce) counter=transfer_buffered ;;
+            test_subgroups:yes:rendezvous* | test_subgroups:yes:part) counter=transfer_dynamic ;;
+            test_subgroups:yes:*) counter=transfer_zero_copy ;;
+            test_subgroups:*) counter=bytes_put ;;
+            test_group_noncontig:* | test_strided:*) counter=noncontig_host_assisted ;;
+            test_in_flight:yes:* | test_handles:yes:*)
+                [ "$progress" = app ] && counter='!noncontig_target_moves' || counter=noncontig_target_moves ;;
+            *) counter=bytes_got ;;
+        esac
+        case $t in
+            test_subgroups | test_group_noncontig) settings="ACTIVERMA_ARMCI_GROUP_POOL=0" ;;
+            *) settings="ACTIVERMA_NB_TARGET_FROM=1" ;;
+        esac
+        counted_run "$t, ACTIVERMA_REGISTRATION=$reg ACTIVERMA_PROGRESS=$progress (3 ranks)" 3 "$counter" \
+            "$settings ACTIVERMA_REGISTRATION=$reg ACTIVERMA_PROGRESS=$progress" "$build/$t"
+    done
+    rotation=$((rotation + 1))
 done
 # Accumulates through Active Access (ACTIVERMA_ARMCI_ACC=active): the targets' log handlers
 # did the adding.

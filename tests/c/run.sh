@@ -27,6 +27,21 @@ done
 (export ACTIVERMA_DSM_ACCESS=mmu && launch 3 "$build/test_dsm.mmu.log" "$build/test_dsm")
 report "test_dsm (3 ranks, ACTIVERMA_DSM_ACCESS=mmu)" "$build/test_dsm.mmu.log" $?
 
+# The C contract under every registration strategy and progress mode (test_rma: segments and
+# exposed heap and stack memory of the other ranks, every byte checked), and Active Access
+# under every notification mode of its logs and every progress mode; which pairs run under a
+# LAUNCH: prefix_tests.sh (pairs).
+for pair in $(pairs "none pin-all bounce rendezvous rendezvous-unpin firehose part" "app thread wake" 0); do
+    reg=${pair%/*} progress=${pair#*/}
+    (export ACTIVERMA_REGISTRATION=$reg ACTIVERMA_PROGRESS=$progress && launch 3 "$build/test_rma.$reg.$progress.log" "$build/test_rma")
+    report "test_rma (3 ranks, ACTIVERMA_REGISTRATION=$reg ACTIVERMA_PROGRESS=$progress)" "$build/test_rma.$reg.$progress.log" $?
+done
+for pair in $(pairs "poll wake thread" "app thread wake" 0); do
+    notify=${pair%/*} progress=${pair#*/}
+    (export ACTIVERMA_AA_NOTIFY=$notify ACTIVERMA_PROGRESS=$progress && launch 3 "$build/aa.$notify.$progress.log" "$build/active_access")
+    report "active_access (3 ranks, ACTIVERMA_AA_NOTIFY=$notify ACTIVERMA_PROGRESS=$progress)" "$build/aa.$notify.$progress.log" $?
+done
+
 # A rank that dies and is replaced: the launcher's --respawn (one host; not under LAUNCH).
 if [ -z "${LAUNCH:-}" ]; then
     # shellcheck disable=SC2086 # pkg-config output is a list of flags

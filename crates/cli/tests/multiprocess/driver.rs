@@ -669,6 +669,11 @@ fn run_under_mpi(mpi: &str, filter: Option<&str>, t: &mut Tally) -> i32 {
         let env = vec![("ACTIVERMA_REGISTRATION", strategy), ("ACTIVERMA_AA_NOTIFY", "thread")];
         jobs.push(Job { case: "aa_active_flush_orders", ranks: 3, env });
     }
+    // Private memory of the node's other ranks under every registration strategy: each one's
+    // slow path (through the target, a pin on request, a firehose move, PART's page-in).
+    for strategy in REGISTRATION_STRATEGIES {
+        jobs.push(Job { case: "private_memory", ranks: 3, env: vec![("ACTIVERMA_REGISTRATION", strategy)] });
+    }
     jobs.push(Job { case: "dht_variants_agree", ranks: 2, env: vec![] });
     jobs.push(Job { case: "counter_variants_agree", ranks: 2, env: vec![] });
     for protocol in DSM_PROTOCOLS {

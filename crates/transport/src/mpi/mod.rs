@@ -693,6 +693,10 @@ impl Conduit for MpiConduit {
         crate::smp::cma::readv(self.shared_pid(rank)?, rank, pieces, max_iov)
     }
 
+    fn peer_pid(&self, rank: Rank) -> Option<i32> {
+        self.shared_pid(rank).ok()
+    }
+
     fn wake(&self, rank: Rank) {
         // Inside the node a futex; across nodes none: a sleeping progress thread naps (below).
         self.queues.wake(rank);
