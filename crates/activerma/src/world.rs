@@ -402,8 +402,20 @@ impl World {
     }
 
     /// Allocates a segment of `len` bytes on every rank (collective; every rank passes the
-    /// same length).
+    /// same length). Its bytes read as zero on every rank.
     pub fn alloc_segment(&self, len: usize) -> Result<Segment> {
+        self.alloc_segment_with(len, true)
+    }
+
+    /// As `alloc_segment`, but the bytes are whatever the heap held there (zero if never used,
+    /// else what a freed segment left): for a caller that clears what it hands out, such as a
+    /// pool carved later. Spares writing every page at allocation, which makes the whole
+    /// block resident on conduits that cannot punch pages out (`Conduit::zero_heap`).
+    pub fn alloc_segment_unzeroed(&self, len: usize) -> Result<Segment> {
+        self.alloc_segment_with(len, false)
+    }
+
+    fn alloc_segment_with(&self, len: usize, zeroed: bool) -> Result<Segment> {
         let i = self.live()?;
         let recovering = self.is_recovering();
         // A replacement finds its segments again, alone: the same allocations in the same
@@ -438,9 +450,11 @@ impl World {
         if recovering {
             return Ok(Segment { world: self.clone(), offset, len, local });
         }
-        // Fresh memory reads as zero on every rank, even after a free and a new allocation.
-        // SAFETY: the block is ours and nobody else writes it before the barrier below.
-        unsafe { std::ptr::write_bytes(local, 0, len) };
+        if zeroed {
+            // Fresh memory reads as zero on every rank, even after a free and a new allocation.
+            // SAFETY: the block is ours and nobody else writes it before the barrier below.
+            unsafe { i.conduit.zero_heap(local, len) };
+        }
         self.barrier()?;
         Ok(Segment { world: self.clone(), offset, len, local })
     }

@@ -203,6 +203,17 @@ pub trait Conduit: Send + Sync {
     /// Always `Some` for our own rank.
     fn table_window(&self, rank: Rank) -> Option<Window>;
 
+    /// Makes `[ptr, ptr+len)` of this rank's heap read as zero on every rank (a fresh segment
+    /// block). Writes every byte; a conduit whose heap is a shared file that no device has
+    /// registered punches the whole pages out instead, so that they take no memory (and no
+    /// time at allocation) until used.
+    ///
+    /// # Safety
+    /// `[ptr, ptr+len)` must lie in this rank's heap, and nobody may use it meanwhile.
+    unsafe fn zero_heap(&self, ptr: *mut u8, len: usize) {
+        // SAFETY: the caller's contract.
+        unsafe { std::ptr::write_bytes(ptr, 0, len) }
+    }
     /// Makes `[addr, addr+len)` of our memory a target of one-sided `rma_*` operations
     /// (MPI: attach to the dynamic window, unless it is in the heap's window already).
     /// Conduits that map memory directly need nothing.

@@ -579,6 +579,14 @@ impl Conduit for SmpConduit {
         Some(crate::ControlMemory { bytes: self.ctrl.len, resident: self.ctrl.resident_bytes().ok()?, ranks: self.size() })
     }
 
+    unsafe fn zero_heap(&self, ptr: *mut u8, len: usize) {
+        // The heaps are one memfd, mapped by the job's processes only (no device holds their
+        // pages, which a punched page would leave stale): punching pages is safe here, and
+        // a large allocation (ARMCI's group pool, 128 MiB by default) costs no memory.
+        // SAFETY: the caller's contract.
+        unsafe { crate::mapping::zero_shared(ptr as usize, len) }
+    }
+
     fn peer_pid(&self, rank: Rank) -> Option<i32> {
         Some(self.info(rank).pid.load(Ordering::Acquire) as i32)
     }

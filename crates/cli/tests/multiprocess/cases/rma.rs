@@ -39,6 +39,22 @@ pub fn put_get_segment() -> Result<()> {
     let (p, why) = w.explain(seg.remote(next, 8), 8, "atomic")?;
     let on_node = if w.cpu_atomics() { "atomic_direct" } else { "atomic_rma" };
     assert_eq!(p.name(), expect_protocol(&w, next, on_node, "atomic_rma"), "{why}");
+    // Fresh memory reads as zero on every rank, after a free too: the written block given
+    // back, then a small block and a new one over the written pages, starting inside a page
+    // (conduits may punch whole pages out rather than write them: Conduit::zero_heap).
+    let len = seg.len();
+    seg.free()?;
+    let small = w.alloc_segment(100)?;
+    let fresh = w.alloc_segment(len)?;
+    let mut got = vec![0xffu8; len];
+    fresh.read_local(0, &mut got);
+    assert!(got.iter().all(|&b| b == 0), "rank {me}: a fresh segment holds old bytes");
+    got.fill(0xff);
+    w.get(fresh.remote(next, 0), &mut got)?;
+    assert!(got.iter().all(|&b| b == 0), "rank {me}: rank {next}'s fresh segment holds old bytes");
+    w.barrier()?;
+    fresh.free()?;
+    small.free()?;
     w.finalize()
 }
 
