@@ -299,6 +299,22 @@ pub(crate) fn in_pieces(fh: &Firehose, addr: usize, len: usize, each: &mut dyn F
     Ok(())
 }
 
+/// `[addr, addr+len)` pinned through our firehoses at once (one miss or hit), then
+/// `run(Some(choice))` moves it zero-copy, or `run(None)` bounces it: for a caller that moves
+/// many pieces inside the range (a list's bounding range, noncontig.rs). None, with nothing
+/// done, when the range needs more than the f firehoses we may hold at the target.
+pub(crate) fn at_once(
+    p: &Proto,
+    rank: Rank,
+    addr: usize,
+    len: usize,
+    kind: AccessKind,
+    run: &mut registered_move::MoveWith,
+) -> Option<Result<()>> {
+    let fh = p.firehose.as_ref()?;
+    (fh.config().buckets(addr, len).count <= fh.config().firehoses_per_rank).then(|| piece(p, fh, rank, addr, len, kind, run))
+}
+
 #[allow(clippy::too_many_arguments)]
 fn piece(
     p: &Proto,

@@ -28,7 +28,7 @@
 use crate::am_request::{self, Asked, OwnTable};
 use crate::select::{Choice, Pass, Protocol};
 use crate::transfer::{Ask, PendingTransfer};
-use crate::{get_cma, noncontig_target, put_cma, Proto, Transfer};
+use crate::{firehose, get_cma, noncontig_target, put_cma, registered_move, rendezvous, Proto, Transfer};
 use activerma_access::log_append::{self, Logged};
 use activerma_access::LogOp;
 use activerma_am::{Am, AmCtx, HandlerId};
@@ -166,6 +166,12 @@ impl Proto {
             if covers.contains(&c.protocol) {
                 return Ok(Placed::Bounding { lo, hi, choice: c });
             }
+            let on_demand =
+                [Protocol::PutRendezvous, Protocol::GetRendezvous, Protocol::PutFirehose, Protocol::GetFirehose].contains(&c.protocol);
+            let bytes: usize = pieces.iter().map(|p| p.1).sum();
+            if on_demand && hi - lo <= DENSE * bytes {
+                return Ok(Placed::Unregistered { lo, hi, protocol: c.protocol });
+            }
         }
         let each = pieces.iter().map(|&(addr, len)| self.choose_for(rank, addr, len, kind, Pass::Explain)).collect::<Result<Vec<_>>>()?;
         Ok(Placed::Each(each))
@@ -174,8 +180,8 @@ impl Proto {
     /// A list moved into or out of private memory by `calls` scatter/gather calls: one cma
     /// operation (`op`), and — every piece was registered, or it would not have come here —
     /// the registration hits the per-piece path would have counted.
-    fn count_scatter_gather(&self, pieces: usize, calls: usize, op: &std::sync::atomic::AtomicU64) {
-        if !matches!(self.strategy, Strategy::None | Strategy::Firehose) {
+    fn count_scatter_gather(&self, pieces: usize, calls: usize, op: &std::sync::atomic::AtomicU64, count_hits: bool) {
+        if count_hits && !matches!(self.strategy, Strategy::None | Strategy::Firehose) {
             bump(&self.reg_stats.hits, pieces as u64);
         }
         bump(&self.counters.noncontig_sg_calls, calls as u64);
@@ -196,14 +202,21 @@ impl Proto {
                 bump(&self.counters.put_direct, 1);
             }
             Some(Protocol::PutCma) => {
-                let calls = if rank == self.conduit.rank() {
-                    pieces.iter().try_for_each(|&(addr, src)| put_cma::copy_in(self, rank, addr, src))?;
-                    0
-                } else {
-                    self.conduit.cma_writev(rank, pieces, self.noncontig.sge_max)?
-                };
+                // The lookup held while the kernel copies: an unexpose waits for it.
+                self.put_cma_list(rank, pieces, true)?;
                 drop(placed);
-                self.count_scatter_gather(pieces.len(), calls, &self.counters.put_cma);
+            }
+            Some(protocol @ (Protocol::PutRendezvous | Protocol::PutFirehose)) if placed.unregistered() => {
+                let (lo, hi) = placed.range();
+                drop(placed);
+                let mut move_list = |c: Option<&Choice>| match c {
+                    // `c` holds the range's lookup while the kernel copies.
+                    Some(_) => self.put_cma_list(rank, pieces, false).map(|()| self.moved_list(bytes, &self.counters.bytes_put)),
+                    None => self.put_each(rank, pieces),
+                };
+                return self
+                    .registered_for_list(protocol, rank, lo, hi, AccessKind::Put, &mut move_list)
+                    .unwrap_or_else(|| self.put_each(rank, pieces));
             }
             // Segments of another host: one operation for the list where the conduit has one.
             Some(Protocol::PutRma) if self.conduit.rma_put_list(rank, pieces)? => {
@@ -219,14 +232,55 @@ impl Proto {
             }
             _ => {
                 drop(placed);
-                for &(addr, src) in pieces {
-                    self.put_nbi(rank, addr, src)?;
-                }
-                return self.flushed_list(rank);
+                return self.put_each(rank, pieces);
             }
         }
         self.moved_list(bytes, &self.counters.bytes_put);
         Ok(())
+    }
+
+    /// Every piece by its own put (its own protocol), then one flush of the rank.
+    fn put_each(&self, rank: Rank, pieces: &[(usize, &[u8])]) -> Result<()> {
+        for &(addr, src) in pieces {
+            self.put_nbi(rank, addr, src)?;
+        }
+        self.flushed_list(rank)
+    }
+
+    /// A checked list into private memory on this host (or our own), by scatter/gather calls
+    /// (the caller holds the lookup, then completes it with `moved_list`); `count_hits`: the
+    /// pages were registered already (not just now, for this list).
+    fn put_cma_list(&self, rank: Rank, pieces: &[(usize, &[u8])], count_hits: bool) -> Result<()> {
+        let calls = if rank == self.conduit.rank() {
+            pieces.iter().try_for_each(|&(addr, src)| put_cma::copy_in(self, rank, addr, src))?;
+            0
+        } else {
+            self.conduit.cma_writev(rank, pieces, self.noncontig.sge_max)?
+        };
+        self.count_scatter_gather(pieces.len(), calls, &self.counters.put_cma, count_hits);
+        Ok(())
+    }
+
+    /// A dense list whose bounding range `[lo, hi)` is private memory the strategy registers on
+    /// demand: registered once for the whole range by the strategy's slow path (one rendezvous,
+    /// one set of firehoses), then `move_list(Some(choice))` moves every piece by
+    /// scatter/gather calls, or `move_list(None)` when the target could not register it —
+    /// instead of a registration and a kernel call per piece. None: the range needs more
+    /// firehoses than we may hold, so the caller moves the pieces one by one.
+    fn registered_for_list(
+        &self,
+        protocol: Protocol,
+        rank: Rank,
+        lo: usize,
+        hi: usize,
+        kind: AccessKind,
+        move_list: &mut registered_move::MoveWith,
+    ) -> Option<Result<()>> {
+        bump(&self.counters.noncontig_registered_lists, 1);
+        match protocol {
+            Protocol::PutRendezvous | Protocol::GetRendezvous => Some(rendezvous::transfer(self, rank, lo, hi - lo, kind, move_list)),
+            _ => firehose::at_once(self, rank, lo, hi - lo, kind, move_list),
+        }
     }
 
     fn get_host_assisted(&self, rank: Rank, pieces: &mut [(usize, &mut [u8])]) -> Result<()> {
@@ -243,25 +297,21 @@ impl Proto {
                 bump(&self.counters.get_direct, 1);
             }
             Some(Protocol::GetCma) => {
-                let calls = if rank == self.conduit.rank() {
-                    pieces.iter_mut().try_for_each(|(addr, dst)| get_cma::copy_out(self, rank, *addr, dst))?;
-                    0
-                } else if let Some((lo, hi)) = placed.sieve_range(spans.len(), bytes) {
-                    // Small pieces close together: the kernel pins and walks the pages of each
-                    // descriptor by itself (~0.1 us each), so one read of the whole checked
-                    // range and a scatter here beats a descriptor per piece (data sieving).
-                    let mut range = vec![0u8; hi - lo];
-                    self.conduit.cma_read(rank, lo, &mut range)?;
-                    for (addr, dst) in pieces.iter_mut() {
-                        dst.copy_from_slice(&range[*addr - lo..*addr - lo + dst.len()]);
-                    }
-                    bump(&self.counters.noncontig_sieved, 1);
-                    1
-                } else {
-                    self.conduit.cma_readv(rank, pieces, self.noncontig.sge_max)?
-                };
+                self.get_cma_list(rank, pieces, placed.sieve_range(spans.len(), bytes), true)?;
                 drop(placed);
-                self.count_scatter_gather(pieces.len(), calls, &self.counters.get_cma);
+            }
+            Some(protocol @ (Protocol::GetRendezvous | Protocol::GetFirehose)) if placed.unregistered() => {
+                let (lo, hi) = placed.range();
+                drop(placed);
+                let sieve = sieve_range(lo, hi, spans.len(), bytes);
+                let mut move_list = |c: Option<&Choice>| match c {
+                    Some(_) => self.get_cma_list(rank, pieces, sieve, false).map(|()| self.moved_list(bytes, &self.counters.bytes_got)),
+                    None => self.get_each(rank, pieces),
+                };
+                return match self.registered_for_list(protocol, rank, lo, hi, AccessKind::Get, &mut move_list) {
+                    Some(r) => r,
+                    None => self.get_each(rank, pieces),
+                };
             }
             Some(Protocol::GetRma) if self.conduit.rma_get_list(rank, pieces)? => {
                 drop(placed);
@@ -274,13 +324,43 @@ impl Proto {
             }
             _ => {
                 drop(placed);
-                for (addr, dst) in pieces.iter_mut() {
-                    self.get_nbi(rank, *addr, dst)?;
-                }
-                return self.flushed_list(rank);
+                return self.get_each(rank, pieces);
             }
         }
         self.moved_list(bytes, &self.counters.bytes_got);
+        Ok(())
+    }
+
+    /// Every piece by its own get (its own protocol), then one flush of the rank.
+    fn get_each(&self, rank: Rank, pieces: &mut [(usize, &mut [u8])]) -> Result<()> {
+        for (addr, dst) in pieces.iter_mut() {
+            self.get_nbi(rank, *addr, dst)?;
+        }
+        self.flushed_list(rank)
+    }
+
+    /// A checked list out of private memory on this host (or our own), by scatter/gather
+    /// calls, or by one read of `sieve`, the checked range holding them all; the lookup and
+    /// `count_hits` as for `put_cma_list`.
+    fn get_cma_list(&self, rank: Rank, pieces: &mut [(usize, &mut [u8])], sieve: Option<(usize, usize)>, count_hits: bool) -> Result<()> {
+        let calls = if rank == self.conduit.rank() {
+            pieces.iter_mut().try_for_each(|(addr, dst)| get_cma::copy_out(self, rank, *addr, dst))?;
+            0
+        } else if let Some((lo, hi)) = sieve {
+            // Small pieces close together: the kernel pins and walks the pages of each
+            // descriptor by itself (~0.1 us each), so one read of the whole checked range and
+            // a scatter here beats a descriptor per piece (data sieving).
+            let mut range = vec![0u8; hi - lo];
+            self.conduit.cma_read(rank, lo, &mut range)?;
+            for (addr, dst) in pieces.iter_mut() {
+                dst.copy_from_slice(&range[*addr - lo..*addr - lo + dst.len()]);
+            }
+            bump(&self.counters.noncontig_sieved, 1);
+            1
+        } else {
+            self.conduit.cma_readv(rank, pieces, self.noncontig.sge_max)?
+        };
+        self.count_scatter_gather(pieces.len(), calls, &self.counters.get_cma, count_hits);
         Ok(())
     }
 
@@ -309,24 +389,54 @@ enum Placed<'a> {
         choice: Choice<'a>,
     },
     Each(Vec<Choice<'a>>),
+    /// The checked range [lo, hi) holds every piece, densely, in private memory of this host
+    /// whose strategy registers pages on demand (`protocol`: its slow path); no lookup held.
+    Unregistered {
+        lo: usize,
+        hi: usize,
+        protocol: Protocol,
+    },
+}
+
+/// A list's pieces are dense when their bounding range is at most this many times their bytes:
+/// registering (pinning) the whole range for them costs little more than their own pages.
+const DENSE: usize = 4;
+
+/// The checked range [lo, hi) a get of `pieces` pieces, `bytes` in all, should read at once, if
+/// it should: its pieces are small (a descriptor each would cost more than copying the gaps)
+/// and the range is at most DENSE times the bytes wanted and at most SIEVE_MAX.
+fn sieve_range(lo: usize, hi: usize, pieces: usize, bytes: usize) -> Option<(usize, usize)> {
+    const SMALL_PIECE: usize = 4096;
+    const SIEVE_MAX: usize = 4 << 20;
+    let range = hi - lo;
+    (pieces > 1 && bytes / pieces < SMALL_PIECE && range <= SIEVE_MAX && range <= DENSE * bytes).then_some((lo, hi))
 }
 
 impl Placed<'_> {
-    /// The checked range [lo, hi) a get of `pieces` pieces, `bytes` in all, should read at
-    /// once, if it should: its pieces are small (a descriptor each would cost more than copying
-    /// the gaps) and the range is at most four times the bytes wanted and at most SIEVE_MAX.
+    /// The bounding range's sieve (`sieve_range`), for a list placed by one check.
     fn sieve_range(&self, pieces: usize, bytes: usize) -> Option<(usize, usize)> {
-        const SMALL_PIECE: usize = 4096;
-        const SIEVE_MAX: usize = 4 << 20;
         let Placed::Bounding { lo, hi, .. } = *self else { return None };
-        let range = hi - lo;
-        (pieces > 1 && bytes / pieces < SMALL_PIECE && range <= SIEVE_MAX && range <= 4 * bytes).then_some((lo, hi))
+        sieve_range(lo, hi, pieces, bytes)
+    }
+
+    /// Whether the list waits for the strategy to register its bounding range.
+    fn unregistered(&self) -> bool {
+        matches!(self, Placed::Unregistered { .. })
+    }
+
+    /// The list's checked bounding range (lists placed by one check).
+    fn range(&self) -> (usize, usize) {
+        match *self {
+            Placed::Bounding { lo, hi, .. } | Placed::Unregistered { lo, hi, .. } => (lo, hi),
+            Placed::Each(_) => unreachable!("a list checked piece by piece has no one range"),
+        }
     }
 
     /// The protocol every piece takes, if they all take the same one.
     fn protocol(&self) -> Option<Protocol> {
         match self {
             Placed::Bounding { choice, .. } => Some(choice.protocol),
+            Placed::Unregistered { protocol, .. } => Some(*protocol),
             Placed::Each(each) => {
                 let first = each.first()?.protocol;
                 each.iter().all(|c| c.protocol == first).then_some(first)
@@ -340,6 +450,7 @@ impl Placed<'_> {
             // SAFETY (for callers): addr - lo lies inside the checked bounding range.
             Placed::Bounding { lo, choice, .. } => choice.local.wrapping_add(addr - lo),
             Placed::Each(each) => each[i].local,
+            Placed::Unregistered { .. } => std::ptr::null_mut(),
         }
     }
 }

@@ -80,8 +80,16 @@ pub(crate) fn register(am: &Am, table: Arc<TargetTable>) -> Result<()> {
 }
 
 /// Registers, moves zero-copy (`run(Some(choice))`) and, under rendezvous-unpin, releases; or
-/// bounces (`run(None)`) when the target cannot pin.
-fn transfer(p: &Proto, rank: Rank, addr: usize, len: usize, kind: AccessKind, run: &mut registered_move::MoveWith) -> Result<()> {
+/// bounces (`run(None)`) when the target cannot pin. `[addr, addr+len)` may be the bounding
+/// range of a list of pieces that `run` moves all at once (noncontig.rs).
+pub(crate) fn transfer(
+    p: &Proto,
+    rank: Rank,
+    addr: usize,
+    len: usize,
+    kind: AccessKind,
+    run: &mut registered_move::MoveWith,
+) -> Result<()> {
     let per_op = p.strategy.unpins_after_op();
     let op = if kind == AccessKind::Put { "put" } else { "get" };
     for _ in 0..TRIES {

@@ -72,10 +72,14 @@ pub fn lists_of_pieces() -> Result<()> {
             w.get_vector(t, &mut glist)?;
             assert_eq!(got, data, "rank {me}: vector round trip with rank {t}'s {kind} memory");
             match method {
-                // Registered private memory of another rank on this host: one kernel call per
-                // SGE_MAX pieces (strategies that register on first use may miss the first time).
+                // Private memory of another rank on this host: one kernel call per SGE_MAX
+                // pieces — registered already, or (rendezvous, firehose) the dense list's range
+                // registered at once first; PART copies block by block, bounce through the target.
                 Noncontig::HostAssisted
-                    if kind == "private" && t != me && same_host && ["", "none", "pin-all"].contains(&strategy.as_str()) =>
+                    if kind == "private"
+                        && t != me
+                        && same_host
+                        && ["", "none", "pin-all", "rendezvous", "rendezvous-unpin", "firehose"].contains(&strategy.as_str()) =>
                 {
                     assert_eq!(
                         calls,
