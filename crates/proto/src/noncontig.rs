@@ -276,11 +276,15 @@ impl Proto {
         kind: AccessKind,
         move_list: &mut registered_move::MoveWith,
     ) -> Option<Result<()>> {
-        bump(&self.counters.noncontig_registered_lists, 1);
-        match protocol {
+        let moved = match protocol {
             Protocol::PutRendezvous | Protocol::GetRendezvous => Some(rendezvous::transfer(self, rank, lo, hi - lo, kind, move_list)),
             _ => firehose::at_once(self, rank, lo, hi - lo, kind, move_list),
+        };
+        // Counted only when the range was registered at once (not when firehose declined it).
+        if moved.is_some() {
+            bump(&self.counters.noncontig_registered_lists, 1);
         }
+        moved
     }
 
     fn get_host_assisted(&self, rank: Rank, pieces: &mut [(usize, &mut [u8])]) -> Result<()> {
