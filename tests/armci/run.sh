@@ -102,6 +102,23 @@ for t in test_subgroups test_group_noncontig test_in_flight test_handles test_st
     done
     rotation=$((rotation + 1))
 done
+# The copy engine (ACTIVERMA_COPY_ENGINE=on) where no data server moves the patches
+# (ACTIVERMA_PROGRESS=app, as under a program at MPI_THREAD_FUNNELED): it copies every
+# non-blocking strided patch into or out of the targets' segments while the program goes on,
+# under every registration strategy (ranks that do not map each other's memory copy them
+# themselves). Under a LAUNCH the two programs share the strategies between them.
+copied_by='copy_engine_jobs'
+[ $shared = no ] && copied_by='!copy_engine_jobs'
+i=0
+for reg in none pin-all bounce rendezvous rendezvous-unpin firehose part; do
+    for t in test_in_flight test_handles; do
+        if [ -z "${LAUNCH:-}" ] || [ $((i % 2)) -eq "$([ $t = test_in_flight ] && echo 0 || echo 1)" ]; then
+            counted_run "$t, ACTIVERMA_COPY_ENGINE=on ACTIVERMA_PROGRESS=app ACTIVERMA_REGISTRATION=$reg (3 ranks)" 3 "$copied_by" \
+                "ACTIVERMA_NB_TARGET_FROM=1 ACTIVERMA_COPY_ENGINE=on ACTIVERMA_PROGRESS=app ACTIVERMA_REGISTRATION=$reg" "$build/$t"
+        fi
+    done
+    i=$((i + 1))
+done
 # Accumulates through Active Access (ACTIVERMA_ARMCI_ACC=active): the targets' log handlers
 # did the adding.
 for t in test_accumulate test_consistency; do

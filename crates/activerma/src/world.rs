@@ -539,6 +539,12 @@ impl World {
     pub fn noncontig(&self) -> Result<Noncontig> {
         Ok(self.live()?.proto.noncontig())
     }
+    /// Whether this process has a copy engine (ACTIVERMA_COPY_ENGINE: `auto` decides per
+    /// process), which copies large non-blocking strided transfers into segments of this node
+    /// while the program computes.
+    pub fn has_copy_engine(&self) -> Result<bool> {
+        Ok(self.live()?.proto.has_copy_engine())
+    }
     /// Blocking put by a contiguous transfer protocol (zero-copy, buffered, pipelined, dynamic
     /// registration; `Transfer::Auto` chooses per call from the target memory's registration
     /// state and the size). Returns the protocol that moved the bytes, which the

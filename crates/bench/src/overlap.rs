@@ -26,7 +26,12 @@
 //! "zero-copy-wake"): a progress engine of their own makes the ranks' non-blocking 2-D gets
 //! target-assisted from ACTIVERMA_NB_TARGET_FROM bytes on, smaller ones stay the origin's
 //! copies — what a program that asks for a progress thread gets, and what ARMCI programs get
-//! by default wherever ARMCI_Init can start its data server (the same wake thread).
+//! by default wherever ARMCI_Init can start its data server (the same wake thread). A fourth
+//! job runs with ACTIVERMA_COPY_ENGINE=on (row "zero-copy-engine"): no data server, and the
+//! origin's copy engine copies its 2-D gets from ACTIVERMA_NB_TARGET_FROM bytes on while it
+//! computes — what a program without a data server (MPI_THREAD_FUNNELED, SERIALIZED) gets
+//! where its node has a CPU to spare. Rank 1 sleeps in that job instead of serving (it has
+//! nothing to serve): its CPU is the spare one.
 
 use super::rows;
 use super::timing::Measured;
@@ -53,11 +58,16 @@ const METHOD_ENV: &str = "ACTIVERMA_BENCH_OVERLAP_METHOD";
 /// The rows of the target-assisted and the wake-mode jobs' 2-D zero-copy gets.
 const TARGET_ASSISTED: &str = "target-assisted";
 const ZERO_COPY_WAKE: &str = "zero-copy-wake";
+const ZERO_COPY_ENGINE: &str = "zero-copy-engine";
 /// The jobs of a network: the run's default (every shape and protocol), then 2-D zero-copy
-/// gets only, moved by the target, and under the default with progress threads that sleep
-/// until a message comes.
-const METHODS: [(&str, &[(&str, &str)]); 3] =
-    [("", &[]), (TARGET_ASSISTED, &[("ACTIVERMA_NONCONTIG", "target-assisted")]), (ZERO_COPY_WAKE, &[("ACTIVERMA_PROGRESS", "wake")])];
+/// gets only, moved by the target, under the default with progress threads that sleep
+/// until a message comes, and copied by the origin's copy engine.
+const METHODS: [(&str, &[(&str, &str)]); 4] = [
+    ("", &[]),
+    (TARGET_ASSISTED, &[("ACTIVERMA_NONCONTIG", "target-assisted")]),
+    (ZERO_COPY_WAKE, &[("ACTIVERMA_PROGRESS", "wake")]),
+    (ZERO_COPY_ENGINE, &[("ACTIVERMA_PROGRESS", "app"), ("ACTIVERMA_COPY_ENGINE", "on")]),
+];
 /// Overlap a zero-copy get keeps from this size on with the modelled network (issue 16's target).
 const OVERLAP_TARGET: f64 = 0.95;
 const TARGET_FROM: usize = 64 << 10;
@@ -122,7 +132,7 @@ pub fn overlap(args: &BenchArgs) -> BResult<()> {
         let case = if shape == "1-D" { format!("{net}-{protocol}") } else { format!("{net}-2d-{protocol}") };
         rows::emit("armci-overlap", &case, params, "%", Measured::single(100.0 * overlap), &[]);
         if net == "modelled" && size >= TARGET_FROM {
-            let judged = [Transfer::ZeroCopy.name(), TARGET_ASSISTED, ZERO_COPY_WAKE].contains(&protocol);
+            let judged = [Transfer::ZeroCopy.name(), TARGET_ASSISTED, ZERO_COPY_WAKE, ZERO_COPY_ENGINE].contains(&protocol);
             let what = format!("overlap of a non-blocking {shape} {protocol} get of {size} B, modelled network");
             let mut params = rows::params([("what", json!(what)), ("size", json!(size))]);
             let verdict = match (judged, overlap >= OVERLAP_TARGET) {
@@ -155,12 +165,18 @@ pub fn worker() -> BResult<()> {
     let extent = max / ROW * ROW_STRIDE;
     let seg = w.alloc_segment(extent + 4096)?;
     let stop = seg.remote(1, extent);
+    let method = std::env::var(METHOD_ENV)?;
     if w.rank() == 1 {
         // SAFETY: our own segment, as long as its length.
         unsafe { std::ptr::write_bytes(seg.as_ptr(), 0x3c, extent) };
         w.barrier()?;
         while w.fetch(stop)? == 0 {
-            w.progress();
+            if method == ZERO_COPY_ENGINE {
+                // Nothing to serve: leave the CPU to rank 0's engine.
+                std::thread::sleep(Duration::from_millis(1));
+            } else {
+                w.progress();
+            }
         }
         w.barrier()?;
         return Ok(w.finalize()?);
@@ -170,9 +186,11 @@ pub fn worker() -> BResult<()> {
     let mut lines = String::new();
     let mut dst = vec![0u8; max];
     let at = RemotePtr::new(1, seg.remote(1, 0).addr);
-    let method = std::env::var(METHOD_ENV)?;
     if method == TARGET_ASSISTED && w.noncontig()? != Noncontig::TargetAssisted {
         return Err("the target-assisted job runs under ACTIVERMA_NONCONTIG=target-assisted".into());
+    }
+    if method == ZERO_COPY_ENGINE && !w.has_copy_engine()? {
+        return Err("the zero-copy-engine job runs under ACTIVERMA_COPY_ENGINE=on".into());
     }
     let only_2d_zero_copy = !method.is_empty();
     let (shapes, protocols) = if only_2d_zero_copy { (&SHAPES[1..], &PROTOCOLS[..1]) } else { (&SHAPES[..], &PROTOCOLS[..]) };

@@ -59,6 +59,8 @@ crate::counter_set! {
         noncontig_packed: "strided/vector transfers packed into one active message the target unpacks (packed)",
         noncontig_target_assisted: "strided/vector transfers whose pieces the target moved between its memory and this rank's buffers, asked with one message (target-assisted)",
         noncontig_target_moves: "lists this rank, as a target, moved into or out of an origin's buffers (target-assisted)",
+        copy_engine_jobs: "non-blocking strided transfers handed to this rank's copy engine (ACTIVERMA_COPY_ENGINE), which copied them while the program went on",
+        copy_engine_taken_back: "of those, the ones the wait copied itself because the engine had not started them yet",
         noncontig_pieces: "pieces in all strided/vector transfers",
         transfer_zero_copy: "contiguous transfers of the protocol API (put_by/get_by, ARMCI) moved zero-copy by the origin's engine",
         transfer_zero_copy_bytes: "bytes those moved",

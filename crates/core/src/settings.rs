@@ -142,6 +142,7 @@ pub const NONCONTIG: &str = "ACTIVERMA_NONCONTIG";
 pub const ATOMICS: &str = "ACTIVERMA_ATOMICS";
 pub const SGE_MAX: &str = "ACTIVERMA_SGE_MAX";
 pub const NB_TARGET_FROM: &str = "ACTIVERMA_NB_TARGET_FROM";
+pub const COPY_ENGINE: &str = "ACTIVERMA_COPY_ENGINE";
 pub const TRANSFER: &str = "ACTIVERMA_TRANSFER";
 pub const ARMCI_ACC: &str = "ACTIVERMA_ARMCI_ACC";
 pub const ARMCI_GROUP_POOL: &str = "ACTIVERMA_ARMCI_GROUP_POOL";
@@ -257,6 +258,8 @@ pub static TABLE: &[Setting] = &[
         description: "strided and vector transfers (many pieces to one rank): host-assisted = the whole list at once, one check, then CPU copies to a segment mapped here, scatter/gather calls of up to SGE_MAX pieces to private memory on this host, one one-sided operation (MPI: an hindexed datatype) to another host's segments, one packed message to its private memory; per-piece = one blocking put/get per piece; packed = the pieces packed into one active message that the target's progress engine unpacks (the buffered protocol); target-assisted = the list (no bytes) in one active message, and the target's progress engine moves every piece straight between its memory and the origin's buffers with scatter/gather calls of up to SGE_MAX pieces (the paper's host-assisted zero-copy, done by the target: no origin CPU while a non-blocking transfer is in flight, but needs target progress; ranks of another host: packed)" },
     Setting { name: NB_TARGET_FROM, layer: Layer::Memory, kind: Kind::Size, default: "64K",
         description: "under host-assisted, non-blocking strided gets and puts (ARMCI's NbGetS / NbPutS) of this many bytes or more to a rank of this host whose progress engine runs on its own (ACTIVERMA_PROGRESS=thread or wake, ARMCI's data server) move as target-assisted: the target's engine moves the pieces while this rank computes, instead of this rank copying them at issue; 0 = never" },
+    Setting { name: COPY_ENGINE, layer: Layer::Memory, kind: Kind::Enum(&["auto", "on", "off"]), default: "auto",
+        description: "a helper thread per process that stands in for a NIC's DMA engine: non-blocking strided gets and puts (ARMCI's NbGetS / NbPutS) of ACTIVERMA_NB_TARGET_FROM bytes or more into a segment of this node mapped here, whose target does not move them itself (no progress thread of its own), are copied by it while this rank computes, instead of at issue; the thread never calls MPI or the runtime, starts at the first such transfer, polls briefly and then sleeps; auto = on where this process may run on more CPUs than its node has ranks and the conduit allows a thread beside the program's (not under MPI_THREAD_SINGLE), on = always (a program at MPI_THREAD_SINGLE too: the engine never enters MPI), off = never" },
     Setting { name: SGE_MAX, layer: Layer::Memory, kind: Kind::Int, default: "1024",
         description: "host-assisted transfers: pieces per scatter/gather call (the paper's scatter/gather-element limit), at most the kernel's IOV_MAX of 1024" },
     Setting { name: TRANSFER, layer: Layer::Memory, kind: Kind::Enum(&["auto", "zero-copy", "buffered", "pipelined", "dynamic-registration"]), default: "auto",

@@ -34,6 +34,7 @@ mod atomic_active;
 mod atomic_am;
 mod atomic_direct;
 mod completion;
+mod copy_engine;
 mod firehose;
 mod get_active;
 mod get_am;
@@ -146,6 +147,8 @@ pub struct Proto {
     /// This rank's own table (`with_table_handlers`): its Registrar pins user buffers for
     /// dynamic registration.
     own_table: Option<Arc<TargetTable>>,
+    /// This process's copy engine, if the run has one (ACTIVERMA_COPY_ENGINE, copy_engine.rs).
+    copy_engine: Option<copy_engine::CopyEngine>,
 }
 
 /// The implicit puts to one target since its last flush, for the choice to stream them.
@@ -304,6 +307,7 @@ impl Proto {
             atomic_path: AtomicPath::from_config(cfg)?,
             transfer: transfer::TransferSettings::from_config(cfg)?,
             own_table: None,
+            copy_engine: copy_engine::for_run(cfg, &*conduit)?,
             seen: Default::default(),
             conduit,
             am,

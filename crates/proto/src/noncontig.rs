@@ -97,6 +97,11 @@ impl Proto {
         self.noncontig.method
     }
 
+    /// Whether this process has a copy engine (ACTIVERMA_COPY_ENGINE, copy_engine.rs).
+    pub fn has_copy_engine(&self) -> bool {
+        self.copy_engine.is_some()
+    }
+
     /// Blocking put of every piece `(addr, bytes)` to `rank`; returns once all are written.
     /// Every piece is checked before any moves (host-assisted and packed), so a refused piece
     /// leaves the target's memory untouched.

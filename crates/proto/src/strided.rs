@@ -237,14 +237,14 @@ impl Proto {
     }
 
     /// A pattern moved by the shortcut is a host-assisted list too.
-    fn count_shortcut(&self, pattern: &StridedPattern) {
+    pub(crate) fn count_shortcut(&self, pattern: &StridedPattern) {
         bump(&self.counters.noncontig_host_assisted, 1);
         bump(&self.counters.noncontig_pieces, pattern.pieces() as u64);
     }
 
     /// The whole pattern in one check, when it lies in plain memory of a segment mapped here
     /// and lists are moved host-assisted (the other methods are there to be compared).
-    fn shortcut(&self, rank: Rank, addr: usize, extent: usize, kind: AccessKind) -> Option<(*mut u8, HeapFast<'_>)> {
+    pub(crate) fn shortcut(&self, rank: Rank, addr: usize, extent: usize, kind: AccessKind) -> Option<(*mut u8, HeapFast<'_>)> {
         if self.noncontig() != Noncontig::HostAssisted {
             return None;
         }

@@ -424,6 +424,10 @@ enum Pending<'a> {
     /// A get started on the conduit's one-sided engine (MPI_Rget): complete once the conduit
     /// says so (tested without waiting), and at this modelled time.
     StartedGet(StartedGet, u64),
+    /// Strided pieces this process's copy engine copies (copy_engine.rs): complete once the
+    /// job is done (the wait copies it if the engine has not started it), and at the
+    /// transfer's `not_before`.
+    Engine(std::sync::Arc<crate::copy_engine::Job>),
     /// Puts posted to the target: complete when it acknowledged every one.
     Posted,
     /// Requests through the target's CPU in flight (cell, request) and those not sent yet, at
@@ -592,6 +596,18 @@ impl<'a> PendingTransfer<'a> {
         pending
     }
 
+    /// Pieces handed to the copy engine; complete when it copied them and at modelled time
+    /// `at`.
+    pub(crate) fn by_engine(
+        p: &'a Proto,
+        rank: Rank,
+        used: Transfer,
+        job: std::sync::Arc<crate::copy_engine::Job>,
+        at: u64,
+    ) -> PendingTransfer<'a> {
+        PendingTransfer { p, rank, used, state: Pending::Engine(job), not_before: at }
+    }
+
     /// The protocol that moves this transfer (never Auto).
     pub fn protocol(&self) -> Transfer {
         self.used
@@ -660,6 +676,7 @@ impl<'a> PendingTransfer<'a> {
             // Still on the wire: settle_one_sided found it incomplete.
             Pending::StartedGet(..) => false,
             Pending::Posted => !p.posted.any_to(rank),
+            Pending::Engine(job) => job.is_done(),
             Pending::Asking { asked, rest, failed, .. } => {
                 while let Some((cell, _)) = asked.front() {
                     if !p.am.completions.get(*cell as u64).is_some_and(|c| c.is_done()) {
@@ -729,6 +746,13 @@ impl<'a> PendingTransfer<'a> {
             }
             Pending::OneSided(_) | Pending::StartedGet(..) => unreachable!("settle_one_sided made it At"),
             Pending::Posted => put_am::wait_acknowledged(p, Some(rank)),
+            Pending::Engine(job) => {
+                if crate::copy_engine::complete(&job) {
+                    bump(&p.counters.copy_engine_taken_back, 1);
+                }
+                completion::spin_until(self.not_before);
+                Ok(())
+            }
             Pending::Asking { failed, .. } => {
                 completion::spin_until(self.not_before);
                 failed.map_or(Ok(()), Err)

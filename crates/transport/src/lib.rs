@@ -307,6 +307,13 @@ pub trait Conduit: Send + Sync {
     fn threads_may_call(&self) -> Result<()> {
         Ok(())
     }
+    /// Whether this process may run a helper thread that never enters the conduit (the copy
+    /// engine, which only copies between memory mapped here): not where the program told MPI
+    /// it has one thread (MPI_THREAD_SINGLE), by the standard's letter, though no MPI library
+    /// can see a thread that never calls it.
+    fn helper_threads_allowed(&self) -> bool {
+        true
+    }
     /// Orders: one-sided operations issued before are visible before any issued after.
     fn rma_fence(&self) -> Result<()> {
         self.rma_flush(None)

@@ -417,6 +417,22 @@ pub fn main() -> i32 {
     }
     let env = vec![("ACTIVERMA_PROGRESS", "thread"), ("ACTIVERMA_SMP_EMULATE_REMOTE", "1")];
     jobs.push(Job { case: "nb_strided_by_target", ranks: 4, env });
+    // Without a target that moves them, the copy engine copies them (ACTIVERMA_COPY_ENGINE=on),
+    // under every registration strategy, beside targets that do (thread), towards emulated
+    // hosts (the origin copies), and never when it is off.
+    for strategy in REGISTRATION_STRATEGIES {
+        let env = vec![("ACTIVERMA_PROGRESS", "app"), ("ACTIVERMA_COPY_ENGINE", "on"), ("ACTIVERMA_REGISTRATION", strategy)];
+        jobs.push(Job { case: "nb_strided_by_target", ranks: 2, env });
+    }
+    for (progress, engine) in [("app", "off"), ("thread", "on"), ("wake", "on")] {
+        jobs.push(Job {
+            case: "nb_strided_by_target",
+            ranks: 3,
+            env: vec![("ACTIVERMA_PROGRESS", progress), ("ACTIVERMA_COPY_ENGINE", engine), ("ACTIVERMA_NB_TARGET_FROM", "16K")],
+        });
+    }
+    let env = vec![("ACTIVERMA_PROGRESS", "app"), ("ACTIVERMA_COPY_ENGINE", "on"), ("ACTIVERMA_SMP_EMULATE_REMOTE", "1")];
+    jobs.push(Job { case: "nb_strided_by_target", ranks: 4, env });
     jobs.push(Job {
         case: "transfer_protocols",
         ranks: 2,
@@ -709,6 +725,15 @@ fn run_under_mpi(mpi: &str, filter: Option<&str>, t: &mut Tally) -> i32 {
             case: "nb_strided_by_target",
             ranks: 3,
             env: vec![("ACTIVERMA_PROGRESS", progress), ("ACTIVERMA_MPI_SHARED", shared)],
+        });
+    }
+    // The copy engine on the MPI conduit: it copies into the node's mapped heaps, and leaves
+    // ranks that map nothing to the origin's copy.
+    for shared in ["auto", "off"] {
+        jobs.push(Job {
+            case: "nb_strided_by_target",
+            ranks: 3,
+            env: vec![("ACTIVERMA_PROGRESS", "app"), ("ACTIVERMA_COPY_ENGINE", "on"), ("ACTIVERMA_MPI_SHARED", shared)],
         });
     }
     for shared in ["auto", "off"] {

@@ -79,6 +79,8 @@ pub struct Mpi {
     /// The thread level the program initialized MPI with, when it is below
     /// MPI_THREAD_SERIALIZED: then only the thread calling activerma may call MPI.
     pub calling_thread_only: Option<&'static str>,
+    /// The program initialized MPI with MPI_THREAD_SINGLE (`Conduit::helper_threads_allowed`).
+    pub thread_single: bool,
 }
 
 // SAFETY: MPI handles are plain values; every use is serialized by the conduit's lock and the
@@ -125,6 +127,7 @@ impl Mpi {
                 )));
             }
             let calling_thread_only = (provided < RSMPI_THREAD_SERIALIZED).then(|| thread_level_name(provided));
+            let thread_single = provided == RSMPI_THREAD_SINGLE;
             let mut comm: MPI_Comm = std::mem::zeroed();
             check("MPI_Comm_dup", MPI_Comm_dup(over.unwrap_or(RSMPI_COMM_WORLD), &mut comm))?;
             check("MPI_Comm_set_errhandler", MPI_Comm_set_errhandler(comm, RSMPI_ERRORS_RETURN))?;
@@ -148,6 +151,7 @@ impl Mpi {
                 started_gets: StartedGets::default(),
                 owns_mpi,
                 calling_thread_only,
+                thread_single,
             };
             if Mpi::library_version().starts_with("Open MPI") {
                 mpi.attach_sentinel()?;

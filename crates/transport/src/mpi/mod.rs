@@ -49,6 +49,8 @@ pub struct MpiConduit {
     pump: Mutex<Option<(Arc<AtomicBool>, std::thread::JoinHandle<()>)>>,
     /// The program's MPI thread level, if below MPI_THREAD_SERIALIZED (see `Mpi::init`).
     calling_thread_only: Option<&'static str>,
+    /// The program's MPI is at MPI_THREAD_SINGLE: no helper thread unless the user asks.
+    thread_single: bool,
     /// The heap window's memory (MPI owns it): page-aligned start here, and its length.
     heap_ptr: usize,
     heap_len: usize,
@@ -241,7 +243,7 @@ impl MpiConduit {
         let group = if shared.is_some() { leaders[rank] } else { rank as u64 };
         let nodes = number_in_order(&mpi.allgather_u64(group)?);
         let am = am::Endpoints::new(&mut mpi, size)?;
-        let calling_thread_only = mpi.calling_thread_only;
+        let (calling_thread_only, thread_single) = (mpi.calling_thread_only, mpi.thread_single);
         let mpi = Arc::new(Mutex::new(mpi));
         let calls = Arc::new(std::sync::atomic::AtomicU64::new(0));
         // On the one-host shared heap every one-sided access is a CPU load/store or a CMA call:
@@ -259,6 +261,7 @@ impl MpiConduit {
             calls,
             pump: Mutex::new(pump),
             calling_thread_only,
+            thread_single,
             heap_ptr,
             heap_len: heap_size,
             table_ptr,
@@ -670,6 +673,10 @@ impl Conduit for MpiConduit {
                 "the program initialized MPI with {level}, so only its own calls may enter MPI: no progress thread (use ACTIVERMA_PROGRESS=app, or initialize MPI with MPI_Init_thread(MPI_THREAD_MULTIPLE))"
             ))),
         }
+    }
+
+    fn helper_threads_allowed(&self) -> bool {
+        !self.thread_single
     }
 
     fn rma_fence(&self) -> Result<()> {

@@ -206,7 +206,9 @@ pub fn lists_of_pieces() -> Result<()> {
 /// `noncontig_target_assisted` count each) exactly when it should under host-assisted — from
 /// ACTIVERMA_NB_TARGET_FROM bytes on, to another rank of this host whose table is mapped here
 /// and whose progress engine runs on its own (ACTIVERMA_PROGRESS=thread or wake); otherwise
-/// this rank copied them at issue.
+/// this rank copied them at issue. Those it would copy at issue go to its copy engine instead
+/// (one `copy_engine_jobs` count each) when it has one (ACTIVERMA_COPY_ENGINE) and the target's
+/// segment is mapped here.
 pub fn nb_strided_by_target() -> Result<()> {
     const ROW: usize = 1024;
     const MAX_ROWS: usize = 256;
@@ -215,6 +217,12 @@ pub fn nb_strided_by_target() -> Result<()> {
     let from = activerma::settings::get_u64(activerma::settings::NB_TARGET_FROM)? as usize;
     let serving = std::env::var("ACTIVERMA_PROGRESS").is_ok_and(|m| m == "thread" || m == "wake");
     let mapped_here = w.conduit_name() == "smp" || std::env::var("ACTIVERMA_MPI_SHARED").map_or(true, |v| v != "off");
+    let engine = w.has_copy_engine()?;
+    match std::env::var("ACTIVERMA_COPY_ENGINE").as_deref() {
+        Ok("on") => assert!(engine, "rank {me}: ACTIVERMA_COPY_ENGINE=on, and no engine"),
+        Ok("off") => assert!(!engine, "rank {me}: ACTIVERMA_COPY_ENGINE=off, and an engine"),
+        _ => {}
+    }
     let seg = w.alloc_segment(n * 2 * MAX_ROWS * ROW)?;
     w.barrier()?;
     for step in 1..n {
@@ -223,23 +231,26 @@ pub fn nb_strided_by_target() -> Result<()> {
         for rows in [16, 64, 256] {
             let patch = StridedPattern::new(ROW, vec![rows], vec![2 * ROW], vec![ROW])?;
             let bytes = rows * ROW;
-            let by_target =
-                w.noncontig()? == Noncontig::HostAssisted && serving && from > 0 && bytes >= from && same_host(&w, t) && mapped_here;
+            let moved_off_origin =
+                w.noncontig()? == Noncontig::HostAssisted && from > 0 && bytes >= from && same_host(&w, t) && mapped_here;
+            let by_target = moved_off_origin && serving;
+            let by_engine = moved_off_origin && !serving && engine;
             let src: Vec<u8> = (0..bytes).map(|i| pattern(me, t + rows, i)).collect();
-            let before = counter(&w, "noncontig_target_assisted");
+            let before = (counter(&w, "noncontig_target_assisted"), counter(&w, "copy_engine_jobs"));
             let used = w.put_strided_nb_by(activerma::Transfer::Auto, RemotePtr::new(t, region), &patch, &src)?.wait()?;
-            let put_moved = counter(&w, "noncontig_target_assisted") - before;
+            let put_moved = (counter(&w, "noncontig_target_assisted") - before.0, counter(&w, "copy_engine_jobs") - before.1);
             let mut back = vec![0u8; bytes];
-            let before = counter(&w, "noncontig_target_assisted");
+            let before = (counter(&w, "noncontig_target_assisted"), counter(&w, "copy_engine_jobs"));
             w.get_strided_nb_by(activerma::Transfer::Auto, RemotePtr::new(t, region), &patch, &mut back)?.wait()?;
-            let get_moved = counter(&w, "noncontig_target_assisted") - before;
+            let get_moved = (counter(&w, "noncontig_target_assisted") - before.0, counter(&w, "copy_engine_jobs") - before.1);
             assert!(back == src, "rank {me}: non-blocking strided round trip of {bytes} B with rank {t}");
-            let want = (by_target && used == activerma::Transfer::ZeroCopy) as u64;
+            let zero_copy = used == activerma::Transfer::ZeroCopy;
+            let want = ((by_target && zero_copy) as u64, (by_engine && zero_copy) as u64);
             assert_eq!(
                 (put_moved, get_moved),
                 (want, want),
                 "rank {me}: non-blocking strided put and get of {bytes} B to rank {t} (progress on its own: {serving}, \
-                 ACTIVERMA_NB_TARGET_FROM={from}): moves by the target"
+                 copy engine: {engine}, ACTIVERMA_NB_TARGET_FROM={from}): (moves by the target, jobs of the copy engine)"
             );
         }
     }
