@@ -27,9 +27,9 @@
 //! target-assisted from ACTIVERMA_NB_TARGET_FROM bytes on, smaller ones stay the origin's
 //! copies — what a program that asks for a progress thread gets, and what ARMCI programs get
 //! by default wherever ARMCI_Init can start its data server (the same wake thread). A fourth
-//! job runs with ACTIVERMA_COPY_ENGINE=on (row "zero-copy-engine"): no data server, and the
-//! origin's copy engine copies its 2-D gets from ACTIVERMA_NB_TARGET_FROM bytes on while it
-//! computes — what a program without a data server (MPI_THREAD_FUNNELED, SERIALIZED) gets
+//! job runs with ACTIVERMA_COPY_ENGINE=on (rows "zero-copy-engine", 1-D and 2-D): no data
+//! server, and the origin's copy engine copies its gets from ACTIVERMA_NB_TARGET_FROM bytes on
+//! while it computes — what a program without a data server (MPI_THREAD_FUNNELED, SERIALIZED) gets
 //! where its node has a CPU to spare. Rank 1 sleeps in that job instead of serving (it has
 //! nothing to serve): its CPU is the spare one.
 
@@ -192,8 +192,13 @@ pub fn worker() -> BResult<()> {
     if method == ZERO_COPY_ENGINE && !w.has_copy_engine()? {
         return Err("the zero-copy-engine job runs under ACTIVERMA_COPY_ENGINE=on".into());
     }
-    let only_2d_zero_copy = !method.is_empty();
-    let (shapes, protocols) = if only_2d_zero_copy { (&SHAPES[1..], &PROTOCOLS[..1]) } else { (&SHAPES[..], &PROTOCOLS[..]) };
+    // The default job runs every shape and protocol; the copy engine's, zero-copy gets of both
+    // shapes (it copies contiguous gets too); the others, 2-D zero-copy gets.
+    let (shapes, protocols) = match method.as_str() {
+        "" => (&SHAPES[..], &PROTOCOLS[..]),
+        ZERO_COPY_ENGINE => (&SHAPES[..], &PROTOCOLS[..1]),
+        _ => (&SHAPES[1..], &PROTOCOLS[..1]),
+    };
     for &shape in shapes {
         for &protocol in protocols {
             for &size in SIZES.iter().filter(|&&s| !quick || s >= 4 << 10) {
@@ -221,7 +226,7 @@ pub fn worker() -> BResult<()> {
                 if dst[..size].iter().any(|&b| b != 0x3c) {
                     return Err(format!("a {shape} {} get of {size} B brought wrong bytes", protocol.name()).into());
                 }
-                let label = if only_2d_zero_copy { method.as_str() } else { protocol.name() };
+                let label = if method.is_empty() { protocol.name() } else { method.as_str() };
                 issues.sort();
                 let issue = issues[issues.len() / 2];
                 lines.push_str(&format!(

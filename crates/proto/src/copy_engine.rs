@@ -26,8 +26,11 @@
 //! then parks, and `auto` starts it only where the process has a CPU to spare.
 
 use crate::strided::StridedPattern;
+use crate::Proto;
 use activerma_core::backoff::Backoff;
-use activerma_core::{settings, Config, Error, Result};
+use activerma_core::counters::bump;
+use activerma_core::{settings, Config, Error, Rank, Result};
+use activerma_mem::{AccessKind, HeapFast};
 use activerma_transport::Conduit;
 use std::collections::VecDeque;
 use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicUsize, Ordering};
@@ -119,6 +122,57 @@ pub(crate) fn complete(job: &Job) -> bool {
         backoff.snooze();
     }
     false
+}
+
+impl Proto {
+    /// A non-blocking transfer handed to this process's copy engine, checked, booked and
+    /// counted now as the copy at issue it replaces (the strided shortcut of
+    /// `get_strided_moved`, or `get_start`'s direct path for a contiguous get, a pattern of
+    /// one piece): when the run has an engine, the transfer is of ACTIVERMA_NB_TARGET_FROM
+    /// bytes or more, and all of it is plain segment memory mapped here. Returns the job and
+    /// the modelled time the transfer completes at; None with nothing done otherwise (the
+    /// caller moves it).
+    ///
+    /// # Safety
+    /// `local` (`local_len` bytes) is the caller's buffer, left to the job until its transfer
+    /// completes it (`complete`, from the wait or the drop).
+    pub(crate) unsafe fn copy_engine_job(
+        &self,
+        rank: Rank,
+        addr: usize,
+        pattern: &StridedPattern,
+        local: *mut u8,
+        local_len: usize,
+        direction: Direction,
+    ) -> Result<Option<(Arc<Job>, u64)>> {
+        let Some(engine) = &self.copy_engine else { return Ok(None) };
+        let bytes = pattern.bytes();
+        if self.noncontig.nb_target_from.is_none_or(|from| bytes < from) {
+            return Ok(None);
+        }
+        pattern.check_local(local_len)?;
+        let kind = if direction == Direction::Get { AccessKind::Get } else { AccessKind::Put };
+        let contiguous = pattern.counts.is_empty();
+        let extent = pattern.remote_extent()?;
+        let found = if contiguous { self.segment_fast(rank, addr, extent, kind) } else { self.shortcut(rank, addr, extent, kind) };
+        let Some((remote, HeapFast::Plain)) = found else { return Ok(None) };
+        let at = self.net.completion_time(bytes);
+        // SAFETY: the pattern lies inside the checked mapping at `remote` and inside `local`
+        // (check_local), which the caller leaves to the job.
+        let job = Arc::new(unsafe { Job::new(remote, local, pattern.clone(), direction) });
+        engine.submit(job.clone());
+        bump(&self.counters.copy_engine_jobs, 1);
+        if !contiguous {
+            self.count_shortcut(pattern);
+        }
+        let (calls, moved) = match direction {
+            Direction::Get => (&self.counters.get_direct, &self.counters.bytes_got),
+            Direction::Put => (&self.counters.put_direct, &self.counters.bytes_put),
+        };
+        bump(calls, 1);
+        bump(moved, bytes as u64);
+        Ok(Some((job, at)))
+    }
 }
 
 /// The engine this run gets, if any (ACTIVERMA_COPY_ENGINE): `auto` where the conduit allows

@@ -26,16 +26,14 @@
 //!     each: the core's path, blocking
 //! ```
 
-use crate::copy_engine::{Direction, Job};
+use crate::copy_engine::Direction;
 use crate::noncontig_target::{self, StridedAsk};
 use crate::strided::{Pieces, StridedPattern};
 use crate::transfer::{Ask, PendingTransfer, Run};
 use crate::{Proto, Transfer};
-use activerma_core::counters::bump;
 use activerma_core::{Rank, Result};
-use activerma_mem::{AccessKind, HeapFast};
+use activerma_mem::AccessKind;
 use std::collections::VecDeque;
-use std::sync::Arc;
 
 impl Proto {
     /// Non-blocking strided get by protocol `t` (Auto: chosen for the pattern's remote extent):
@@ -95,8 +93,9 @@ impl Proto {
             };
             return Ok(PendingTransfer::target_moving(self, rank, self.count(used, bytes), ask, bytes));
         }
-        if let Some(pending) = self.by_copy_engine(rank, addr, pattern, dst.as_mut_ptr(), dst.len(), Direction::Get, used)? {
-            return Ok(pending);
+        // SAFETY: the returned transfer borrows `dst` until its wait or drop.
+        if let Some((job, at)) = unsafe { self.copy_engine_job(rank, addr, pattern, dst.as_mut_ptr(), dst.len(), Direction::Get)? } {
+            return Ok(PendingTransfer::by_engine(self, rank, self.count(used, bytes), job, at));
         }
         let at = self.get_strided_moved(rank, addr, pattern, dst)?;
         Ok(PendingTransfer::at(self, rank, self.count(used, bytes), at))
@@ -148,8 +147,10 @@ impl Proto {
             }
             Run::Core => {
                 // The engine only reads `src` (borrowed until the wait, as every put here).
-                if let Some(pending) = self.by_copy_engine(rank, addr, pattern, src.as_ptr() as *mut u8, src.len(), Direction::Put, used)? {
-                    return Ok(pending);
+                // SAFETY: as for the get: `src` is borrowed until the wait.
+                let job = unsafe { self.copy_engine_job(rank, addr, pattern, src.as_ptr() as *mut u8, src.len(), Direction::Put)? };
+                if let Some((job, at)) = job {
+                    return Ok(PendingTransfer::by_engine(self, rank, self.count(used, bytes), job, at));
                 }
                 let at = self.put_strided_moved(rank, addr, pattern, src)?;
                 return Ok(PendingTransfer::at(self, rank, self.count(used, bytes), at));
@@ -158,50 +159,6 @@ impl Proto {
         self.count(used, bytes);
         let asks = self.put_asks(pieces()?, request_bytes);
         Ok(PendingTransfer::asking(self, rank, used, asks, depth))
-    }
-
-    /// A non-blocking strided transfer handed to this process's copy engine (copy_engine.rs),
-    /// checked, booked and counted now as the copy at issue it replaces (`get_strided_moved`'s
-    /// shortcut): when the run has an engine, the transfer is of ACTIVERMA_NB_TARGET_FROM bytes
-    /// or more, and the whole pattern is plain segment memory mapped here. None otherwise,
-    /// with nothing done: the caller moves it. `local` (`local_len` bytes) is the caller's
-    /// buffer, borrowed by the returned transfer until its wait.
-    #[allow(clippy::too_many_arguments)]
-    fn by_copy_engine<'a>(
-        &'a self,
-        rank: Rank,
-        addr: usize,
-        pattern: &StridedPattern,
-        local: *mut u8,
-        local_len: usize,
-        direction: Direction,
-        used: Transfer,
-    ) -> Result<Option<PendingTransfer<'a>>> {
-        let Some(engine) = &self.copy_engine else { return Ok(None) };
-        let bytes = pattern.bytes();
-        if self.noncontig.nb_target_from.is_none_or(|from| bytes < from) {
-            return Ok(None);
-        }
-        pattern.check_local(local_len)?;
-        let kind = if direction == Direction::Get { AccessKind::Get } else { AccessKind::Put };
-        let Some((remote, HeapFast::Plain)) = self.shortcut(rank, addr, pattern.remote_extent()?, kind) else {
-            return Ok(None);
-        };
-        let at = self.net.completion_time(bytes);
-        // SAFETY: the pattern lies inside the checked mapping at `remote` and inside `local`
-        // (check_local); the returned transfer borrows `local` until its wait or drop, which
-        // complete the job.
-        let job = Arc::new(unsafe { Job::new(remote, local, pattern.clone(), direction) });
-        engine.submit(job.clone());
-        bump(&self.counters.copy_engine_jobs, 1);
-        self.count_shortcut(pattern);
-        let (calls, moved) = match direction {
-            Direction::Get => (&self.counters.get_direct, &self.counters.bytes_got),
-            Direction::Put => (&self.counters.put_direct, &self.counters.bytes_put),
-        };
-        bump(calls, 1);
-        bump(moved, bytes as u64);
-        Ok(Some(PendingTransfer::by_engine(self, rank, self.count(used, bytes), job, at)))
     }
 
     /// For a run through the target's CPU: the bytes per packed message without a landing

@@ -35,9 +35,11 @@
 //! zero-copy (the target's CPU is ours); a dynamic registration the pin limit refuses runs
 //! pipelined.
 
+use crate::copy_engine::Direction;
 use crate::landing::Slot;
 use crate::noncontig_target::StridedAsk;
 use crate::select::{Pass, Protocol};
+use crate::strided::StridedPattern;
 use crate::{completion, get_am, get_direct, noncontig, noncontig_target, put_am, put_direct, rma_conduit, Proto};
 use activerma_access::LogOp;
 use activerma_core::counters::bump;
@@ -238,7 +240,9 @@ impl Proto {
     /// handle's `wait` returns (it borrows `dst` until then; it must not be forgotten with
     /// `mem::forget`, since the conduit or the target may still write `dst`). Zero-copy from
     /// a segment of another host is started on the conduit's one-sided engine and moves while
-    /// the caller computes (MPI_Rget: `test` asks whether it landed, `wait` waits for it).
+    /// the caller computes (MPI_Rget: `test` asks whether it landed, `wait` waits for it);
+    /// one of ACTIVERMA_NB_TARGET_FROM bytes or more from a segment mapped here goes to the
+    /// copy engine where the run has one (copy_engine.rs), and is copied at issue otherwise.
     /// Buffered and pipelined send
     /// their requests now; the answers are copied into `dst` by `test` and `wait` — on the
     /// critical path, as the paper's buffered get copies in its wait.
@@ -250,12 +254,21 @@ impl Proto {
         }
         let (run, mut used) = self.resolve(t, rank, addr, len, AccessKind::Get)?;
         let dst_at = dst.as_mut_ptr();
+        let mut not_before = 0;
         let state = match run {
             // SAFETY: `dst` stays borrowed by the PendingTransfer, whose test, wait and drop
-            // complete the get.
+            // complete the get (the conduit's, or the copy engine's job).
             Run::Core => match unsafe { rma_conduit::get_started(self, rank, addr, dst_at, len)? } {
                 Some(get) => Pending::StartedGet(get, self.net.completion_time(len)),
-                None => Pending::At(self.get_nb(rank, addr, dst)?.into_raw()),
+                None => match unsafe {
+                    self.copy_engine_job(rank, addr, &StridedPattern::new(len, vec![], vec![], vec![])?, dst_at, len, Direction::Get)?
+                } {
+                    Some((job, at)) => {
+                        not_before = at;
+                        Pending::Engine(job)
+                    }
+                    None => Pending::At(self.get_nb(rank, addr, dst)?.into_raw()),
+                },
             },
             Run::Buffered => self.pending_gets(addr, dst, false),
             Run::Pipelined => self.pending_gets(addr, dst, true),
@@ -279,7 +292,7 @@ impl Proto {
             }
         };
         self.count(used, len);
-        let mut pending = PendingTransfer { p: self, rank, used, state, not_before: 0 };
+        let mut pending = PendingTransfer { p: self, rank, used, state, not_before };
         pending.ask_more(false);
         Ok(pending)
     }

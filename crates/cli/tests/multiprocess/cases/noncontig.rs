@@ -208,7 +208,7 @@ pub fn lists_of_pieces() -> Result<()> {
 /// and whose progress engine runs on its own (ACTIVERMA_PROGRESS=thread or wake); otherwise
 /// this rank copied them at issue. Those it would copy at issue go to its copy engine instead
 /// (one `copy_engine_jobs` count each) when it has one (ACTIVERMA_COPY_ENGINE) and the target's
-/// segment is mapped here.
+/// segment is mapped here, as do contiguous non-blocking gets of as many bytes.
 pub fn nb_strided_by_target() -> Result<()> {
     const ROW: usize = 1024;
     const MAX_ROWS: usize = 256;
@@ -231,8 +231,8 @@ pub fn nb_strided_by_target() -> Result<()> {
         for rows in [16, 64, 256] {
             let patch = StridedPattern::new(ROW, vec![rows], vec![2 * ROW], vec![ROW])?;
             let bytes = rows * ROW;
-            let moved_off_origin =
-                w.noncontig()? == Noncontig::HostAssisted && from > 0 && bytes >= from && same_host(&w, t) && mapped_here;
+            let large_and_mapped = from > 0 && bytes >= from && same_host(&w, t) && mapped_here;
+            let moved_off_origin = w.noncontig()? == Noncontig::HostAssisted && large_and_mapped;
             let by_target = moved_off_origin && serving;
             let by_engine = moved_off_origin && !serving && engine;
             let src: Vec<u8> = (0..bytes).map(|i| pattern(me, t + rows, i)).collect();
@@ -251,6 +251,24 @@ pub fn nb_strided_by_target() -> Result<()> {
                 (want, want),
                 "rank {me}: non-blocking strided put and get of {bytes} B to rank {t} (progress on its own: {serving}, \
                  copy engine: {engine}, ACTIVERMA_NB_TARGET_FROM={from}): (moves by the target, jobs of the copy engine)"
+            );
+            // The patch's span as one contiguous non-blocking get: no target moves those, so the
+            // engine takes every large one from a mapped segment, whatever the target's progress.
+            let mut whole = vec![0u8; bytes];
+            let before = counter(&w, "copy_engine_jobs");
+            let used = w.get_nb_by(activerma::Transfer::Auto, RemotePtr::new(t, region), &mut whole)?.wait()?;
+            let jobs = counter(&w, "copy_engine_jobs") - before;
+            // The patch's rows lie every other row there (the rows between are not ours to check).
+            for (row, got) in whole.chunks(ROW).enumerate().step_by(2) {
+                assert!(
+                    got == &src[row / 2 * ROW..(row / 2 + 1) * ROW],
+                    "rank {me}: contiguous non-blocking get of {bytes} B from rank {t}, row {row}"
+                );
+            }
+            let want = (large_and_mapped && engine && used == activerma::Transfer::ZeroCopy) as u64;
+            assert_eq!(
+                jobs, want,
+                "rank {me}: contiguous non-blocking get of {bytes} B from rank {t} (copy engine: {engine}): jobs of the engine"
             );
         }
     }
