@@ -25,7 +25,7 @@
 //! (bench/copy_engine_probe.c, bench/README.md). So it polls for a while after each job and
 //! then parks, and `auto` starts it only where the process has a CPU to spare.
 
-use crate::strided::StridedPattern;
+use crate::strided::{Direction, StridedPattern};
 use crate::Proto;
 use activerma_core::backoff::Backoff;
 use activerma_core::counters::bump;
@@ -45,15 +45,6 @@ const POLL: Duration = Duration::from_micros(200);
 const QUEUED: u32 = 0;
 const RUNNING: u32 = 1;
 const DONE: u32 = 2;
-
-/// Which way a job's bytes go between the origin's buffer and the target's segment.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Direction {
-    /// Segment -> buffer.
-    Get,
-    /// Buffer -> segment.
-    Put,
-}
 
 /// One strided transfer to copy: the pattern's pieces at `remote + r` (the target's segment,
 /// mapped here) and `local + l` (the origin's buffer), for every (r, l) of the pattern.
@@ -90,19 +81,10 @@ impl Job {
         if self.state.compare_exchange(QUEUED, RUNNING, Ordering::Acquire, Ordering::Relaxed).is_err() {
             return false;
         }
-        let piece = self.pattern.piece;
         // Orders the reads after whatever the submitter saw (as the origin's own copy would).
         fence(Ordering::Acquire);
-        let _ = self.pattern.for_each(|r, l| {
-            // SAFETY: the contract of `Job::new`; this thread claimed the job.
-            unsafe {
-                match self.direction {
-                    Direction::Get => activerma_core::copy::copy_bytes(self.remote.add(r), self.local.add(l), piece),
-                    Direction::Put => activerma_core::copy::copy_bytes(self.local.add(l), self.remote.add(r), piece),
-                }
-            }
-            Ok::<(), ()>(())
-        });
+        // SAFETY: the contract of `Job::new`; this thread claimed the job.
+        unsafe { self.pattern.copy_mapped(self.remote, self.local, self.direction) };
         self.state.store(DONE, Ordering::Release);
         true
     }
@@ -165,12 +147,7 @@ impl Proto {
         if !contiguous {
             self.count_shortcut(pattern);
         }
-        let (calls, moved) = match direction {
-            Direction::Get => (&self.counters.get_direct, &self.counters.bytes_got),
-            Direction::Put => (&self.counters.put_direct, &self.counters.bytes_put),
-        };
-        bump(calls, 1);
-        bump(moved, bytes as u64);
+        self.count_direct(direction, bytes);
         Ok(Some((job, at)))
     }
 }

@@ -210,15 +210,10 @@ impl Proto {
             // Booked at issue, as a contiguous get's is (`Proto::get_start`).
             let at = self.net.completion_time(pattern.bytes());
             fence(Ordering::Acquire);
-            let piece = pattern.piece;
-            pattern.for_each(|r, l| {
-                // SAFETY: r + piece <= extent (inside the checked mapping), l + piece <= dst.len().
-                unsafe { activerma_core::copy::copy_bytes(local.add(r), dst.as_mut_ptr().add(l), piece) };
-                Ok::<(), Error>(())
-            })?;
+            // SAFETY: the extent lies inside the checked mapping, the local pieces in `dst`.
+            unsafe { pattern.copy_mapped(local, dst.as_mut_ptr(), Direction::Get) };
             self.count_shortcut(pattern);
-            bump(&self.counters.get_direct, 1);
-            bump(&self.counters.bytes_got, pattern.bytes() as u64);
+            self.count_direct(Direction::Get, pattern.bytes());
             return Ok(at);
         }
         if self.target_moves(rank, pattern) && pattern.local_pieces_apart()? {
@@ -240,6 +235,16 @@ impl Proto {
     pub(crate) fn count_shortcut(&self, pattern: &StridedPattern) {
         bump(&self.counters.noncontig_host_assisted, 1);
         bump(&self.counters.noncontig_pieces, pattern.pieces() as u64);
+    }
+
+    /// A transfer the CPU copied to or from a segment mapped here (`put_direct`/`get_direct`).
+    pub(crate) fn count_direct(&self, direction: Direction, bytes: usize) {
+        let (calls, moved) = match direction {
+            Direction::Get => (&self.counters.get_direct, &self.counters.bytes_got),
+            Direction::Put => (&self.counters.put_direct, &self.counters.bytes_put),
+        };
+        bump(calls, 1);
+        bump(moved, bytes as u64);
     }
 
     /// The whole pattern in one check, when it lies in plain memory of a segment mapped here
@@ -268,16 +273,11 @@ impl Proto {
         }
         if let Some((local, HeapFast::Plain)) = self.shortcut(rank, addr, extent, AccessKind::Put) {
             let at = self.net.completion_time(pattern.bytes());
-            let piece = pattern.piece;
-            pattern.for_each(|r, l| {
-                // SAFETY: r + piece <= extent (inside the checked mapping), l + piece <= src.len().
-                unsafe { activerma_core::copy::copy_bytes(src.as_ptr().add(l), local.add(r), piece) };
-                Ok::<(), Error>(())
-            })?;
+            // SAFETY: as for the get; a put only reads `src`.
+            unsafe { pattern.copy_mapped(local, src.as_ptr() as *mut u8, Direction::Put) };
             fence(Ordering::Release);
             self.count_shortcut(pattern);
-            bump(&self.counters.put_direct, 1);
-            bump(&self.counters.bytes_put, pattern.bytes() as u64);
+            self.count_direct(Direction::Put, pattern.bytes());
             return Ok(at);
         }
         if self.target_moves(rank, pattern) {
@@ -292,6 +292,38 @@ impl Proto {
     /// on this host; a pattern too large to describe goes as a list).
     fn target_moves(&self, rank: Rank, pattern: &StridedPattern) -> bool {
         self.noncontig() == Noncontig::TargetAssisted && self.target_can_assist(rank) && noncontig_target::sends_as_pattern(pattern)
+    }
+}
+
+/// Which way a pattern's bytes go between a segment mapped here and a local buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Direction {
+    /// Segment -> buffer.
+    Get,
+    /// Buffer -> segment.
+    Put,
+}
+
+impl StridedPattern {
+    /// Copies every piece between `remote + r` (a segment mapped here) and `local + l`, for
+    /// each (r, l) of the pattern, in the pattern's order (the CPU standing for the NIC: the
+    /// strided shortcut and the copy engine).
+    ///
+    /// # Safety
+    /// Every piece lies inside the mapping at `remote` and inside the buffer at `local`, which
+    /// nobody else writes meanwhile (a put only reads it).
+    pub(crate) unsafe fn copy_mapped(&self, remote: *mut u8, local: *mut u8, direction: Direction) {
+        let piece = self.piece;
+        let _ = self.for_each(|r, l| {
+            // SAFETY: the caller's contract.
+            unsafe {
+                match direction {
+                    Direction::Get => activerma_core::copy::copy_bytes(remote.add(r), local.add(l), piece),
+                    Direction::Put => activerma_core::copy::copy_bytes(local.add(l), remote.add(r), piece),
+                }
+            }
+            Ok::<(), ()>(())
+        });
     }
 }
 

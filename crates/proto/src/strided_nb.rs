@@ -26,9 +26,8 @@
 //!     each: the core's path, blocking
 //! ```
 
-use crate::copy_engine::Direction;
 use crate::noncontig_target::{self, StridedAsk};
-use crate::strided::{Pieces, StridedPattern};
+use crate::strided::{Direction, Pieces, StridedPattern};
 use crate::transfer::{Ask, PendingTransfer, Run};
 use crate::{Proto, Transfer};
 use activerma_core::{Rank, Result};

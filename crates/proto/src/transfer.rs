@@ -35,11 +35,10 @@
 //! zero-copy (the target's CPU is ours); a dynamic registration the pin limit refuses runs
 //! pipelined.
 
-use crate::copy_engine::Direction;
 use crate::landing::Slot;
 use crate::noncontig_target::StridedAsk;
 use crate::select::{Pass, Protocol};
-use crate::strided::StridedPattern;
+use crate::strided::{Direction, StridedPattern};
 use crate::{completion, get_am, get_direct, noncontig, noncontig_target, put_am, put_direct, rma_conduit, Proto};
 use activerma_access::LogOp;
 use activerma_core::counters::bump;
