@@ -119,8 +119,8 @@ pub fn resident_in(ptr: usize, len: usize) -> Result<usize> {
 /// Ok when the page holding `addr` is mapped in this process, else an error naming `what`
 /// with this process's mappings around it. For memory another party placed (an MPI library's
 /// shared window): a hole there would otherwise be a segfault at the first load, with nothing
-/// said about who mapped what. Once in CI (MPICH, 4 ranks, one host) a peer's table read
-/// faulted at init; if it comes back, this message holds the layout to explain it.
+/// said about who mapped what. (Such a hole once came from us: the owner views unmapped
+/// MPICH's window where its random address fell in their range; see mpi/owner_views.rs.)
 pub fn ensure_mapped(addr: usize, what: &str) -> Result<()> {
     let page = activerma_core::page::page_size();
     // mincore answers ENOMEM for a page that is not mapped.

@@ -38,6 +38,23 @@ impl OwnerViews {
     pub fn heap(&self, i: usize, heap_len: usize) -> usize {
         self.base + i * heap_len
     }
+
+    /// Reserves [HEAP_HINT, + len) without memory behind it, if nothing is mapped there: the
+    /// only way to make OwnerViews, so that only a range we hold is ever unmapped on drop.
+    fn reserve(len: usize) -> Option<OwnerViews> {
+        let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED_NOREPLACE;
+        // SAFETY: MAP_FIXED_NOREPLACE never replaces an existing mapping.
+        let p = unsafe { libc::mmap(HEAP_HINT as *mut _, len, libc::PROT_NONE, flags, -1, 0) };
+        if p == libc::MAP_FAILED {
+            return None;
+        }
+        if p as usize != HEAP_HINT {
+            // SAFETY: a mapping the kernel placed elsewhere (old kernels take the flag as a hint).
+            unsafe { libc::munmap(p, len) };
+            return None;
+        }
+        Some(OwnerViews { base: HEAP_HINT, len })
+    }
 }
 
 impl Drop for OwnerViews {
@@ -55,7 +72,11 @@ pub(super) fn map(mpi: &mut Mpi, node: &[Rank], heaps: &[usize], heap_len: usize
     let page = activerma_core::page::page_size();
     let wanted = !heaps.is_empty() && heap_len.is_multiple_of(page) && heaps.iter().all(|h| h.is_multiple_of(page));
     let total = heap_len.saturating_mul(heaps.len());
-    let reserved = wanted && total < HEAP_HINT && reserve(total);
+    // Made only by a reservation that succeeded: dropping views unmaps the whole range, so a
+    // value built while the range belongs to someone else (MPI's own window, when its random
+    // address falls here) would unmap their memory.
+    let reservation = if wanted && total < HEAP_HINT { OwnerViews::reserve(total) } else { None };
+    let reserved = reservation.is_some();
     if verbose && !heaps.is_empty() && !reserved {
         eprintln!(
             "activerma: rank {}: no views of the node's heaps at their owners' addresses: {}",
@@ -70,7 +91,6 @@ pub(super) fn map(mpi: &mut Mpi, node: &[Rank], heaps: &[usize], heap_len: usize
     // Both rounds are collectives every rank takes part in, whatever it found: a rank outside
     // a shared node answers yes, and only the node's own answers decide for it. Dropping the
     // views unmaps the reservation and whatever was mapped over it.
-    let reservation = reserved.then_some(OwnerViews { base: HEAP_HINT, len: total });
     let everyone_reserved = node_agrees(mpi, node, reserved || heaps.is_empty())?;
     let Some(views) = reservation.filter(|_| everyone_reserved) else {
         node_agrees(mpi, node, true)?;
@@ -102,22 +122,6 @@ pub(super) fn map(mpi: &mut Mpi, node: &[Rank], heaps: &[usize], heap_len: usize
         p as usize == at
     });
     Ok(node_agrees(mpi, node, mapped)?.then_some(views))
-}
-
-/// Reserves [HEAP_HINT, + len) without memory behind it, if nothing is mapped there.
-fn reserve(len: usize) -> bool {
-    let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED_NOREPLACE;
-    // SAFETY: MAP_FIXED_NOREPLACE never replaces an existing mapping.
-    let p = unsafe { libc::mmap(HEAP_HINT as *mut _, len, libc::PROT_NONE, flags, -1, 0) };
-    if p == libc::MAP_FAILED {
-        return false;
-    }
-    if p as usize != HEAP_HINT {
-        // SAFETY: a mapping the kernel placed elsewhere (old kernels take the flag as a hint).
-        unsafe { libc::munmap(p, len) };
-        return false;
-    }
-    true
 }
 
 /// Whether every rank of `node` says yes (collective over the job).

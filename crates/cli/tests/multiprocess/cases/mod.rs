@@ -83,6 +83,7 @@ pub fn run(case: &str) -> i32 {
         "dsm_lock_holder_dies" => dsm::dsm_lock_holder_dies(),
         "dsm_lock_handover" => dsm::dsm_lock_handover(),
         "node_paths" => nodes::node_paths(),
+        "hint_range_taken" => nodes::hint_range_taken(),
         other => {
             eprintln!("unknown case {other}");
             return 2;

@@ -3,6 +3,8 @@
 
 use super::{same_host, share_u64};
 use activerma::{AmCtx, Prot, RemotePtr, Result, TrafficTo, FIRST_USER_HANDLER};
+use activerma_transport::mapping::{ensure_mapped, HEAP_HINT};
+use activerma_transport::smp::{ENV_RANK, ENV_SIZE};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -102,5 +104,59 @@ pub fn node_paths() -> Result<()> {
     let counts: Vec<u64> = (0..n).map(|src| seg.read_u64(n * LEN + 8 * src)).collect();
     assert!(counts.iter().all(|&c| c == OPS as u64), "rank {me}: atomics of each origin {counts:?}, expected {OPS}");
     drop(exposed);
+    w.finalize()
+}
+
+/// Where the program already has memory in the address range the runtime prefers for heaps
+/// (`mapping::HEAP_HINT`; an MPI library's shared window lands there now and then, MPICH's
+/// being at random addresses): init works around it and leaves that memory alone. The last
+/// rank maps a page there first; once the node's owner views (mpi/owner_views.rs), found the
+/// range taken and unmapped all of it, the MPI window included.
+pub fn hint_range_taken() -> Result<()> {
+    let page = activerma_core::page::page_size();
+    // Before init, the rank and size only the launcher's environment tells (ours, MPICH's
+    // Hydra, Open MPI's).
+    let from_env = |keys: [&str; 3]| keys.iter().find_map(|k| std::env::var(k).ok()?.parse::<usize>().ok());
+    let rank = from_env([ENV_RANK, "PMI_RANK", "OMPI_COMM_WORLD_RANK"]).expect("a rank started by a launcher");
+    let size = from_env([ENV_SIZE, "PMI_SIZE", "OMPI_COMM_WORLD_SIZE"]).expect("a rank started by a launcher");
+    let at = HEAP_HINT + (16 << 20);
+    let ours = rank + 1 == size;
+    if ours {
+        let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE;
+        // SAFETY: a fresh page of our own; MAP_FIXED_NOREPLACE never replaces a mapping.
+        let p = unsafe { libc::mmap(at as *mut _, page, libc::PROT_READ | libc::PROT_WRITE, flags, -1, 0) };
+        assert_eq!(p as usize, at, "rank {rank}: could not map the test's page at {at:#x}");
+        // SAFETY: the page just mapped.
+        unsafe { std::ptr::write_bytes(at as *mut u8, 0x5a, page) };
+    }
+    let w = activerma::init()?;
+    let me = w.rank();
+    if ours {
+        ensure_mapped(at, "the program's own page")?;
+        // SAFETY: mapped (checked), and ours.
+        let kept = unsafe { std::slice::from_raw_parts(at as *const u8, page) };
+        assert!(kept.iter().all(|&b| b == 0x5a), "rank {me}: init changed the program's page at {at:#x}");
+    }
+    // The job works all the same: every rank's segment from every rank.
+    let n = w.size();
+    let seg = w.alloc_segment(n * LEN)?;
+    w.barrier()?;
+    let data: Vec<u8> = (0..LEN).map(|i| super::pattern(me, 11, i)).collect();
+    for t in 0..n {
+        w.put(seg.remote(t, me * LEN), &data)?;
+    }
+    w.flush_all()?;
+    w.barrier()?;
+    for src in 0..n {
+        let mut back = vec![0u8; LEN];
+        w.get(seg.remote(me, src * LEN), &mut back)?;
+        let want: Vec<u8> = (0..LEN).map(|i| super::pattern(src, 11, i)).collect();
+        assert_eq!(back, want, "rank {me}: what rank {src} put");
+    }
+    w.barrier()?;
+    if ours {
+        // SAFETY: the test's page, no longer used.
+        unsafe { libc::munmap(at as *mut _, page) };
+    }
     w.finalize()
 }
