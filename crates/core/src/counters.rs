@@ -53,6 +53,7 @@ crate::counter_set! {
         noncontig_host_assisted: "strided/vector transfers moved as one list (ACTIVERMA_NONCONTIG=host-assisted)",
         noncontig_sg_calls: "scatter/gather kernel calls those made (process_vm_writev/readv of up to ACTIVERMA_SGE_MAX pieces)",
         noncontig_rma_lists: "of the host-assisted lists to another host's segments, those moved as one one-sided operation (MPI: an hindexed datatype)",
+        noncontig_rma_lists_started: "of those, non-blocking strided gets left in flight on the one-sided engine (MPI_Rget), which moved them while the program went on",
         noncontig_sieved: "of the host-assisted gets, those of small pieces read as their whole bounding range, then scattered here (data sieving)",
         noncontig_registered_lists: "of the host-assisted lists into unregistered private memory, those whose bounding range the strategy registered at once (rendezvous, firehose) before one scatter/gather move",
         noncontig_per_piece: "strided/vector transfers moved one blocking put/get per piece (per-piece)",

@@ -35,6 +35,7 @@ use activerma_am::{Am, AmCtx, HandlerId};
 use activerma_core::counters::bump;
 use activerma_core::{settings, Config, Error, Rank, Result};
 use activerma_mem::{AccessKind, Lookup, Strategy};
+use activerma_transport::StartedGet;
 use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
 
@@ -338,6 +339,44 @@ impl Proto {
         }
         self.moved_list(bytes, &self.counters.bytes_got);
         Ok(())
+    }
+
+    /// Whether a list get to `rank` may start on the conduit's one-sided engine
+    /// (`get_list_started`): the host-assisted method, towards a rank of another host. Cheap,
+    /// so that callers build no list for ranks of this host.
+    pub(crate) fn list_gets_start_one_sided(&self, rank: Rank) -> bool {
+        self.noncontig.method == Noncontig::HostAssisted && self.tables[rank].is_none() && rank != self.conduit.rank()
+    }
+
+    /// The host-assisted list get's non-blocking form towards another host: checked as
+    /// `get_host_assisted` checks it, then started on the conduit's one-sided engine as one
+    /// operation (MPI: one MPI_Rget with a datatype on each side) that moves straight into
+    /// the pieces' buffers while the caller computes; complete once the conduit tested or
+    /// waited the ticket. None: not such a list (see `list_gets_start_one_sided`; marked
+    /// memory, a conduit that cannot take it as one operation): nothing moved.
+    ///
+    /// # Safety
+    /// Every piece's buffer stays the get's, unread and alive, until the ticket completed.
+    pub(crate) unsafe fn get_list_started(&self, rank: Rank, pieces: &mut [(usize, &mut [u8])]) -> Result<Option<StartedGet>> {
+        if !self.list_gets_start_one_sided(rank) {
+            return Ok(None);
+        }
+        let spans: Vec<(usize, usize)> = pieces.iter().map(|p| (p.0, p.1.len())).collect();
+        if self.choose_list(rank, &spans, AccessKind::Get)?.protocol() != Some(Protocol::GetRma) {
+            return Ok(None);
+        }
+        let buffers: Vec<(usize, *mut u8, usize)> = pieces.iter_mut().map(|(addr, dst)| (*addr, dst.as_mut_ptr(), dst.len())).collect();
+        // SAFETY: the caller's contract.
+        let Some(get) = (unsafe { self.conduit.rma_get_list_started(rank, &buffers)? }) else {
+            return Ok(None);
+        };
+        bump(&self.counters.noncontig_pieces, pieces.len() as u64);
+        bump(&self.counters.noncontig_rma_lists, 1);
+        bump(&self.counters.noncontig_rma_lists_started, 1);
+        bump(&self.counters.get_rma, 1);
+        bump(&self.counters.bytes_got, spans.iter().map(|p| p.1 as u64).sum());
+        bump(&self.counters.noncontig_host_assisted, 1);
+        Ok(Some(get))
     }
 
     /// Every piece by its own get (its own protocol), then one flush of the rank.

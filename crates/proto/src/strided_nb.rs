@@ -20,7 +20,11 @@
 //!                  from ACTIVERMA_NB_TARGET_FROM bytes into plain segment memory mapped
 //!                  here, with a copy engine this run (copy_engine.rs) and a target that does
 //!                  not move it itself: checked and booked now, the engine thread copies it
-//!                  while we go on, the wait takes it back if the engine has not started it)
+//!                  while we go on, the wait takes it back if the engine has not started it;
+//!                  a get from a rank of another host, host-assisted: the list's one-sided
+//!                  get started as one operation (MPI_Rget, a datatype each side, straight
+//!                  into dst's pieces); complete when the conduit says so and at the
+//!                  modelled time)
 //!     dynamic registration -> dst pinned for the call, then the core's path
 //!     local pieces that overlap (a stride below the piece) cannot be lent out one request
 //!     each: the core's path, blocking
@@ -91,6 +95,14 @@ impl Proto {
                 Ask::TargetGet(pattern.pieces_of(addr, dst)?.expect("the local pieces lie apart"))
             };
             return Ok(PendingTransfer::target_moving(self, rank, self.count(used, bytes), ask, bytes));
+        }
+        if self.list_gets_start_one_sided(rank) && pattern.local_pieces_apart()? {
+            let mut pieces = pattern.pieces_of(addr, dst)?.expect("the local pieces lie apart");
+            // SAFETY: the returned transfer borrows `dst` until its wait or drop.
+            if let Some(get) = unsafe { self.get_list_started(rank, &mut pieces)? } {
+                let at = self.net.completion_time(bytes);
+                return Ok(PendingTransfer::started_get(self, rank, self.count(used, bytes), get, at));
+            }
         }
         // SAFETY: the returned transfer borrows `dst` until its wait or drop.
         if let Some((job, at)) = unsafe { self.copy_engine_job(rank, addr, pattern, dst.as_mut_ptr(), dst.len(), Direction::Get)? } {

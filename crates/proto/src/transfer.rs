@@ -608,6 +608,12 @@ impl<'a> PendingTransfer<'a> {
         pending
     }
 
+    /// A get started on the conduit's one-sided engine (a list's: `Proto::get_list_started`);
+    /// complete once the conduit says so and at modelled time `at`.
+    pub(crate) fn started_get(p: &'a Proto, rank: Rank, used: Transfer, get: StartedGet, at: u64) -> PendingTransfer<'a> {
+        PendingTransfer { p, rank, used, state: Pending::StartedGet(get, at), not_before: 0 }
+    }
+
     /// Pieces handed to the copy engine; complete when it copied them and at modelled time
     /// `at`.
     pub(crate) fn by_engine(

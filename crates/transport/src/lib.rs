@@ -261,6 +261,17 @@ pub trait Conduit: Send + Sync {
     unsafe fn rma_get_started(&self, _rank: Rank, _addr: usize, _dst: *mut u8, _len: usize) -> Result<Option<StartedGet>> {
         Ok(None)
     }
+    /// Starts a one-sided get of many pieces as one operation (`rma_get_list`) that moves while
+    /// the caller computes, into each piece's own buffer (`(addr at rank, buffer, bytes)`);
+    /// completes as `rma_get_started`'s does. Ok(None): the conduit cannot take these pieces
+    /// as one operation; nothing started.
+    ///
+    /// # Safety
+    /// Every buffer is writable for its bytes, and nothing reads or writes it, nor frees it,
+    /// until `rma_test_get` said true or `rma_wait_get` returned.
+    unsafe fn rma_get_list_started(&self, _rank: Rank, _pieces: &[(usize, *mut u8, usize)]) -> Result<Option<StartedGet>> {
+        Ok(None)
+    }
     /// Whether a started get has landed in its destination, without waiting for it; true
     /// (or an error) spends the ticket.
     fn rma_test_get(&self, get: StartedGet) -> Result<bool> {

@@ -586,6 +586,18 @@ impl Conduit for MpiConduit {
         unsafe { mpi.started_gets.start(t, dst, len) }.map(Some)
     }
 
+    unsafe fn rma_get_list_started(&self, rank: Rank, pieces: &[(usize, *mut u8, usize)]) -> Result<Option<StartedGet>> {
+        let mut mpi = self.live()?;
+        let Some((win, disps)) = self.list_target(&mpi, rank, pieces.iter().map(|p| (p.0, p.2))) else {
+            return Ok(None);
+        };
+        self.flush_pending(&mut mpi, Some(rank))?;
+        self.traffic.rma(rank, disps.iter().map(|d| d.1).sum());
+        let local: Vec<(*mut u8, usize)> = pieces.iter().map(|p| (p.1, p.2)).collect();
+        // SAFETY: the caller's contract (every buffer untouched until tested or waited).
+        unsafe { mpi.started_gets.start_list(win, rank, &disps, &local) }.map(Some)
+    }
+
     fn rma_test_get(&self, get: StartedGet) -> Result<bool> {
         self.live()?.started_gets.test(get)
     }

@@ -150,7 +150,7 @@ pub fn get_list(m: &mut Mpi, win: MPI_Win, rank: Rank, disps: &[(usize, usize)],
 
 /// Runs `f` with a committed hindexed datatype of bytes at `disps`, freed afterwards (MPI keeps
 /// what pending operations need of it).
-fn with_hindexed(disps: &[(usize, usize)], f: impl FnOnce(MPI_Datatype) -> Result<()>) -> Result<()> {
+pub(super) fn with_hindexed(disps: &[(usize, usize)], f: impl FnOnce(MPI_Datatype) -> Result<()>) -> Result<()> {
     // SAFETY: a predefined datatype handle, constant after MPI_Init.
     with_hindexed_of(disps, unsafe { RSMPI_UINT8_T }, 1, f)
 }

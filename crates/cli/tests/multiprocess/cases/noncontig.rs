@@ -241,9 +241,22 @@ pub fn nb_strided_by_target() -> Result<()> {
             let put_moved = (counter(&w, "noncontig_target_assisted") - before.0, counter(&w, "copy_engine_jobs") - before.1);
             let mut back = vec![0u8; bytes];
             let before = (counter(&w, "noncontig_target_assisted"), counter(&w, "copy_engine_jobs"));
-            w.get_strided_nb_by(activerma::Transfer::Auto, RemotePtr::new(t, region), &patch, &mut back)?.wait()?;
+            let started_before = counter(&w, "noncontig_rma_lists_started");
+            let got_by = w.get_strided_nb_by(activerma::Transfer::Auto, RemotePtr::new(t, region), &patch, &mut back)?.wait()?;
             let get_moved = (counter(&w, "noncontig_target_assisted") - before.0, counter(&w, "copy_engine_jobs") - before.1);
             assert!(back == src, "rank {me}: non-blocking strided round trip of {bytes} B with rank {t}");
+            // From a rank of another host over MPI, the host-assisted list is one MPI_Rget
+            // left in flight until the wait.
+            let one_sided = !same_host(&w, t)
+                && w.conduit_name() == "mpi"
+                && w.noncontig()? == Noncontig::HostAssisted
+                && got_by == activerma::Transfer::ZeroCopy;
+            assert_eq!(
+                counter(&w, "noncontig_rma_lists_started") - started_before,
+                one_sided as u64,
+                "rank {me}: non-blocking strided get of {bytes} B from rank {t} ({}): started on the one-sided engine",
+                if same_host(&w, t) { "this host" } else { "another host" }
+            );
             let zero_copy = used == activerma::Transfer::ZeroCopy;
             let want = ((by_target && zero_copy) as u64, (by_engine && zero_copy) as u64);
             assert_eq!(
