@@ -2,7 +2,8 @@
  * waited out of order; ARMCI's location consistency without fences (an NbPut then a blocking
  * Get of the same place sees the put; an NbGet is not overtaken by a later Put to the place it
  * reads); implicit handles completed by Fence and by the next call to the same rank; NbGetS of
- * 2-D and 3-D patches in flight beside each other, and not overtaken by a later Put. Meant to
+ * 2-D and 3-D patches in flight beside each other, and not overtaken by a later Put; NbGetV and
+ * NbPutV of 80 KB lists in flight (a data server moves them). Meant to
  * run under every ACTIVERMA_TRANSFER (tests/armci/run.sh), where buffered and pipelined
  * transfers really stay in flight. */
 #include "check.h"
@@ -134,6 +135,50 @@ int main(void) {
     ARMCI_Put(&after, spot, sizeof after, next);
     ARMCI_Wait(&hsg);
     EXPECT(before == v, "an NbGetS overtaken by a later put read %ld, not %ld", before, v);
+    ARMCI_Barrier();
+    /* Vectors in flight, large enough (80 x 1000 B) that a target with a data server moves
+     * them itself: an NbGetV of every other 1000-byte run of rows 0..39 and 80..119 of the
+     * next rank (rows 40..79 hold the NbPutS's data) into slots in reverse order, tested, then
+     * waited; an NbPutV into the other runs of rows 0..79, a blocking GetV of those while it
+     * is in flight (location consistency), then waited. */
+    enum { VN = 80, VB = 1000 };
+#define VROW(k) ((k) < 40 ? (k) : (k) + 40)
+    void *vsrc[VN], *vdst[VN];
+    memset(dst, 0, GETS * PIECE);
+    for (int k = 0; k < VN; k++) {
+        vsrc[k] = (char *)base[next] + VROW(k) * 2000;
+        vdst[k] = dst + (VN - 1 - k) * VB;
+    }
+    armci_giov_t gv = {vsrc, vdst, VB, VN};
+    armci_hdl_t hv;
+    ARMCI_INIT_HANDLE(&hv);
+    ARMCI_NbGetV(&gv, 1, next, &hv);
+    while (ARMCI_Test(&hv) != 0)
+        ;
+    EXPECT(ARMCI_Wait(&hv) == 0, "wait of the vector get");
+    for (int k = 0; k < VN; k++)
+        for (int b = 0; b < VB; b++)
+            EXPECT(dst[(VN - 1 - k) * VB + b] == (unsigned char)((VROW(k) * 2000 + b) * 7 + next), "NbGetV: piece %d byte %d", k, b);
+    ARMCI_Barrier();
+    unsigned char *vput = malloc(VN * VB), *vback = malloc(VN * VB);
+    void *pv_src[VN], *pv_dst[VN], *gb_src[VN], *gb_dst[VN];
+    for (int i = 0; i < VN * VB; i++)
+        vput[i] = (unsigned char)(i * 11 + me);
+    memset(vback, 0, VN * VB);
+    for (int k = 0; k < VN; k++) {
+        pv_src[k] = vput + k * VB;
+        pv_dst[k] = (char *)base[next] + k * 2000 + VB;
+        gb_src[k] = pv_dst[k];
+        gb_dst[k] = vback + k * VB;
+    }
+    armci_giov_t pv = {pv_src, pv_dst, VB, VN}, gb = {gb_src, gb_dst, VB, VN};
+    ARMCI_INIT_HANDLE(&hv);
+    ARMCI_NbPutV(&pv, 1, next, &hv);
+    ARMCI_GetV(&gb, 1, next);
+    EXPECT(memcmp(vback, vput, VN * VB) == 0, "GetV after NbPutV sees the put");
+    EXPECT(ARMCI_Wait(&hv) == 0, "wait of the vector put");
+    free(vput);
+    free(vback);
     ARMCI_Barrier();
     free(dst);
     ARMCI_Free(base[me]);

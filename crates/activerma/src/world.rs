@@ -527,6 +527,19 @@ impl World {
     pub fn get_vector(&self, rank: Rank, pieces: &mut [(usize, &mut [u8])]) -> Result<()> {
         self.live()?.proto.get_pieces(rank, pieces)
     }
+    /// Non-blocking vector put: the pieces' bytes are the transfer's until its `wait` (or
+    /// drop) returns. Moved while the caller computes when the target's progress thread moves
+    /// large lists (see `get_strided_nb_by`); otherwise moved before this returns.
+    pub fn put_vector_nb<'a>(&'a self, rank: Rank, pieces: Vec<(usize, &'a [u8])>) -> Result<PendingTransfer<'a>> {
+        self.live()?.proto.put_pieces_nb(rank, pieces)
+    }
+    /// Non-blocking vector get: every buffer holds its piece once the transfer's `wait`
+    /// returns, and is the transfer's until then. Moved while the caller computes by the
+    /// target's progress thread (large lists, a rank of this host) or by the conduit's
+    /// one-sided engine (a rank of another host); otherwise before this returns.
+    pub fn get_vector_nb<'a>(&'a self, rank: Rank, pieces: Vec<(usize, &'a mut [u8])>) -> Result<PendingTransfer<'a>> {
+        self.live()?.proto.get_pieces_nb(rank, pieces)
+    }
     /// `put_vector` by the given method, whatever ACTIVERMA_NONCONTIG says (to compare them).
     pub fn put_vector_by(&self, method: Noncontig, rank: Rank, pieces: &[(usize, &[u8])]) -> Result<()> {
         self.live()?.proto.put_pieces_by(method, rank, pieces)

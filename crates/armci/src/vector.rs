@@ -1,8 +1,12 @@
 //! I/O-vector transfers: lists of equally sized pieces at arbitrary addresses, checked here
 //! against ARMCI's allocations, then moved as one list by activerma's `put_vector` /
-//! `get_vector` (host-assisted scatter/gather by default: ACTIVERMA_NONCONTIG).
+//! `get_vector` (host-assisted scatter/gather by default: ACTIVERMA_NONCONTIG). NbPutV /
+//! NbGetV start `put_vector_nb` / `get_vector_nb` and record them in `in_flight` as the
+//! strided ones do: moved while the program computes by the target's data server (large
+//! lists on this host) or by MPI (a get from another host).
 
 use crate::errors::{entry, R};
+use crate::in_flight;
 use crate::state::{inside_allocation, local_arg, nonneg, outside_allocations, proc_arg, rt, world};
 use crate::sync::{mark, ArmciHdl};
 use std::ffi::{c_int, c_void};
@@ -52,15 +56,21 @@ pub(crate) unsafe fn pieces(iov: *const ArmciGiov, iov_len: c_int, proc: usize, 
     Ok(out)
 }
 
-unsafe fn putv(iov: *mut ArmciGiov, iov_len: c_int, proc: c_int) -> R {
+/// A vector put to `proc`: blocking, or (with `hdl`) started and recorded as `in_flight`
+/// keeps it; the local pieces stay the transfer's until the handle completes.
+unsafe fn putv(iov: *mut ArmciGiov, iov_len: c_int, proc: c_int, hdl: Option<*mut ArmciHdl>) -> R {
     let w = world()?;
     let p = proc_arg(w, proc, "proc")?;
     let list: Vec<(usize, &[u8])> =
         pieces(iov, iov_len, p, true)?.into_iter().map(|(s, d, n)| (d, std::slice::from_raw_parts(s as *const u8, n))).collect();
-    w.put_vector(p, &list).map_err(rt)
+    match hdl {
+        None => w.put_vector(p, &list).map_err(rt),
+        Some(h) => in_flight::record(h as usize, p, w.put_vector_nb(p, list).map_err(rt)?),
+    }
 }
 
-unsafe fn getv(iov: *mut ArmciGiov, iov_len: c_int, proc: c_int) -> R {
+/// A vector get from `proc`, as `putv`.
+unsafe fn getv(iov: *mut ArmciGiov, iov_len: c_int, proc: c_int, hdl: Option<*mut ArmciHdl>) -> R {
     let w = world()?;
     let p = proc_arg(w, proc, "proc")?;
     let triples = pieces(iov, iov_len, p, false)?;
@@ -77,31 +87,34 @@ unsafe fn getv(iov: *mut ArmciGiov, iov_len: c_int, proc: c_int) -> R {
     }
     let mut list: Vec<(usize, &mut [u8])> =
         triples.into_iter().map(|(s, d, n)| (s, std::slice::from_raw_parts_mut(d as *mut u8, n))).collect();
-    w.get_vector(p, &mut list).map_err(rt)
+    match hdl {
+        None => w.get_vector(p, &mut list).map_err(rt),
+        Some(h) => in_flight::record(h as usize, p, w.get_vector_nb(p, list).map_err(rt)?),
+    }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn ARMCI_PutV(iov: *mut ArmciGiov, iov_len: c_int, proc: c_int) -> c_int {
-    entry("ARMCI_PutV", || putv(iov, iov_len, proc));
+    entry("ARMCI_PutV", || putv(iov, iov_len, proc, None));
     0
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn ARMCI_GetV(iov: *mut ArmciGiov, iov_len: c_int, proc: c_int) -> c_int {
-    entry("ARMCI_GetV", || getv(iov, iov_len, proc));
+    entry("ARMCI_GetV", || getv(iov, iov_len, proc, None));
     0
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn ARMCI_NbPutV(iov: *mut ArmciGiov, iov_len: c_int, proc: c_int, hdl: *mut ArmciHdl) -> c_int {
-    entry("ARMCI_NbPutV", || putv(iov, iov_len, proc));
+    entry("ARMCI_NbPutV", || putv(iov, iov_len, proc, Some(hdl)));
     mark(hdl, proc);
     0
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn ARMCI_NbGetV(iov: *mut ArmciGiov, iov_len: c_int, proc: c_int, hdl: *mut ArmciHdl) -> c_int {
-    entry("ARMCI_NbGetV", || getv(iov, iov_len, proc));
+    entry("ARMCI_NbGetV", || getv(iov, iov_len, proc, Some(hdl)));
     mark(hdl, proc);
     0
 }

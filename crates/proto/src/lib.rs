@@ -45,6 +45,7 @@ mod landing;
 mod noncontig;
 mod noncontig_target;
 mod part;
+mod pieces_nb;
 mod put_active;
 mod put_am;
 mod put_cma;
