@@ -1,5 +1,5 @@
 //! The copy engine (ACTIVERMA_COPY_ENGINE): one helper thread per process that stands in for a
-//! NIC's DMA engine, so that a non-blocking strided transfer into a segment of this node can
+//! NIC's DMA engine, so that a non-blocking strided or vector transfer into a segment of this node can
 //! move while the program computes even where no target runs a data server (an MPI program at
 //! MPI_THREAD_FUNNELED or SERIALIZED, or any program under ACTIVERMA_PROGRESS=app). The
 //! origin checks and books the transfer at issue, exactly as the copy it would make then; the
@@ -46,14 +46,19 @@ const QUEUED: u32 = 0;
 const RUNNING: u32 = 1;
 const DONE: u32 = 2;
 
-/// One strided transfer to copy: the pattern's pieces at `remote + r` (the target's segment,
-/// mapped here) and `local + l` (the origin's buffer), for every (r, l) of the pattern.
+/// One transfer to copy, between the target's segment (mapped here) and the origin's buffer.
 pub(crate) struct Job {
     state: AtomicU32,
-    remote: *mut u8,
-    local: *mut u8,
-    pattern: StridedPattern,
+    work: Work,
     direction: Direction,
+}
+
+enum Work {
+    /// A strided transfer: the pattern's pieces at `remote + r` and `local + l`, for every
+    /// (r, l) of the pattern.
+    Strided { remote: *mut u8, local: *mut u8, pattern: StridedPattern },
+    /// A list (a vector transfer): (the piece in the segment, mapped here; in the buffer; bytes).
+    Pieces(Vec<(*mut u8, *mut u8, usize)>),
 }
 
 // SAFETY: the pointers are into a segment mapped for the life of the job and into the buffer
@@ -68,7 +73,13 @@ impl Job {
     /// Every piece of `pattern` lies inside `remote`'s mapping and inside the buffer at
     /// `local`, and both stay valid and otherwise untouched until `complete` returns for it.
     pub(crate) unsafe fn new(remote: *mut u8, local: *mut u8, pattern: StridedPattern, direction: Direction) -> Job {
-        Job { state: AtomicU32::new(QUEUED), remote, local, pattern, direction }
+        Job { state: AtomicU32::new(QUEUED), work: Work::Strided { remote, local, pattern }, direction }
+    }
+
+    /// # Safety
+    /// As `new`, for every piece (in the segment mapped here, in the buffer, bytes).
+    pub(crate) unsafe fn pieces(pieces: Vec<(*mut u8, *mut u8, usize)>, direction: Direction) -> Job {
+        Job { state: AtomicU32::new(QUEUED), work: Work::Pieces(pieces), direction }
     }
 
     /// Whether the bytes are in place (acquire: the copies are visible to the caller).
@@ -83,8 +94,20 @@ impl Job {
         }
         // Orders the reads after whatever the submitter saw (as the origin's own copy would).
         fence(Ordering::Acquire);
-        // SAFETY: the contract of `Job::new`; this thread claimed the job.
-        unsafe { self.pattern.copy_mapped(self.remote, self.local, self.direction) };
+        // SAFETY: the contract of `Job::new` / `Job::pieces`; this thread claimed the job.
+        unsafe {
+            match &self.work {
+                Work::Strided { remote, local, pattern } => pattern.copy_mapped(*remote, *local, self.direction),
+                Work::Pieces(pieces) => {
+                    for &(mapped, buffer, len) in pieces {
+                        match self.direction {
+                            Direction::Get => activerma_core::copy::copy_bytes(mapped, buffer, len),
+                            Direction::Put => activerma_core::copy::copy_bytes(buffer, mapped, len),
+                        }
+                    }
+                }
+            }
+        }
         self.state.store(DONE, Ordering::Release);
         true
     }
@@ -149,6 +172,41 @@ impl Proto {
         }
         self.count_direct(direction, bytes);
         Ok(Some((job, at)))
+    }
+
+    /// A non-blocking list (pieces `(addr at rank, buffer, bytes)`, buffers apart) handed to
+    /// the copy engine, as `copy_engine_job` hands a strided transfer: when the run has an
+    /// engine, the list holds ACTIVERMA_NB_TARGET_FROM bytes or more, and its bounding range is
+    /// plain segment memory mapped here (one check, the strided shortcut's). Counted now as
+    /// the host-assisted list of CPU copies it replaces; None with nothing done otherwise.
+    ///
+    /// # Safety
+    /// Every buffer is the caller's, left to the job until its transfer completes it.
+    pub(crate) unsafe fn copy_engine_list_job(
+        &self,
+        rank: Rank,
+        pieces: &[(usize, *mut u8, usize)],
+        direction: Direction,
+    ) -> Result<Option<(Arc<Job>, u64)>> {
+        let Some(engine) = &self.copy_engine else { return Ok(None) };
+        let bytes: usize = pieces.iter().map(|p| p.2).sum();
+        if pieces.is_empty() || self.noncontig.nb_target_from.is_none_or(|from| bytes < from) {
+            return Ok(None);
+        }
+        let lo = pieces.iter().map(|p| p.0).min().expect("not empty");
+        let hi = pieces.iter().map(|p| p.0.saturating_add(p.2)).max().expect("not empty");
+        let kind = if direction == Direction::Get { AccessKind::Get } else { AccessKind::Put };
+        let Some((remote, HeapFast::Plain)) = self.shortcut(rank, lo, hi - lo, kind) else { return Ok(None) };
+        // SAFETY: every piece lies in [lo, hi), checked and mapped at `remote`.
+        let mapped = pieces.iter().map(|&(addr, buffer, len)| (unsafe { remote.add(addr - lo) }, buffer, len)).collect();
+        // SAFETY: the pieces lie in the checked mapping and in the caller's buffers.
+        let job = Arc::new(unsafe { Job::pieces(mapped, direction) });
+        engine.submit(job.clone());
+        bump(&self.counters.copy_engine_jobs, 1);
+        bump(&self.counters.noncontig_host_assisted, 1);
+        bump(&self.counters.noncontig_pieces, pieces.len() as u64);
+        self.count_direct(direction, bytes);
+        Ok(Some((job, self.net.completion_time(bytes))))
     }
 }
 
@@ -288,6 +346,36 @@ mod tests {
             }
         }
         assert!(taken_back < 200, "the engine copied none of 200 jobs");
+    }
+
+    #[test]
+    fn list_jobs_land_intact_both_ways() {
+        let engine = CopyEngine::start().unwrap();
+        let (n, piece) = (40, 100);
+        let mut segment: Vec<u8> = (0..3 * n * piece).map(|i| (i % 253) as u8).collect();
+        let mut buffer = vec![0u8; n * piece];
+        // Every third piece of the segment into the buffer in reverse order, then back into the
+        // pieces after them.
+        let seg = segment.as_mut_ptr();
+        let buf = buffer.as_mut_ptr();
+        // SAFETY: every piece lies inside `segment` and `buffer`, which outlive `complete`.
+        let list =
+            |skip: usize| (0..n).map(|i| unsafe { (seg.add((3 * i + skip) * piece), buf.add((n - 1 - i) * piece), piece) }).collect();
+        let get = Arc::new(unsafe { Job::pieces(list(0), Direction::Get) });
+        engine.submit(get.clone());
+        complete(&get);
+        for i in 0..n {
+            let at = 3 * i * piece;
+            assert_eq!(&buffer[(n - 1 - i) * piece..(n - i) * piece], &segment[at..at + piece], "get, piece {i}");
+        }
+        // SAFETY: as above.
+        let put = Arc::new(unsafe { Job::pieces(list(1), Direction::Put) });
+        engine.submit(put.clone());
+        complete(&put);
+        for i in 0..n {
+            let (from, to) = (3 * i * piece, (3 * i + 1) * piece);
+            assert_eq!(segment[from..from + piece], segment[to..to + piece], "put, piece {i}");
+        }
     }
 
     #[test]

@@ -12,9 +12,13 @@
 //!     a get from a rank of another host, host-assisted
 //!                                      -> one MPI_Rget of the list (get_list_started), in
 //!                                         flight until the wait
+//!     ACTIVERMA_NB_TARGET_FROM bytes or more, the bounding range plain segment memory mapped
+//!       here, a copy engine this run  -> its job (copy_engine.rs): copied by the engine thread
+//!                                         while we go on, or by the wait if not started
 //!     otherwise                        -> get_pieces / put_pieces now (the run's method)
 //! ```
 
+use crate::strided::Direction;
 use crate::transfer::{Ask, PendingTransfer};
 use crate::{Proto, Transfer};
 use activerma_core::counters::bump;
@@ -39,6 +43,11 @@ impl Proto {
                 let at = self.net.completion_time(bytes);
                 return Ok(PendingTransfer::started_get(self, rank, Transfer::ZeroCopy, get, at));
             }
+            let list: Vec<(usize, *mut u8, usize)> = pieces.iter_mut().map(|(a, d)| (*a, d.as_mut_ptr(), d.len())).collect();
+            // SAFETY: as above.
+            if let Some((job, at)) = unsafe { self.copy_engine_list_job(rank, &list, Direction::Get)? } {
+                return Ok(PendingTransfer::by_engine(self, rank, Transfer::ZeroCopy, job, at));
+            }
         }
         self.get_pieces(rank, &mut pieces)?;
         Ok(PendingTransfer::done(self, rank, Transfer::ZeroCopy))
@@ -53,6 +62,12 @@ impl Proto {
         if bytes > 0 && self.nb_moved_by_target(rank, bytes) {
             bump(&self.counters.noncontig_pieces, pieces.len() as u64);
             return Ok(PendingTransfer::target_moving(self, rank, Transfer::ZeroCopy, Ask::TargetPut(pieces), bytes));
+        }
+        let list: Vec<(usize, *mut u8, usize)> = pieces.iter().map(|(a, s)| (*a, s.as_ptr() as *mut u8, s.len())).collect();
+        // SAFETY: the returned transfer borrows every piece until its wait or drop; the engine
+        // only reads them (a put).
+        if let Some((job, at)) = unsafe { self.copy_engine_list_job(rank, &list, Direction::Put)? } {
+            return Ok(PendingTransfer::by_engine(self, rank, Transfer::ZeroCopy, job, at));
         }
         self.put_pieces(rank, &pieces)?;
         Ok(PendingTransfer::done(self, rank, Transfer::ZeroCopy))

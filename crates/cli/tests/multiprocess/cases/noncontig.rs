@@ -284,21 +284,28 @@ pub fn nb_strided_by_target() -> Result<()> {
                 "rank {me}: contiguous non-blocking get of {bytes} B from rank {t} (copy engine: {engine}): jobs of the engine"
             );
             // The patch's rows as a vector (what ARMCI_NbPutV / NbGetV call): moved by the
-            // target as the strided transfer is, or started on MPI from another host.
+            // target or the copy engine as the strided transfer is, or started on MPI from
+            // another host.
             let rows_at = |i: usize| region + i * 2 * ROW;
             let vsrc: Vec<u8> = (0..bytes).map(|i| pattern(me, t + rows + 1, i)).collect();
-            let before = (counter(&w, "noncontig_target_assisted"), counter(&w, "noncontig_rma_lists_started"));
+            let before =
+                (counter(&w, "noncontig_target_assisted"), counter(&w, "noncontig_rma_lists_started"), counter(&w, "copy_engine_jobs"));
             let list: Vec<(usize, &[u8])> = vsrc.chunks(ROW).enumerate().map(|(i, c)| (rows_at(i), c)).collect();
             w.put_vector_nb(t, list)?.wait()?;
             let mut vback = vec![0u8; bytes];
             let list: Vec<(usize, &mut [u8])> = vback.chunks_mut(ROW).enumerate().map(|(i, c)| (rows_at(i), c)).collect();
             w.get_vector_nb(t, list)?.wait()?;
             assert!(vback == vsrc, "rank {me}: non-blocking vector round trip of {bytes} B with rank {t}");
-            let moved = (counter(&w, "noncontig_target_assisted") - before.0, counter(&w, "noncontig_rma_lists_started") - before.1);
+            let moved = (
+                counter(&w, "noncontig_target_assisted") - before.0,
+                counter(&w, "noncontig_rma_lists_started") - before.1,
+                counter(&w, "copy_engine_jobs") - before.2,
+            );
             assert_eq!(
                 moved,
-                (2 * by_target as u64, one_sided as u64),
-                "rank {me}: non-blocking vector put and get of {bytes} B with rank {t}: (moves by the target, gets started on MPI)"
+                (2 * by_target as u64, one_sided as u64, 2 * by_engine as u64),
+                "rank {me}: non-blocking vector put and get of {bytes} B with rank {t}: (moves by the target, gets started on \
+                 MPI, jobs of the copy engine)"
             );
         }
     }
