@@ -18,6 +18,10 @@
 //! get is on the wire after issue like an RDMA read and a buffered one still copies its answer
 //! in the wait. Rank 1 sits in its progress loop.
 //!
+//! Shape "vec" is the 2-D patch's rows as a vector (`World::get_vector_nb`, what ARMCI_NbGetV
+//! calls), zero-copy only and not judged (the paper has no such figure), in every job that runs
+//! 2-D gets.
+//!
 //! Each network runs a second job with ACTIVERMA_NONCONTIG=target-assisted, for 2-D zero-copy
 //! gets only (row "target-assisted"): the paper's host-assisted design, where the target's
 //! helper (here rank 1's progress loop) moves the rows into the origin's buffer by
@@ -48,8 +52,10 @@ const SIZES: [usize; 6] = [1 << 10, 4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 <<
 /// A 2-D patch's row, and the distance between its rows at rank 1 (a patch of a wider matrix).
 const ROW: usize = 1 << 10;
 const ROW_STRIDE: usize = 2 * ROW;
-/// The shapes: a contiguous get (Fig. 7a) and a 2-D patch of the same bytes (Fig. 7b).
-const SHAPES: [&str; 2] = ["1-D", "2-D"];
+/// The shapes: a contiguous get (Fig. 7a), a 2-D patch of the same bytes (Fig. 7b), and the
+/// patch's rows as a vector (ours: what ARMCI_NbGetV calls; zero-copy only, not judged).
+const SHAPES: [&str; 3] = ["1-D", "2-D", VECTOR];
+const VECTOR: &str = "vec";
 const PROTOCOLS: [Transfer; 3] = [Transfer::ZeroCopy, Transfer::Buffered, Transfer::Pipelined];
 /// The networks: name, settings.
 const NETWORKS: [(&str, &[(&str, &str)]); 2] =
@@ -81,7 +87,7 @@ pub fn overlap(args: &BenchArgs) -> BResult<()> {
     let out = super::jobs::rows_file("armci-overlap");
     let _ = std::fs::remove_file(&out);
     println!(
-        "activerma bench armci-overlap: non-blocking contiguous and 2-D gets from rank 1's segment overlapped with computation; load {}",
+        "activerma bench armci-overlap: non-blocking contiguous, 2-D and vector gets from rank 1's segment overlapped with computation; load {}",
         super::load_avg()
     );
     println!("{}", super::machine::header_line());
@@ -128,10 +134,14 @@ pub fn overlap(args: &BenchArgs) -> BResult<()> {
             ("total_us", json!(total / 1e3)),
             ("issue_us", json!(issue / 1e3)),
         ]);
-        // 1-D rows keep their names of Fig. 7a; 2-D rows say so.
-        let case = if shape == "1-D" { format!("{net}-{protocol}") } else { format!("{net}-2d-{protocol}") };
+        // 1-D rows keep their names of Fig. 7a; the others say their shape.
+        let case = match shape {
+            "1-D" => format!("{net}-{protocol}"),
+            "2-D" => format!("{net}-2d-{protocol}"),
+            _ => format!("{net}-{shape}-{protocol}"),
+        };
         rows::emit("armci-overlap", &case, params, "%", Measured::single(100.0 * overlap), &[]);
-        if net == "modelled" && size >= TARGET_FROM {
+        if net == "modelled" && size >= TARGET_FROM && shape != VECTOR {
             let judged = [Transfer::ZeroCopy.name(), TARGET_ASSISTED, ZERO_COPY_WAKE, ZERO_COPY_ENGINE].contains(&protocol);
             let what = format!("overlap of a non-blocking {shape} {protocol} get of {size} B, modelled network");
             let mut params = rows::params([("what", json!(what)), ("size", json!(size))]);
@@ -200,24 +210,22 @@ pub fn worker() -> BResult<()> {
         _ => (&SHAPES[1..], &PROTOCOLS[..1]),
     };
     for &shape in shapes {
-        for &protocol in protocols {
+        // A vector get has no protocol to choose: the run moves it as it moves lists.
+        for &protocol in protocols.iter().filter(|&&p| shape != VECTOR || p == Transfer::ZeroCopy) {
             for &size in SIZES.iter().filter(|&&s| !quick || s >= 4 << 10) {
                 let patch = StridedPattern::new(ROW, vec![size / ROW], vec![ROW_STRIDE], vec![ROW])?;
                 let comm = median(reps, || {
                     let t = Instant::now();
                     match shape {
                         "1-D" => drop(w.get_by(protocol, at, &mut dst[..size])?),
-                        _ => drop(w.get_strided_nb_by(protocol, at, &patch, &mut dst[..size])?.wait()?),
+                        _ => drop(start(&w, shape, protocol, at, &patch, &mut dst[..size])?.wait()?),
                     }
                     Ok(t.elapsed())
                 })?;
                 let mut issues = Vec::with_capacity(reps + 1);
                 let total = median(reps, || {
                     let t = Instant::now();
-                    let pending = match shape {
-                        "1-D" => w.get_nb_by(protocol, at, &mut dst[..size])?,
-                        _ => w.get_strided_nb_by(protocol, at, &patch, &mut dst[..size])?,
-                    };
+                    let pending = start(&w, shape, protocol, at, &patch, &mut dst[..size])?;
                     issues.push(t.elapsed());
                     compute_for(comm);
                     pending.wait()?;
@@ -243,6 +251,23 @@ pub fn worker() -> BResult<()> {
     w.barrier()?;
     std::fs::OpenOptions::new().append(true).create(true).open(std::env::var(OUT_ENV)?)?.write_all(lines.as_bytes())?;
     Ok(w.finalize()?)
+}
+
+/// Starts a non-blocking get of `dst.len()` bytes from `at` in `shape`: contiguous, the 2-D
+/// patch, or the patch's rows as a vector.
+fn start<'a>(
+    w: &'a activerma::World,
+    shape: &str,
+    protocol: Transfer,
+    at: RemotePtr,
+    patch: &StridedPattern,
+    dst: &'a mut [u8],
+) -> BResult<activerma::PendingTransfer<'a>> {
+    Ok(match shape {
+        "1-D" => w.get_nb_by(protocol, at, dst)?,
+        "2-D" => w.get_strided_nb_by(protocol, at, patch, dst)?,
+        _ => w.get_vector_nb(at.rank, dst.chunks_mut(ROW).enumerate().map(|(i, row)| (at.addr + i * ROW_STRIDE, row)).collect())?,
+    })
 }
 
 /// The median of `reps` timings.

@@ -25,7 +25,7 @@
 //! (bench/copy_engine_probe.c, bench/README.md). So it polls for a while after each job and
 //! then parks, and `auto` starts it only where the process has a CPU to spare.
 
-use crate::strided::{Direction, StridedPattern};
+use crate::strided::{copy_pieces, Direction, StridedPattern};
 use crate::Proto;
 use activerma_core::backoff::Backoff;
 use activerma_core::counters::bump;
@@ -98,14 +98,7 @@ impl Job {
         unsafe {
             match &self.work {
                 Work::Strided { remote, local, pattern } => pattern.copy_mapped(*remote, *local, self.direction),
-                Work::Pieces(pieces) => {
-                    for &(mapped, buffer, len) in pieces {
-                        match self.direction {
-                            Direction::Get => activerma_core::copy::copy_bytes(mapped, buffer, len),
-                            Direction::Put => activerma_core::copy::copy_bytes(buffer, mapped, len),
-                        }
-                    }
-                }
+                Work::Pieces(pieces) => copy_pieces(pieces, self.direction),
             }
         }
         self.state.store(DONE, Ordering::Release);
@@ -176,9 +169,9 @@ impl Proto {
 
     /// A non-blocking list (pieces `(addr at rank, buffer, bytes)`, buffers apart) handed to
     /// the copy engine, as `copy_engine_job` hands a strided transfer: when the run has an
-    /// engine, the list holds ACTIVERMA_NB_TARGET_FROM bytes or more, and its bounding range is
-    /// plain segment memory mapped here (one check, the strided shortcut's). Counted now as
-    /// the host-assisted list of CPU copies it replaces; None with nothing done otherwise.
+    /// engine, the list holds ACTIVERMA_NB_TARGET_FROM bytes or more, and it passes
+    /// `list_shortcut`'s one check. Counted now as the CPU copies it replaces; None with
+    /// nothing done otherwise.
     ///
     /// # Safety
     /// Every buffer is the caller's, left to the job until its transfer completes it.
@@ -190,22 +183,15 @@ impl Proto {
     ) -> Result<Option<(Arc<Job>, u64)>> {
         let Some(engine) = &self.copy_engine else { return Ok(None) };
         let bytes: usize = pieces.iter().map(|p| p.2).sum();
-        if pieces.is_empty() || self.noncontig.nb_target_from.is_none_or(|from| bytes < from) {
+        if self.noncontig.nb_target_from.is_none_or(|from| bytes < from) {
             return Ok(None);
         }
-        let lo = pieces.iter().map(|p| p.0).min().expect("not empty");
-        let hi = pieces.iter().map(|p| p.0.saturating_add(p.2)).max().expect("not empty");
-        let kind = if direction == Direction::Get { AccessKind::Get } else { AccessKind::Put };
-        let Some((remote, HeapFast::Plain)) = self.shortcut(rank, lo, hi - lo, kind) else { return Ok(None) };
-        // SAFETY: every piece lies in [lo, hi), checked and mapped at `remote`.
-        let mapped = pieces.iter().map(|&(addr, buffer, len)| (unsafe { remote.add(addr - lo) }, buffer, len)).collect();
+        let Some(mapped) = self.list_shortcut(rank, pieces, direction) else { return Ok(None) };
         // SAFETY: the pieces lie in the checked mapping and in the caller's buffers.
         let job = Arc::new(unsafe { Job::pieces(mapped, direction) });
         engine.submit(job.clone());
         bump(&self.counters.copy_engine_jobs, 1);
-        bump(&self.counters.noncontig_host_assisted, 1);
-        bump(&self.counters.noncontig_pieces, pieces.len() as u64);
-        self.count_direct(direction, bytes);
+        self.count_list_shortcut(pieces.len(), direction, bytes);
         Ok(Some((job, self.net.completion_time(bytes))))
     }
 }

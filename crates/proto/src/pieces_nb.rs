@@ -15,14 +15,18 @@
 //!     ACTIVERMA_NB_TARGET_FROM bytes or more, the bounding range plain segment memory mapped
 //!       here, a copy engine this run  -> its job (copy_engine.rs): copied by the engine thread
 //!                                         while we go on, or by the wait if not started
+//!     the bounding range plain segment memory mapped here, host-assisted
+//!                                      -> CPU copies now, complete at the modelled time
 //!     otherwise                        -> get_pieces / put_pieces now (the run's method)
 //! ```
 
-use crate::strided::Direction;
+use crate::strided::{copy_pieces, Direction};
 use crate::transfer::{Ask, PendingTransfer};
 use crate::{Proto, Transfer};
 use activerma_core::counters::bump;
 use activerma_core::{Rank, Result};
+use activerma_mem::{AccessKind, HeapFast};
+use std::sync::atomic::{fence, Ordering};
 
 impl Proto {
     /// Non-blocking get of every piece `(addr, buffer)` from `rank`: the buffers hold the data
@@ -49,6 +53,9 @@ impl Proto {
                 return Ok(PendingTransfer::by_engine(self, rank, Transfer::ZeroCopy, job, at));
             }
         }
+        if let Some(at) = self.copied_now(rank, pieces.iter_mut().map(|(a, d)| (*a, d.as_mut_ptr(), d.len())).collect(), Direction::Get) {
+            return Ok(PendingTransfer::at(self, rank, Transfer::ZeroCopy, at));
+        }
         self.get_pieces(rank, &mut pieces)?;
         Ok(PendingTransfer::done(self, rank, Transfer::ZeroCopy))
     }
@@ -69,8 +76,55 @@ impl Proto {
         if let Some((job, at)) = unsafe { self.copy_engine_list_job(rank, &list, Direction::Put)? } {
             return Ok(PendingTransfer::by_engine(self, rank, Transfer::ZeroCopy, job, at));
         }
+        if let Some(at) = self.copied_now(rank, list, Direction::Put) {
+            return Ok(PendingTransfer::at(self, rank, Transfer::ZeroCopy, at));
+        }
         self.put_pieces(rank, &pieces)?;
         Ok(PendingTransfer::done(self, rank, Transfer::ZeroCopy))
+    }
+
+    /// The list's pieces as they lie in a segment mapped here, when its bounding range is plain
+    /// segment memory mapped here and lists move host-assisted (one check, as the strided
+    /// shortcut's): (piece in the segment, piece of the buffer, bytes).
+    pub(crate) fn list_shortcut(
+        &self,
+        rank: Rank,
+        pieces: &[(usize, *mut u8, usize)],
+        direction: Direction,
+    ) -> Option<Vec<(*mut u8, *mut u8, usize)>> {
+        let lo = pieces.iter().map(|p| p.0).min()?;
+        let hi = pieces.iter().map(|p| p.0.saturating_add(p.2)).max()?;
+        let kind = if direction == Direction::Get { AccessKind::Get } else { AccessKind::Put };
+        let Some((remote, HeapFast::Plain)) = self.shortcut(rank, lo, hi - lo, kind) else { return None };
+        // SAFETY: every piece lies in [lo, hi), checked and mapped at `remote`.
+        Some(pieces.iter().map(|&(addr, buffer, len)| (unsafe { remote.add(addr - lo) }, buffer, len)).collect())
+    }
+
+    /// A list moved by the list shortcut: host-assisted CPU copies.
+    pub(crate) fn count_list_shortcut(&self, pieces: usize, direction: Direction, bytes: usize) {
+        bump(&self.counters.noncontig_host_assisted, 1);
+        bump(&self.counters.noncontig_pieces, pieces as u64);
+        self.count_direct(direction, bytes);
+    }
+
+    /// A non-blocking list the list shortcut lets the CPU copy now: copied, counted and booked
+    /// at the modelled network's time, which the transfer's wait keeps (not spun out at issue,
+    /// as the blocking list's copies are). None: nothing done.
+    fn copied_now(&self, rank: Rank, pieces: Vec<(usize, *mut u8, usize)>, direction: Direction) -> Option<u64> {
+        let mapped = self.list_shortcut(rank, &pieces, direction)?;
+        let bytes = pieces.iter().map(|p| p.2).sum();
+        let at = self.net.completion_time(bytes);
+        // Ordered as the blocking list's copies are (get_host_assisted, put_host_assisted).
+        if direction == Direction::Get {
+            fence(Ordering::Acquire);
+        }
+        // SAFETY: the pieces lie in the checked mapping and in the caller's buffers.
+        unsafe { copy_pieces(&mapped, direction) };
+        if direction == Direction::Put {
+            fence(Ordering::Release);
+        }
+        self.count_list_shortcut(pieces.len(), direction, bytes);
+        Some(at)
     }
 }
 

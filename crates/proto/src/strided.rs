@@ -327,6 +327,23 @@ impl StridedPattern {
     }
 }
 
+/// Copies every piece (in a segment mapped here, in the caller's buffer, bytes) the way
+/// `direction` says: the list form of `StridedPattern::copy_mapped`.
+///
+/// # Safety
+/// Every piece is valid for its bytes on both sides.
+pub(crate) unsafe fn copy_pieces(pieces: &[(*mut u8, *mut u8, usize)], direction: Direction) {
+    for &(mapped, buffer, len) in pieces {
+        // SAFETY: the caller's contract.
+        unsafe {
+            match direction {
+                Direction::Get => activerma_core::copy::copy_bytes(mapped, buffer, len),
+                Direction::Put => activerma_core::copy::copy_bytes(buffer, mapped, len),
+            }
+        }
+    }
+}
+
 /// Whether the local ranges [l, l + piece) of the offsets are pairwise apart.
 fn disjoint(offsets: &[(usize, usize)], piece: usize) -> bool {
     let mut starts: Vec<usize> = offsets.iter().map(|o| o.1).collect();
