@@ -143,9 +143,8 @@ impl Proto {
         local_len: usize,
         direction: Direction,
     ) -> Result<Option<(Arc<Job>, u64)>> {
-        let Some(engine) = &self.copy_engine else { return Ok(None) };
         let bytes = pattern.bytes();
-        if self.noncontig.nb_target_from.is_none_or(|from| bytes < from) {
+        if !self.engine_takes(bytes) {
             return Ok(None);
         }
         pattern.check_local(local_len)?;
@@ -157,9 +156,7 @@ impl Proto {
         let at = self.net.completion_time(bytes);
         // SAFETY: the pattern lies inside the checked mapping at `remote` and inside `local`
         // (check_local), which the caller leaves to the job.
-        let job = Arc::new(unsafe { Job::new(remote, local, pattern.clone(), direction) });
-        engine.submit(job.clone());
-        bump(&self.counters.copy_engine_jobs, 1);
+        let job = self.submit(unsafe { Job::new(remote, local, pattern.clone(), direction) });
         if !contiguous {
             self.count_shortcut(pattern);
         }
@@ -167,32 +164,18 @@ impl Proto {
         Ok(Some((job, at)))
     }
 
-    /// A non-blocking list (pieces `(addr at rank, buffer, bytes)`, buffers apart) handed to
-    /// the copy engine, as `copy_engine_job` hands a strided transfer: when the run has an
-    /// engine, the list holds ACTIVERMA_NB_TARGET_FROM bytes or more, and it passes
-    /// `list_shortcut`'s one check. Counted now as the CPU copies it replaces; None with
-    /// nothing done otherwise.
-    ///
-    /// # Safety
-    /// Every buffer is the caller's, left to the job until its transfer completes it.
-    pub(crate) unsafe fn copy_engine_list_job(
-        &self,
-        rank: Rank,
-        pieces: &[(usize, *mut u8, usize)],
-        direction: Direction,
-    ) -> Result<Option<(Arc<Job>, u64)>> {
-        let Some(engine) = &self.copy_engine else { return Ok(None) };
-        let bytes: usize = pieces.iter().map(|p| p.2).sum();
-        if self.noncontig.nb_target_from.is_none_or(|from| bytes < from) {
-            return Ok(None);
-        }
-        let Some(mapped) = self.list_shortcut(rank, pieces, direction) else { return Ok(None) };
-        // SAFETY: the pieces lie in the checked mapping and in the caller's buffers.
-        let job = Arc::new(unsafe { Job::pieces(mapped, direction) });
-        engine.submit(job.clone());
+    /// Whether this run's copy engine takes a transfer of `bytes`: there is one, and the
+    /// transfer holds ACTIVERMA_NB_TARGET_FROM bytes or more.
+    pub(crate) fn engine_takes(&self, bytes: usize) -> bool {
+        self.copy_engine.is_some() && self.noncontig.nb_target_from.is_some_and(|from| bytes >= from)
+    }
+
+    /// Hands `job` to this run's copy engine (`engine_takes` said yes) and counts it.
+    pub(crate) fn submit(&self, job: Job) -> Arc<Job> {
+        let job = Arc::new(job);
+        self.copy_engine.as_ref().expect("engine_takes said there is an engine").submit(job.clone());
         bump(&self.counters.copy_engine_jobs, 1);
-        self.count_list_shortcut(pieces.len(), direction, bytes);
-        Ok(Some((job, self.net.completion_time(bytes))))
+        job
     }
 }
 

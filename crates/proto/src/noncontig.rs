@@ -356,18 +356,18 @@ impl Proto {
     /// memory, a conduit that cannot take it as one operation): nothing moved.
     ///
     /// # Safety
-    /// Every piece's buffer stays the get's, unread and alive, until the ticket completed.
-    pub(crate) unsafe fn get_list_started(&self, rank: Rank, pieces: &mut [(usize, &mut [u8])]) -> Result<Option<StartedGet>> {
+    /// Every piece `(addr at rank, buffer, bytes)`: its buffer stays the get's, unread and
+    /// alive, until the ticket completed.
+    pub(crate) unsafe fn get_list_started(&self, rank: Rank, pieces: &[(usize, *mut u8, usize)]) -> Result<Option<StartedGet>> {
         if !self.list_gets_start_one_sided(rank) {
             return Ok(None);
         }
-        let spans: Vec<(usize, usize)> = pieces.iter().map(|p| (p.0, p.1.len())).collect();
+        let spans: Vec<(usize, usize)> = pieces.iter().map(|p| (p.0, p.2)).collect();
         if self.choose_list(rank, &spans, AccessKind::Get)?.protocol() != Some(Protocol::GetRma) {
             return Ok(None);
         }
-        let buffers: Vec<(usize, *mut u8, usize)> = pieces.iter_mut().map(|(addr, dst)| (*addr, dst.as_mut_ptr(), dst.len())).collect();
         // SAFETY: the caller's contract.
-        let Some(get) = (unsafe { self.conduit.rma_get_list_started(rank, &buffers)? }) else {
+        let Some(get) = (unsafe { self.conduit.rma_get_list_started(rank, pieces)? }) else {
             return Ok(None);
         };
         bump(&self.counters.noncontig_pieces, pieces.len() as u64);

@@ -346,14 +346,27 @@ pub(crate) unsafe fn copy_pieces(pieces: &[(*mut u8, *mut u8, usize)], direction
 
 /// Whether the local ranges [l, l + piece) of the offsets are pairwise apart.
 fn disjoint(offsets: &[(usize, usize)], piece: usize) -> bool {
-    let mut starts: Vec<usize> = offsets.iter().map(|o| o.1).collect();
-    starts.sort_unstable();
-    starts.windows(2).all(|w| w[0] + piece <= w[1])
+    apart(offsets.iter().map(|o| (o.1, piece)))
+}
+
+/// Whether no two ranges `(start, bytes)` share a byte.
+pub(crate) fn apart(spans: impl Iterator<Item = (usize, usize)>) -> bool {
+    let mut spans: Vec<(usize, usize)> = spans.collect();
+    spans.sort_unstable();
+    spans.windows(2).all(|w| w[0].0 + w[0].1 <= w[1].0)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn apart_sees_any_shared_byte() {
+        assert!(apart([(100, 8), (0, 100), (108, 1)].into_iter()));
+        assert!(!apart([(0, 8), (7, 8)].into_iter()));
+        assert!(!apart([(50, 10), (0, 51)].into_iter()));
+        assert!(apart(std::iter::empty()));
+    }
 
     #[test]
     fn local_pieces_apart_by_nesting_or_by_sorting() {

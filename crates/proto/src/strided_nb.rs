@@ -97,9 +97,10 @@ impl Proto {
             return Ok(PendingTransfer::target_moving(self, rank, self.count(used, bytes), ask, bytes));
         }
         if self.list_gets_start_one_sided(rank) && pattern.local_pieces_apart()? {
-            let mut pieces = pattern.pieces_of(addr, dst)?.expect("the local pieces lie apart");
+            let pieces = pattern.pieces_of(addr, dst)?.expect("the local pieces lie apart");
+            let list: Vec<(usize, *mut u8, usize)> = pieces.into_iter().map(|(a, d)| (a, d.as_mut_ptr(), d.len())).collect();
             // SAFETY: the returned transfer borrows `dst` until its wait or drop.
-            if let Some(get) = unsafe { self.get_list_started(rank, &mut pieces)? } {
+            if let Some(get) = unsafe { self.get_list_started(rank, &list)? } {
                 let at = self.net.completion_time(bytes);
                 return Ok(PendingTransfer::started_get(self, rank, self.count(used, bytes), get, at));
             }
