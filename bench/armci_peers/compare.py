@@ -2,8 +2,9 @@
 """Ratio table: activerma's ARMCI vs ARMCI-MPI (Open MPI), from the JSON lines of one run.
 
 usage: compare.py OURS.jsonl THEIRS.jsonl [--pair OURS THEIRS]... [--commit HASH]
-                  [--load-start TEXT] [--load-end TEXT] [--rows-out FILE] [--across-hosts]
-                  [--layer-round OURS CORE]...
+                  [--load-start TEXT] [--load-end TEXT] [--rows-out FILE]
+                  [--across-hosts | --hosts-mpi openmpi|mpich]
+                  [--layer-round OURS CORE [C_API]]...
 
 Both files come from bench/armci_peers/armci_bench.c (run.sh runs it). Every value is a median
 over timed batches. Ratios are ours / theirs: latencies (lower is better) as latency ratios,
@@ -17,11 +18,16 @@ don't gate; missing rows show as n/a), 2 when our file cannot be read or holds n
 `activerma report` draws. --across-hosts: both ran on the MPI conduit with all traffic through
 TCP (run.sh --tcp), judged by issue 16's targets for other hosts (latency <= 1.1x, bandwidth >=
 1.0x ARMCI-MPI), with the cases labelled "(TCP)" and the rows' benchmark "armci-check-tcp".
---layer-round OURS CORE (repeatable): a pair of jobs run one right after the other, our ARMCI
+--hosts-mpi MPI: both ran on MPI (openmpi or mpich), one rank on each of two emulated hosts
+(run.sh --hosts), judged by the same targets, the cases labelled "(2 hosts)"; no report rows.
+--layer-round OURS CORE [C_API] (repeatable): a pair of jobs run one right after the other, our ARMCI
 rows and `activerma bench --json` rows of put-latency / get-latency: a second table judges the
 ARMCI layer's own cost, ARMCI put (+ fence) and get of 8 B, 64 KiB and 1 MiB against the core's
 blocking put and get to a segment (issue 16: within 1.1x), each ratio the median of the pairs'
-ratios; its report rows are benchmark "armci-layer-check" (min / max: the pairs' range).
+ratios; its report rows are benchmark "armci-layer-check" (min / max: the pairs' range). A third
+file, the JSON lines of core_c_bench.c run right after, adds the core as a C program reaches it
+(arma_put / arma_get): its column and ARMCI's ratio to it are for information, and show what of
+the judged ratio is the layer and what is C calling into a library at all.
 """
 
 import argparse
@@ -88,36 +94,45 @@ def layer_table(rounds, machine, commit):
     """Prints the ARMCI-layer table from `rounds`, pairs (our ARMCI rows, the core's rows) run one
     right after the other; each metric's ratio is the median of the pairs' ratios (the columns:
     medians of each side). Returns the report rows."""
-    pairs = []
-    for ours_rows, core_rows in rounds:
-        ours = {(r.get("test"), r.get("size")): r.get("median_us") for r in ours_rows if "test" in r}
+    def by_test(rows):
+        return {(r.get("test"), r.get("size")): r.get("median_us") for r in rows if "test" in r}
+
+    runs = []
+    for ours_rows, core_rows, capi_rows in rounds:
         core = {(r.get("benchmark"), r.get("params", {}).get("size")): r.get("median") for r in core_rows
                 if r.get("case") == "segment"}
-        pairs.append((ours, core))
+        runs.append((by_test(ours_rows), core, by_test(capi_rows)))
     print()
     print("# the ARMCI layer over activerma's own core: ARMCI_Put + ARMCI_Fence / ARMCI_Get against"
-          " `activerma bench put-latency / get-latency` (blocking, to a segment), latency ratios;"
-          f" {len(pairs)} pair(s) of jobs, each ARMCI job right before its core job, ratio = median of"
-          " the pairs' ratios (range beside it)")
-    hdr = f"{'metric':<46}{'ARMCI':>10}{'core':>10}{'ratio':>9}{'range':>13}{'target':>10}{'status':>8}"
+          " `activerma bench put-latency / get-latency` (blocking, to a segment; Rust loops that inline"
+          " the core), latency ratios; beside them, for information, the core from C through its C API"
+          " (core_c_bench.c: arma_put / arma_get) and ARMCI's ratio to it;"
+          f" {len(runs)} round(s) of jobs, each ARMCI job right before the core's, ratio = median of"
+          " the rounds' ratios (range beside it)")
+    hdr = (f"{'metric':<46}{'ARMCI':>10}{'core':>10}{'ratio':>9}{'range':>13}{'target':>10}{'status':>8}"
+           f"{'C API':>10}{'/ C API':>9}")
     print(hdr)
     print("-" * len(hdr))
     counts = {"PASS": 0, "MISS": 0, "info": 0, "n/a": 0}
     rows = []
     for label, test, bench, size in LAYER:
-        ratios, ratio, mine, base = paired((o.get((test, size)), c.get((bench, size))) for o, c in pairs)
+        ratios, ratio, mine, base = paired((o.get((test, size)), c.get((bench, size))) for o, c, _ in runs)
+        c_ratios, c_ratio, _, c_api = paired((o.get((test, size)), k.get((test, size))) for o, _, k in runs)
         status = "n/a" if ratio is None else ("PASS" if ratio <= LAYER_TARGET else "MISS")
         counts[status] += 1
         if ratio is not None and machine:
+            params = {"impl": "activerma-core", "what": f"{label} (us)", "ours": mine, "theirs": base,
+                      "target": f"<= {LAYER_TARGET:g}"}
+            if c_ratio is not None:
+                params.update({"c_api": c_api, "ratio_to_c_api": c_ratio})
             rows.append({
-                "benchmark": "armci-layer-check", "case": label,
-                "params": {"impl": "activerma-core", "what": f"{label} (us)", "ours": mine, "theirs": base,
-                           "target": f"<= {LAYER_TARGET:g}"},
+                "benchmark": "armci-layer-check", "case": label, "params": params,
                 "value": ratio, "unit": "x", "reps": len(ratios), "min": ratios[0], "median": ratio,
                 "max": ratios[-1], "machine": machine, "commit": commit, "settings": {},
             })
         print(f"{label + ' (us)':<46}{fmt(mine, 'lat'):>10}{fmt(base, 'lat'):>10}{fmt_ratio(ratio):>9}"
-              f"{spread(ratios):>13}{'<= ' + format(LAYER_TARGET, 'g'):>10}{status:>8}")
+              f"{spread(ratios):>13}{'<= ' + format(LAYER_TARGET, 'g'):>10}{status:>8}"
+              f"{fmt(c_api, 'lat'):>10}{fmt_ratio(c_ratio):>9}")
     print_tally(counts, len(hdr))
     return rows
 
@@ -131,15 +146,22 @@ def main():
     ap.add_argument("--load-end", default="")
     ap.add_argument("--rows-out", default=None)
     ap.add_argument("--across-hosts", action="store_true")
+    ap.add_argument("--hosts-mpi", choices=["openmpi", "mpich"], default=None)
     ap.add_argument("--pair", nargs=2, action="append", default=[], metavar=("OURS", "THEIRS"),
                     help="one more round: our rows and ARMCI-MPI's, run one right after the other")
-    ap.add_argument("--layer-round", nargs=2, action="append", default=[], metavar=("OURS", "CORE"),
-                    help="one pair of jobs for the layer table: our ARMCI rows and the core's, run"
-                         " one right after the other (repeat for more pairs)")
+    ap.add_argument("--layer-round", nargs="+", action="append", default=[], metavar="FILE",
+                    help="one round of jobs for the layer table, run one right after the other: our"
+                         " ARMCI rows, the core's (activerma bench --json) and, optionally, the core's"
+                         " C API rows (core_c_bench.c); repeat for more rounds")
     a = ap.parse_args()
+    if a.across_hosts and a.hosts_mpi:
+        ap.error("--across-hosts or --hosts-mpi, not both")
+    if a.hosts_mpi and a.rows_out:
+        ap.error("--hosts-mpi makes no report rows")
     metrics = METRICS
-    if a.across_hosts:
-        metrics = [(f"{label} (TCP)", key, kind, ACROSS_TARGETS[kind] if key[0] != "mutex" else None)
+    if a.across_hosts or a.hosts_mpi:
+        where = "(TCP)" if a.across_hosts else "(2 hosts)"
+        metrics = [(f"{label} {where}", key, kind, ACROSS_TARGETS[kind] if key[0] != "mutex" else None)
                    for label, key, kind, _ in METRICS]
 
     ours_rows = read_jsonl(a.ours)
@@ -160,6 +182,10 @@ def main():
     if a.across_hosts:
         print("# activerma ARMCI (mpi conduit, ACTIVERMA_MPI_SHARED=off) vs ARMCI-MPI, both on Open MPI with"
               " every byte through TCP (standing for two hosts), 2 ranks, same run")
+    elif a.hosts_mpi:
+        name = {"openmpi": "Open MPI", "mpich": "MPICH"}[a.hosts_mpi]
+        print(f"# activerma ARMCI (mpi conduit, {name} build) vs ARMCI-MPI on {name}, one rank on each of two"
+              " emulated hosts (scripts/emulated-hosts.sh: network namespaces, TCP between them), same run")
     else:
         print("# activerma ARMCI (smp conduit) vs ARMCI-MPI over Open MPI, 2 ranks on this host, same run")
     if machine:
@@ -204,7 +230,10 @@ def main():
               f"{spread(ratios):>13}{tgt_text:>10}{status:>8}")
     print_tally(counts, len(hdr))
     if a.layer_round:
-        rounds = [(read_jsonl(o) or [], read_jsonl(c) or []) for o, c in a.layer_round]
+        if any(len(files) not in (2, 3) for files in a.layer_round):
+            ap.error("--layer-round takes OURS CORE [C_API]")
+        rounds = [tuple(read_jsonl(f) or [] for f in files) + (([],) if len(files) == 2 else ())
+                  for files in a.layer_round]
         report_rows += layer_table(rounds, machine, a.commit)
     if a.rows_out:
         append_rows(a.rows_out, report_rows)

@@ -26,6 +26,11 @@ pub(crate) struct Inner {
     pub(crate) table: Arc<TargetTable>,
     heap: Mutex<SymHeap>,
     heap_bases: Vec<usize>,
+    /// This rank and the job's size, the conduit's (fixed for the job: a replacement rank
+    /// keeps both), read once: every call from C checks its rank against the size, and the
+    /// conduit's answer is a dynamic call.
+    rank: Rank,
+    size: usize,
     net: Arc<NetModel>,
     counters: Arc<Counters>,
     /// The progress mode and its thread (None in app mode), changed together.
@@ -145,6 +150,8 @@ fn init_over(cfg: Config, comm: Option<JobComm>) -> Result<World> {
             access,
             heap: Mutex::new(SymHeap::new(segment_heap)),
             heap_bases,
+            rank: conduit.rank(),
+            size: conduit.size(),
             proto,
             table,
             net,
@@ -233,10 +240,10 @@ impl World {
     }
 
     pub fn rank(&self) -> Rank {
-        self.inner.conduit.rank()
+        self.inner.rank
     }
     pub fn size(&self) -> usize {
-        self.inner.conduit.size()
+        self.inner.size
     }
     pub fn conduit_name(&self) -> &'static str {
         self.inner.conduit.name()

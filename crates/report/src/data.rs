@@ -112,7 +112,7 @@ impl FigureData<'_> {
 }
 
 /// The params a check row carries about itself rather than where it was measured.
-const CHECK_META: [&str; 7] = ["target", "paper", "status", "what", "id", "ours", "theirs"];
+const CHECK_META: [&str; 9] = ["target", "paper", "status", "what", "id", "ours", "theirs", "c_api", "ratio_to_c_api"];
 
 /// Gathers figure `fig` from `rows`.
 pub fn figure_data<'a>(fig: &'a Figure, rows: &[Row]) -> FigureData<'a> {

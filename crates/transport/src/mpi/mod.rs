@@ -202,6 +202,8 @@ impl MpiConduit {
         // that maps the part.
         let slack = mpi.allgather_u64((win_base.next_multiple_of(ps) - win_base) as u64)?;
         // Collective: every rank takes part, whether or not its node shares memory.
+        // Before the pid is published: the node's other ranks reach private memory by it.
+        crate::smp::cma::allow_peer_attach();
         let pids = mpi.allgather_u64(std::process::id() as u64)?;
         // MPI's mapping here of each heap of the node, then views of them at the same address
         // in every process of the node where that can be had (owner_views.rs; collective too).

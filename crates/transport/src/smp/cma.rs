@@ -3,13 +3,44 @@
 
 use activerma_core::{Error, Rank, Result};
 
+/// Where the Yama security module keeps who may attach to whom (absent without Yama).
+const PTRACE_SCOPE: &str = "/proc/sys/kernel/yama/ptrace_scope";
+
+/// Lets the job's other processes attach to this one's memory. The kernel allows
+/// process_vm_readv/writev only where it would allow ptrace, and Yama's ptrace_scope 1 (the
+/// default of Ubuntu and others) allows that to ancestors only, never to sibling ranks; this
+/// process names every process of its user as allowed instead (PR_SET_PTRACER_ANY), as MPI
+/// libraries' cross-memory-attach transports do. Where Yama is absent the call fails with
+/// EINVAL and nothing was needed; under scope 2 or 3 it cannot help (see `map_errno`).
+/// Every rank calls it when it joins the job, before any peer reaches its private memory.
+pub fn allow_peer_attach() {
+    // SAFETY: prctl with integer arguments only; it changes this process's Yama exception.
+    unsafe { libc::prctl(libc::PR_SET_PTRACER, libc::PR_SET_PTRACER_ANY, 0, 0, 0) };
+}
+
 fn map_errno(rank: Rank, addr: usize, len: usize, call: &'static str) -> Error {
     let e = std::io::Error::last_os_error();
     match e.raw_os_error() {
         Some(libc::ESRCH) => Error::PeerGone { rank, how: "process no longer exists".into() },
         Some(libc::EFAULT) => Error::NotExposed { rank, addr, len },
+        Some(libc::EPERM) => not_permitted(rank, call, std::fs::read_to_string(PTRACE_SCOPE).ok()),
         _ => Error::Os { call, errno_text: e.to_string() },
     }
+}
+
+/// The error of a cross-memory attach the kernel refused, with what to do about it; `scope`
+/// is the content of PTRACE_SCOPE (None without Yama).
+fn not_permitted(rank: Rank, call: &'static str, scope: Option<String>) -> Error {
+    let why = match scope.as_deref().map(str::trim) {
+        Some(s @ ("2" | "3")) => format!(
+            "kernel.yama.ptrace_scope is {s}, which forbids it to processes without CAP_SYS_PTRACE (scope 0 or 1 allows it: sysctl kernel.yama.ptrace_scope=1)"
+        ),
+        Some(s) => format!("kernel.yama.ptrace_scope is {s}; rank {rank} may not have joined through activerma's init, which allows it"),
+        None => "the kernel's ptrace access check failed (another user's process, or a container without ptrace rights)".to_string(),
+    };
+    Error::Unsupported(format!(
+        "{call} to rank {rank}: operation not permitted: {why}. Private memory of another process on this host is reached by cross-memory attach; segments (arma_seg_alloc, ARMCI_Malloc) are not and need no permission"
+    ))
 }
 
 pub fn write(pid: i32, rank: Rank, addr: usize, src: &[u8]) -> Result<()> {
@@ -136,4 +167,35 @@ fn push_merged(list: &mut Vec<libc::iovec>, at: usize, len: usize) {
         }
     }
     list.push(libc::iovec { iov_base: at as *mut _, iov_len: len });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_attach_says_what_would_allow_it() {
+        let cases = [
+            (Some("3\n"), "sysctl kernel.yama.ptrace_scope=1"),
+            (Some("2"), "without CAP_SYS_PTRACE"),
+            (Some("1\n"), "activerma's init"),
+            (None, "ptrace access check"),
+        ];
+        for (scope, want) in cases {
+            let e = not_permitted(2, "process_vm_readv", scope.map(String::from));
+            let text = e.to_string();
+            assert!(matches!(e, Error::Unsupported(_)), "{text}");
+            assert!(text.contains("process_vm_readv to rank 2: operation not permitted"), "{text}");
+            assert!(text.contains(want) && text.contains("segments"), "{text}");
+        }
+    }
+
+    #[test]
+    fn allowing_peers_keeps_attach_working() {
+        allow_peer_attach();
+        let src: Vec<u8> = (0..200u8).collect();
+        let mut dst = vec![0u8; src.len()];
+        read(std::process::id() as i32, 0, src.as_ptr() as usize, &mut dst).unwrap();
+        assert_eq!(src, dst);
+    }
 }

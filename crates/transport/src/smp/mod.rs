@@ -234,6 +234,8 @@ impl SmpConduit {
     }
 
     fn attach(cfg: &Config, rank: Rank, incarnation: u32, ctrl_fd: OwnedFd, heap_fd: OwnedFd) -> Result<SmpConduit> {
+        // Before any peer can learn of this rank: its exposed private memory is theirs to reach.
+        cma::allow_peer_attach();
         let total = files::file_len(ctrl_fd.as_raw_fd())? as usize;
         if total < activerma_core::page::page_size() {
             return Err(Error::InvalidArgument("job control memory is too small: not an activerma job".into()));
