@@ -126,6 +126,7 @@ pub const SMP_EMULATE_REMOTE: &str = "ACTIVERMA_SMP_EMULATE_REMOTE";
 pub const SMP_RANKS_PER_HOST: &str = "ACTIVERMA_SMP_RANKS_PER_HOST";
 pub const MPI_ASYNC_PROGRESS_US: &str = "ACTIVERMA_MPI_ASYNC_PROGRESS_US";
 pub const MPI_SHARED: &str = "ACTIVERMA_MPI_SHARED";
+pub const MPI_RMA_CALLS: &str = "ACTIVERMA_MPI_RMA_CALLS";
 pub const LOG_ARENA: &str = "ACTIVERMA_LOG_ARENA";
 pub const FAULT_LOG_SIZE: &str = "ACTIVERMA_FAULT_LOG_SIZE";
 pub const AA_NOTIFY: &str = "ACTIVERMA_AA_NOTIFY";
@@ -226,6 +227,8 @@ pub static TABLE: &[Setting] = &[
         description: "mpi: a background thread drives MPI's progress engine this often (us) while the rank makes no MPI call itself (it backs off up to 32x while the rank does), so one-sided operations to a rank complete even while its code computes; not started on the one-host shared heap, which needs none; 0 = off (then some MPIs need the target to call in)" },
     Setting { name: MPI_SHARED, layer: Layer::Conduit, kind: Kind::Enum(&["auto", "off"]), default: "auto",
         description: "mpi conduit: when every rank runs on one host, map every rank's heap and table (one MPI shared window) and move data with the CPU as the smp conduit does; off: always MPI one-sided operations (use it to emulate separate hosts)" },
+    Setting { name: MPI_RMA_CALLS, layer: Layer::Conduit, kind: Kind::Enum(&["auto", "native", "accumulate"]), default: "auto",
+        description: "mpi conduit: the MPI call that moves a blocking contiguous put, and a contiguous get, of another host's segment: native = MPI_Put / MPI_Rget; accumulate = MPI_Accumulate(MPI_REPLACE) / MPI_Rget_accumulate(MPI_NO_OP), the same bytes moved as an accumulate (faster over MPICH's UCX on TCP, slower on Open MPI's osc/ucx); auto = each rank measures both on its first transfers of each size class up to 256 KiB and keeps the faster" },
     Setting { name: SMP_EMULATE_REMOTE, layer: Layer::Conduit, kind: Kind::Bool, default: "0",
         description: "smp: treat other ranks as if on other hosts (no direct mapping: one-sided engine for segments, the target for private memory) — tests the cross-host paths on one host" },
     Setting { name: SMP_RANKS_PER_HOST, layer: Layer::Conduit, kind: Kind::Int, default: "0",

@@ -10,7 +10,9 @@ pub mod liveness;
 pub mod mapping;
 #[cfg(feature = "mpi")]
 pub mod mpi;
+pub mod nest;
 pub mod netmodel;
+pub mod rma_calls;
 pub mod smp;
 pub mod traffic;
 

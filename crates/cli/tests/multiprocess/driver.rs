@@ -663,6 +663,13 @@ fn run_under_mpi(mpi: &str, filter: Option<&str>, t: &mut Tally) -> i32 {
             jobs.push(Job { case, ranks, env: vec![("ACTIVERMA_MPI_SHARED", "off")] });
         }
     }
+    // Each MPI call a contiguous put or get may be moved by (ACTIVERMA_MPI_RMA_CALLS; the
+    // default measures both and so alternates them on its first transfers of each size).
+    for calls in ["native", "accumulate"] {
+        for case in ["put_get_segment", "nonblocking_and_flush", "lists_of_pieces", "randomized"] {
+            jobs.push(Job { case, ranks: 3, env: vec![("ACTIVERMA_MPI_SHARED", "off"), ("ACTIVERMA_MPI_RMA_CALLS", calls)] });
+        }
+    }
     jobs.push(Job {
         case: "private_large_transfers",
         ranks: 3,

@@ -4,9 +4,28 @@
 
 use super::bounce::Bounced;
 use super::started::StartedGets;
+use crate::rma_calls::{Chooser, PutsSinceFlush};
 use activerma_core::{Error, Rank, Result};
 use mpi_sys::*;
 use std::os::raw::c_int;
+
+// MPI_REPLACE and MPI_NO_OP, which the bindings lack: src/mpi/ops.c, compiled by build.rs.
+extern "C" {
+    static ARMA_MPI_REPLACE: MPI_Op;
+    static ARMA_MPI_NO_OP: MPI_Op;
+}
+
+/// MPI_REPLACE: an accumulate that writes its data, as a put does.
+pub fn replace_op() -> MPI_Op {
+    // SAFETY: a constant initialized by the C compiler from mpi.h.
+    unsafe { ARMA_MPI_REPLACE }
+}
+
+/// MPI_NO_OP: a get-accumulate that only reads, as a get does.
+pub fn no_op() -> MPI_Op {
+    // SAFETY: as above.
+    unsafe { ARMA_MPI_NO_OP }
+}
 
 pub fn check(call: &'static str, code: c_int) -> Result<()> {
     if code == MPI_SUCCESS as c_int {
@@ -73,6 +92,10 @@ pub struct Mpi {
     pub bounced: Bounced,
     /// Gets started with a request each, completed by testing or waiting it (`started.rs`).
     pub started_gets: StartedGets,
+    /// Which call moves a contiguous put (crate::rma_calls; `rma::put`), and the puts it is
+    /// timing: a blocking put is an implicit one and a flush.
+    pub put_calls: Chooser,
+    pub puts_since_flush: PutsSinceFlush,
     /// We called MPI_Init_thread, so we call MPI_Finalize; MPI the program initialized
     /// itself is the program's to finalize (after its own last MPI call).
     owns_mpi: bool,
@@ -149,6 +172,8 @@ impl Mpi {
                 sentinel: None,
                 bounced: Bounced::default(),
                 started_gets: StartedGets::default(),
+                put_calls: Chooser::default(),
+                puts_since_flush: PutsSinceFlush::default(),
                 owns_mpi,
                 calling_thread_only,
                 thread_single,
@@ -391,6 +416,9 @@ impl Mpi {
             None => check("MPI_Win_flush_all", unsafe { MPI_Win_flush_all(win) })?,
         }
         self.bounced.completed(win, rank);
+        if let Some((len, call, ns)) = self.puts_since_flush.flushed(rank) {
+            self.put_calls.record(len, call, ns);
+        }
         Ok(())
     }
 

@@ -26,6 +26,7 @@ mod rma;
 mod started;
 
 use crate::mapping::Mapping;
+use crate::rma_calls::Chooser;
 use crate::{AtomicOp, Conduit, FragHeader, PeerStatus, StartedGet, Window};
 use activerma_core::clock::Deadline;
 use activerma_core::page::page_size;
@@ -119,6 +120,8 @@ impl MpiConduit {
     /// MPI_COMM_WORLD, or `over` (a communicator of a program that initialized MPI itself).
     pub fn init(cfg: &Config, heap_size: usize, table_bytes: usize, over: Option<MpiComm>) -> Result<MpiConduit> {
         let mut mpi = Mpi::init(over)?;
+        let calls = cfg.get_enum(settings::MPI_RMA_CALLS)?;
+        (mpi.put_calls, mpi.started_gets.calls) = (Chooser::new(calls), Chooser::new(calls));
         let (rank, size) = (mpi.rank(), mpi.size());
         let ps = page_size();
         let leaders = mpi.node_layout()?;
@@ -615,9 +618,9 @@ impl Conduit for MpiConduit {
         };
         // Puts still pending to the rank go first: MPI does not order puts.
         self.flush_pending(&mut mpi, Some(rank))?;
-        let packed: Vec<u8> = pieces.iter().flat_map(|p| p.1.iter().copied()).collect();
-        self.traffic.rma(rank, packed.len());
-        rma::put_list(&mut mpi, win, rank, &disps, &packed)?;
+        let from: Vec<(usize, usize)> = pieces.iter().map(|p| (p.1.as_ptr() as usize, p.1.len())).collect();
+        self.traffic.rma(rank, from.iter().map(|p| p.1).sum());
+        rma::put_list(&mut mpi, win, rank, &disps, &from)?;
         Ok(true)
     }
 
@@ -627,14 +630,9 @@ impl Conduit for MpiConduit {
             return Ok(false);
         };
         self.flush_pending(&mut mpi, Some(rank))?;
-        let mut packed = vec![0u8; disps.iter().map(|d| d.1).sum()];
-        self.traffic.rma(rank, packed.len());
-        rma::get_list(&mut mpi, win, rank, &disps, &mut packed)?;
-        let mut at = 0;
-        for (_, dst) in pieces.iter_mut() {
-            dst.copy_from_slice(&packed[at..at + dst.len()]);
-            at += dst.len();
-        }
+        let into: Vec<(usize, usize)> = pieces.iter_mut().map(|p| (p.1.as_mut_ptr() as usize, p.1.len())).collect();
+        self.traffic.rma(rank, into.iter().map(|p| p.1).sum());
+        rma::get_list(&mut mpi, win, rank, &disps, &into)?;
         Ok(true)
     }
 

@@ -5,7 +5,9 @@
 //! puts overlaps on the wire; over TCP, completing each one locally made 64 KiB put bandwidth
 //! 0.69-0.76x plain MPI's), larger ones are completed locally before returning.
 
-use super::ffi::{check, Mpi};
+use super::ffi::{check, replace_op, Mpi};
+use crate::nest::Nest;
+use crate::rma_calls::Call;
 use crate::{AtomicOp, Element, Width};
 use activerma_core::{Rank, Result};
 use mpi_sys::*;
@@ -39,17 +41,28 @@ pub(super) fn by_chunks(addr: usize, len: usize, mut op: impl FnMut(usize, MPI_A
 }
 
 pub fn put(m: &mut Mpi, t: Target, src: &[u8], complete: bool) -> Result<()> {
+    // By the call crate::rma_calls chose (or is measuring: timed until the flush completing it).
+    let (call, sample) = m.put_calls.call(src.len());
+    m.puts_since_flush.issued(src.len(), call, t.rank, sample);
     if !complete && src.len() <= BOUNCE_MAX {
         let copy = m.bounced.copy(src);
         // The copy's heap bytes do not move when the Vec is kept below.
-        put_from(t, &copy)?;
+        put_by(t, &copy, call)?;
         return m.keep_bounced(t.win, t.rank, copy, BOUNCE_BUDGET);
     }
-    put_from(t, src)?;
+    put_by(t, src, call)?;
     if complete {
         m.flush(t.win, Some(t.rank))
     } else {
         m.flush_local(t.win, t.rank)
+    }
+}
+
+/// Starts the puts of `src` at `t` by `call` (see `put_from` and `replace_from`).
+fn put_by(t: Target, src: &[u8], call: Call) -> Result<()> {
+    match call {
+        Call::Native => put_from(t, src),
+        Call::Accumulate => replace_from(t, src),
     }
 }
 
@@ -63,6 +76,20 @@ fn put_from(t: Target, src: &[u8]) -> Result<()> {
         src.len(),
         |off, disp, n| unsafe { MPI_Put(src[off..].as_ptr() as *const _, n, RSMPI_UINT8_T, rank as c_int, disp, n, RSMPI_UINT8_T, win) },
         "MPI_Put",
+    )
+}
+
+/// `put_from` as MPI_Accumulate(MPI_REPLACE) of bytes: the same data movement (see rma_calls).
+fn replace_from(t: Target, src: &[u8]) -> Result<()> {
+    let Target { win, rank, disp: addr } = t;
+    // SAFETY: a predefined datatype handle, constant after MPI_Init.
+    let (bytes, replace) = (unsafe { RSMPI_UINT8_T }, replace_op());
+    // SAFETY: `src` stays valid until the caller completes the accumulates (as `put_from`).
+    by_chunks(
+        addr,
+        src.len(),
+        |off, disp, n| unsafe { MPI_Accumulate(src[off..].as_ptr() as *const _, n, bytes, rank as c_int, disp, n, bytes, replace, win) },
+        "MPI_Accumulate",
     )
 }
 
@@ -125,38 +152,65 @@ fn element_datatype(elem: Element) -> MPI_Datatype {
     }
 }
 
-/// One MPI_Put of `packed` (the pieces' bytes back to back) to the pieces at `disps` (each a
-/// displacement in `win` and a length): the target side is one hindexed datatype, so the
-/// library moves the whole list as one operation. Complete at the target on return.
-pub fn put_list(m: &mut Mpi, win: MPI_Win, rank: Rank, disps: &[(usize, usize)], packed: &[u8]) -> Result<()> {
-    with_hindexed(disps, |ty| {
-        // SAFETY: `packed` holds every piece's bytes and outlives the flush below.
-        check("MPI_Put", unsafe {
-            MPI_Put(packed.as_ptr() as *const _, packed.len() as c_int, RSMPI_UINT8_T, rank as c_int, 0, 1, ty, win)
-        })
+/// One MPI_Put of the local pieces `from` (address, bytes) to the pieces at `disps` (each a
+/// displacement in `win` and a length; the same bytes in the same order): a datatype on each
+/// side, so the library reads the bytes where they are and moves the whole list as one
+/// operation. Complete at the target on return.
+pub fn put_list(m: &mut Mpi, win: MPI_Win, rank: Rank, disps: &[(usize, usize)], from: &[(usize, usize)]) -> Result<()> {
+    with_list_types(disps, from, |base, origin, target| {
+        // SAFETY: every local piece is readable and outlives the flush below.
+        check("MPI_Put", unsafe { MPI_Put(base as *const _, 1, origin, rank as c_int, 0, 1, target, win) })
     })?;
     m.flush(win, Some(rank))
 }
 
-/// One MPI_Get of the pieces at `disps` into `packed`, back to back (see `put_list`).
-pub fn get_list(m: &mut Mpi, win: MPI_Win, rank: Rank, disps: &[(usize, usize)], packed: &mut [u8]) -> Result<()> {
-    let (base, len) = (packed.as_mut_ptr(), packed.len());
-    with_hindexed(disps, |ty| {
-        // SAFETY: `packed` is ours and filled by the flush below.
-        check("MPI_Get", unsafe { MPI_Get(base as *mut _, len as c_int, RSMPI_UINT8_T, rank as c_int, 0, 1, ty, win) })
+/// One MPI_Get of the pieces at `disps` into the local pieces `into` (address, bytes; as
+/// `put_list`), straight into place. Complete on return.
+pub fn get_list(m: &mut Mpi, win: MPI_Win, rank: Rank, disps: &[(usize, usize)], into: &[(usize, usize)]) -> Result<()> {
+    with_list_types(disps, into, |base, origin, target| {
+        // SAFETY: every local piece is writable, ours, and filled by the flush below.
+        check("MPI_Get", unsafe { MPI_Get(base as *mut _, 1, origin, rank as c_int, 0, 1, target, win) })
     })?;
     m.flush(win, Some(rank))
 }
 
-/// Runs `f` with a committed hindexed datatype of bytes at `disps`, freed afterwards (MPI keeps
-/// what pending operations need of it).
-pub(super) fn with_hindexed(disps: &[(usize, usize)], f: impl FnOnce(MPI_Datatype) -> Result<()>) -> Result<()> {
+/// Runs `f(base, origin, target)` with the datatypes of a list on both sides: `target` of the
+/// pieces at `disps`, `origin` of the local pieces (address, bytes) relative to `base`, their
+/// lowest address.
+pub(super) fn with_list_types(
+    disps: &[(usize, usize)],
+    local: &[(usize, usize)],
+    f: impl FnOnce(usize, MPI_Datatype, MPI_Datatype) -> Result<()>,
+) -> Result<()> {
+    let base = local.iter().map(|l| l.0).min().unwrap_or(0);
+    let offsets: Vec<(usize, usize)> = local.iter().map(|&(at, len)| (at - base, len)).collect();
+    with_hindexed(disps, |target| with_hindexed(&offsets, |origin| f(base, origin, target)))
+}
+
+/// Runs `f` with a committed datatype of the bytes at `disps` (displacement, bytes), freed
+/// afterwards (MPI keeps what pending operations need of it): nested vectors when the pieces
+/// have a regular shape (`Nest`), else an hindexed datatype of one entry per piece.
+fn with_hindexed(disps: &[(usize, usize)], f: impl FnOnce(MPI_Datatype) -> Result<()>) -> Result<()> {
     // SAFETY: a predefined datatype handle, constant after MPI_Init.
     with_hindexed_of(disps, unsafe { RSMPI_UINT8_T }, 1, f)
 }
 
 /// `with_hindexed` over elements of `ty` (`size` bytes each; every piece holds whole elements).
 fn with_hindexed_of(disps: &[(usize, usize)], ty_of: MPI_Datatype, size: usize, f: impl FnOnce(MPI_Datatype) -> Result<()>) -> Result<()> {
+    let mut ty = match Nest::of(disps) {
+        Some(nest) => nested_type(&nest, ty_of, size)?,
+        None => indexed_type(disps, ty_of, size)?,
+    };
+    // SAFETY: `ty` was just created.
+    let committed = check("MPI_Type_commit", unsafe { MPI_Type_commit(&mut ty) });
+    let r = committed.and_then(|()| f(ty));
+    // SAFETY: our own datatype, freed once.
+    unsafe { MPI_Type_free(&mut ty) };
+    r
+}
+
+/// One hindexed entry per piece.
+fn indexed_type(disps: &[(usize, usize)], ty_of: MPI_Datatype, size: usize) -> Result<MPI_Datatype> {
     let lens: Vec<c_int> = disps.iter().map(|d| (d.1 / size) as c_int).collect();
     let offs: Vec<MPI_Aint> = disps.iter().map(|d| d.0 as MPI_Aint).collect();
     // SAFETY: a handle MPI fills in; an all-zero value is never read before that.
@@ -165,12 +219,36 @@ fn with_hindexed_of(disps: &[(usize, usize)], ty_of: MPI_Datatype, size: usize, 
     check("MPI_Type_create_hindexed", unsafe {
         MPI_Type_create_hindexed(lens.len() as c_int, lens.as_ptr(), offs.as_ptr(), ty_of, &mut ty)
     })?;
-    // SAFETY: `ty` was just created.
-    let committed = check("MPI_Type_commit", unsafe { MPI_Type_commit(&mut ty) });
-    let r = committed.and_then(|()| f(ty));
-    // SAFETY: our own datatype, freed once.
-    unsafe { MPI_Type_free(&mut ty) };
-    r
+    Ok(ty)
+}
+
+/// `nest` as hvectors inside one another (innermost first), placed at its first byte by a
+/// one-entry hindexed datatype, so that the result reads as `indexed_type` would.
+fn nested_type(nest: &Nest, ty_of: MPI_Datatype, size: usize) -> Result<MPI_Datatype> {
+    let (mut inner, mut block, mut made) = (ty_of, (nest.len / size) as c_int, Vec::new());
+    // SAFETY: a handle MPI fills in; an all-zero value is never read before that.
+    let mut placed: MPI_Datatype = unsafe { std::mem::zeroed() };
+    let built = (|| {
+        for &(count, stride) in &nest.levels {
+            // SAFETY: a handle MPI fills in; an all-zero value is never read before that.
+            let mut ty: MPI_Datatype = unsafe { std::mem::zeroed() };
+            // SAFETY: `inner` is a predefined or just-created datatype.
+            check("MPI_Type_create_hvector", unsafe {
+                MPI_Type_create_hvector(count as c_int, block, stride as MPI_Aint, inner, &mut ty)
+            })?;
+            made.push(ty);
+            (inner, block) = (ty, 1);
+        }
+        let at = nest.first as MPI_Aint;
+        // SAFETY: one entry, whose arrays live across the call.
+        check("MPI_Type_create_hindexed", unsafe { MPI_Type_create_hindexed(1, &block, &at, inner, &mut placed) })
+    })();
+    // The levels may be freed once the type built on them exists (MPI keeps what it needs).
+    for mut ty in made {
+        // SAFETY: our own datatypes, freed once.
+        unsafe { MPI_Type_free(&mut ty) };
+    }
+    built.map(|()| placed)
 }
 
 /// The MPI datatype of a word of `width`. Values travel in a u64 whose first bytes are the

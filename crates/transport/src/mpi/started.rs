@@ -6,18 +6,22 @@
 //! data is there (it lands at the next flush of the target; bench/mpi_probes/rget_datatype.c
 //! shows it), so a list's get is also flushed once its request completed.
 
-use super::ffi::{check, Request};
-use super::rma::{by_chunks, with_hindexed, Target};
+use super::ffi::{check, no_op, Request};
+use super::rma::{by_chunks, with_list_types, Target};
+use crate::rma_calls::{Call, Chooser};
 use crate::StartedGet;
 use activerma_core::{Error, Result};
 use mpi_sys::*;
 use std::collections::HashMap;
 use std::os::raw::c_int;
+use std::time::Instant;
 
 #[derive(Default)]
 pub struct StartedGets {
     next: u64,
     live: HashMap<u64, Started>,
+    /// Which call moves a contiguous get (crate::rma_calls): MPI_Rget or MPI_Rget_accumulate.
+    pub calls: Chooser,
 }
 
 struct Started {
@@ -39,33 +43,24 @@ impl Started {
 }
 
 impl StartedGets {
-    /// Starts the MPI_Rgets of `len` bytes at `t` into `dst`.
+    /// Starts the gets of `len` bytes at `t` into `dst`, by the call `calls` chose. While its
+    /// size class is still measured, a burst of gets of both calls into `dst` runs first, each
+    /// waited for and timed: reading the same bytes again changes nothing, and measuring them
+    /// here keeps a program's computing between start and wait out of the samples.
     ///
     /// # Safety
     /// `dst` is writable for `len` bytes and nothing else touches it until `test` said true or
     /// `wait` returned.
     pub unsafe fn start(&mut self, t: Target, dst: *mut u8, len: usize) -> Result<StartedGet> {
-        let mut requests = Vec::with_capacity(1);
-        let started = by_chunks(
-            t.disp,
-            len,
-            |off, disp, n| {
-                // SAFETY: the caller's contract; the request is kept until it completed.
-                let mut r: MPI_Request = unsafe { std::mem::zeroed() };
-                let rc =
-                    unsafe { MPI_Rget(dst.add(off) as *mut _, n, RSMPI_UINT8_T, t.rank as c_int, disp, n, RSMPI_UINT8_T, t.win, &mut r) };
-                if rc == 0 {
-                    requests.push(Request(r));
-                }
-                rc
-            },
-            "MPI_Rget",
-        );
-        if let Err(e) = started {
-            // Chunks already started still write `dst`: they finish before the error returns.
-            let _ = wait_all(&mut requests);
-            return Err(e);
+        while let (call, true) = self.calls.call(len) {
+            let at = Instant::now();
+            // SAFETY: the caller's contract; waited for at once.
+            let mut requests = unsafe { issue(t, dst, len, call)? };
+            wait_all(&mut requests)?;
+            self.calls.record(len, call, at.elapsed().as_nanos() as u64);
         }
+        // SAFETY: the caller's contract; the requests are kept until they completed.
+        let requests = unsafe { issue(t, dst, len, self.calls.call(len).0)? };
         self.next += 1;
         self.live.insert(self.next, Started { requests, then_flush: None });
         Ok(StartedGet(self.next))
@@ -86,16 +81,13 @@ impl StartedGets {
         disps: &[(usize, usize)],
         local: &[(*mut u8, usize)],
     ) -> Result<StartedGet> {
-        let base = local.iter().map(|l| l.0 as usize).min().unwrap_or(0);
-        let offsets: Vec<(usize, usize)> = local.iter().map(|&(at, len)| (at as usize - base, len)).collect();
+        let local: Vec<(usize, usize)> = local.iter().map(|&(at, len)| (at as usize, len)).collect();
         // SAFETY: a handle MPI fills in before it is read.
         let mut r: MPI_Request = unsafe { std::mem::zeroed() };
-        with_hindexed(disps, |target| {
-            with_hindexed(&offsets, |origin| {
-                // SAFETY: the caller's contract; the datatypes may be freed once the call
-                // returns (MPI keeps what the pending get needs), the request is kept.
-                check("MPI_Rget", unsafe { MPI_Rget(base as *mut _, 1, origin, rank as c_int, 0, 1, target, win, &mut r) })
-            })
+        with_list_types(disps, &local, |base, origin, target| {
+            // SAFETY: the caller's contract; the datatypes may be freed once the call returns
+            // (MPI keeps what the pending get needs), the request is kept.
+            check("MPI_Rget", unsafe { MPI_Rget(base as *mut _, 1, origin, rank as c_int, 0, 1, target, win, &mut r) })
         })?;
         self.next += 1;
         self.live.insert(self.next, Started { requests: vec![Request(r)], then_flush: Some((win, rank as c_int)) });
@@ -126,6 +118,43 @@ impl StartedGets {
         wait_all(&mut started.requests)?;
         started.finish()
     }
+}
+
+/// Starts the requests that get `len` bytes at `t` into `dst` by `call`: MPI_Rget, or
+/// MPI_Rget_accumulate(MPI_NO_OP), in chunks whose counts fit an `int`. On an error the chunks
+/// already started are waited for first (they still write `dst`).
+///
+/// # Safety
+/// `dst` is writable for `len` bytes and untouched until the requests completed.
+unsafe fn issue(t: Target, dst: *mut u8, len: usize, call: Call) -> Result<Vec<Request>> {
+    let mut requests = Vec::with_capacity(1);
+    let started = by_chunks(
+        t.disp,
+        len,
+        |off, disp, n| {
+            // SAFETY: the caller's contract; a handle MPI fills in before it is read.
+            let mut r: MPI_Request = unsafe { std::mem::zeroed() };
+            let (at, bytes, rank) = (unsafe { dst.add(off) } as *mut _, unsafe { RSMPI_UINT8_T }, t.rank as c_int);
+            let rc = match call {
+                // SAFETY: as above.
+                Call::Native => unsafe { MPI_Rget(at, n, bytes, rank, disp, n, bytes, t.win, &mut r) },
+                // SAFETY: as above; MPI_NO_OP reads no origin data.
+                Call::Accumulate => unsafe {
+                    MPI_Rget_accumulate(std::ptr::null(), 0, bytes, at, n, bytes, rank, disp, n, bytes, no_op(), t.win, &mut r)
+                },
+            };
+            if rc == 0 {
+                requests.push(Request(r));
+            }
+            rc
+        },
+        if call == Call::Native { "MPI_Rget" } else { "MPI_Rget_accumulate" },
+    );
+    if let Err(e) = started {
+        let _ = wait_all(&mut requests);
+        return Err(e);
+    }
+    Ok(requests)
 }
 
 fn wait_all(requests: &mut [Request]) -> Result<()> {
