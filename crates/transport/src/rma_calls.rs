@@ -1,11 +1,12 @@
 //! The MPI conduit's choice of the MPI call that moves a contiguous transfer to or from
 //! another host's segment: the one-sided call itself (MPI_Put, MPI_Rget) or its accumulate
 //! twin (MPI_Accumulate with MPI_REPLACE, MPI_Rget_accumulate with MPI_NO_OP), which moves the
-//! same bytes. Which one is faster depends on the MPI and its network, by up to 1.7x either
-//! way: over TCP between two emulated hosts (`bench/mpi_probes/rma_calls.c`, its header says
-//! how to run it) MPICH's UCX moves a native put as emulated RDMA — the data, then a flush
+//! same bytes. Which one is faster depends on the MPI, the network and the size, by up to 4x
+//! either way: over TCP between two emulated hosts (`bench/mpi_probes/rma_calls.c`, its header
+//! says how to run it) MPICH's UCX moves a native put as emulated RDMA — the data, then a flush
 //! handshake — and an accumulate as one active message answered once applied, so an 8 B put
-//! takes 1.6x as long as its twin; Open MPI's osc/ucx is the other way round (2x). So with
+//! takes 1.7x as long as its twin and a 32 KiB one 4x, but a 1 MiB one half as long; Open
+//! MPI's osc/ucx is the other way round (its twins 2-4x slower up to 4 KiB). So with
 //! ACTIVERMA_MPI_RMA_CALLS=auto each rank measures both calls on its first transfers of each
 //! size class, SAMPLES of each, and keeps the one with the lower median; `native` and
 //! `accumulate` fix the choice. Above CHOSEN_MAX bytes the native call moves everything.
