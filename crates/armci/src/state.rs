@@ -233,8 +233,9 @@ pub(crate) fn rt(e: activerma::Error) -> String {
 
 /// A rank argument checked against the job.
 pub(crate) fn proc_arg(w: &World, proc: c_int, arg: &str) -> R<usize> {
-    // The job's size, read once at init: World::size asks the conduit (a dynamic call), and
-    // every transfer checks its rank.
+    // The job's size, read once at init (JOB_SIZE, which the fast path of live_world reads
+    // without going through the World; World::size is a field since session 35 and would
+    // serve here as well).
     match usize::try_from(proc) {
         Ok(p) if p < JOB_SIZE.load(Ordering::Relaxed) => Ok(p),
         _ => Err(format!("argument {arg} = {proc} is not a rank of this job ({} ranks, 0 to {})", w.size(), w.size() - 1)),
